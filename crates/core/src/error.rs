@@ -1,0 +1,83 @@
+//! The one error type of the core.
+
+use std::io;
+
+/// Result with the core's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong reading or writing an F2FS image.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The device failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The image is inconsistent: names the structure and, when known, its block address.
+    #[error("corrupt {structure}{}: {detail}", .blkaddr.map(|b| format!(" at block {b:#x}")).unwrap_or_default())]
+    Corrupt {
+        /// Which on-disk structure (e.g. "superblock", "checkpoint", "inode 1234").
+        structure: String,
+        /// Block address of the structure, when known.
+        blkaddr: Option<u64>,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The image or file uses an F2FS feature uf2fs cannot decode yet.
+    #[error("unsupported F2FS feature '{feature}': {detail}")]
+    Unsupported {
+        /// Feature name as mkfs.f2fs -O spells it (e.g. "compression", "encrypt").
+        feature: &'static str,
+        /// What could not be done.
+        detail: String,
+    },
+    /// No such file or directory.
+    #[error("no such file or directory: {0}")]
+    NotFound(String),
+    /// A path component is not a directory.
+    #[error("not a directory: {0}")]
+    NotDir(String),
+    /// The operation needs a non-directory.
+    #[error("is a directory: {0}")]
+    IsDir(String),
+    /// Not a symbolic link.
+    #[error("not a symbolic link: {0}")]
+    NotSymlink(String),
+    /// Too many symbolic links while resolving a path.
+    #[error("too many levels of symbolic links: {0}")]
+    Loop(String),
+    /// A name longer than 255 bytes.
+    #[error("file name too long: {0}")]
+    NameTooLong(String),
+    /// A bad argument from the caller.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::Corrupt`].
+    pub fn corrupt(structure: impl Into<String>, blkaddr: Option<u64>, detail: impl Into<String>) -> Error {
+        Error::Corrupt { structure: structure.into(), blkaddr, detail: detail.into() }
+    }
+
+    /// The `errno` that best describes this error (used by the FUSE adapter).
+    pub fn errno(&self) -> i32 {
+        // Values are Linux errno numbers; kept here so every front end agrees.
+        match self {
+            Error::Io { source, .. } => source.raw_os_error().unwrap_or(5), // EIO
+            Error::Corrupt { .. } => 117,                                    // EUCLEAN (EFSCORRUPTED)
+            Error::Unsupported { .. } => 95,                                 // EOPNOTSUPP
+            Error::NotFound(_) => 2,                                         // ENOENT
+            Error::NotDir(_) => 20,                                          // ENOTDIR
+            Error::IsDir(_) => 21,                                           // EISDIR
+            Error::NotSymlink(_) => 22,                                      // EINVAL
+            Error::Loop(_) => 40,                                            // ELOOP
+            Error::NameTooLong(_) => 36,                                     // ENAMETOOLONG
+            Error::Invalid(_) => 22,                                         // EINVAL
+        }
+    }
+}

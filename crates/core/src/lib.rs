@@ -1,0 +1,14 @@
+//! uf2fs-core: a userspace implementation of Linux F2FS.
+//!
+//! [`Fs`] is the entry point: open an image or block device, then look up paths, read
+//! directories, files, symlinks and extended attributes. Every structure read from the
+//! device is validated; a bad image gives an [`Error::Corrupt`] naming the structure and
+//! its block address, never a panic.
+
+mod api;
+mod error;
+mod fs;
+
+pub use api::{DirEntry, FileKind, Ino, Stat, StatFs, Timestamp, Xattr};
+pub use error::{Error, Result};
+pub use fs::{Fs, FsInfo};

@@ -1,0 +1,1 @@
+//! F2FS on-disk format.

@@ -1,0 +1,1 @@
+pub use uf2fs_core;
