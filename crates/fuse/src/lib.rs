@@ -1,1 +1,144 @@
+//! uf2fs-fuse: mount an F2FS image through FUSE, on top of [`uf2fs_core::Fs`].
+//!
+//! The adapter is thin: each FUSE request is one or two core calls and a reply. Core
+//! errors become errnos in one place ([`uf2fs_core::Error::errno`]); node ids and F2FS
+//! inode numbers meet in one place (the root is swapped with FUSE's root id 1). Only
+//! read-only mounts exist so far: every modifying request is answered `EROFS`.
+//!
+//! ```no_run
+//! let fs = uf2fs_core::Fs::open("disk.img".as_ref(), &[])?;
+//! let opts = uf2fs_fuse::MountOptions { read_only: true, ..Default::default() };
+//! uf2fs_fuse::mount(fs, "/mnt/f2fs".as_ref(), &opts)?; // returns after `fusermount3 -u`
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod adapter;
+mod attr;
+mod dir_handles;
+mod errors;
+mod inode_map;
+mod kernel;
+mod read_buf;
+mod xattr;
+
+use std::io;
+use std::path::Path;
+
+use fuser::{Config, MountOption, SessionACL};
+
 pub use uf2fs_core;
+
+/// How to mount.
+#[derive(Debug, Clone, Default)]
+pub struct MountOptions {
+    /// Mount read-only. Must be true for now: read-write mounts are not supported yet.
+    pub read_only: bool,
+    /// Let users other than the one mounting access the file system (`allow_other`).
+    pub allow_other: bool,
+    /// The source shown in `mount` and `/proc/mounts`; empty means "uf2fs".
+    pub fsname: String,
+}
+
+/// Mount `fs` at `mountpoint` and serve it until the file system is unmounted
+/// (`fusermount3 -u MOUNTPOINT` or `umount`). Blocks the calling thread meanwhile.
+///
+/// # Errors
+/// `ErrorKind::Unsupported` when `opts.read_only` is false; otherwise whatever mounting
+/// or the FUSE session reports (no `/dev/fuse`, mountpoint missing, permission denied).
+pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::Result<()> {
+    if !opts.read_only {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "read-write mounts are not supported yet; mount read-only",
+        ));
+    }
+    fuser::mount(
+        adapter::F2fsFuse::new(fs),
+        mountpoint,
+        &session_config(opts),
+    )
+}
+
+/// Session settings for `opts`: mount options, who may access, worker threads.
+fn session_config(opts: &MountOptions) -> Config {
+    let mut config = Config::default();
+    config.mount_options = mount_options(opts);
+    config.acl = if opts.allow_other {
+        SessionACL::All
+    } else {
+        SessionACL::Owner
+    };
+    config.n_threads = Some(worker_threads());
+    config
+}
+
+/// Kernel mount options for `opts`.
+fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
+    let fsname = if opts.fsname.is_empty() {
+        "uf2fs"
+    } else {
+        opts.fsname.as_str()
+    };
+    vec![
+        MountOption::RO,
+        MountOption::FSName(fsname.to_owned()),
+        MountOption::Subtype("f2fs".to_owned()),
+        MountOption::DefaultPermissions,
+        MountOption::NoAtime,
+    ]
+}
+
+/// Most threads serving FUSE requests. Reads wait on the device, so a few more threads
+/// than cores keep readahead requests flowing.
+const WORKER_THREADS_MAX: usize = 16;
+
+/// Threads serving FUSE requests: twice the cores, between 2 and [`WORKER_THREADS_MAX`].
+fn worker_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cores * 2).clamp(2, WORKER_THREADS_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_options_are_read_only_with_names() {
+        let opts = MountOptions {
+            read_only: true,
+            ..Default::default()
+        };
+        let mount = mount_options(&opts);
+        assert!(mount.contains(&MountOption::RO));
+        assert!(mount.contains(&MountOption::FSName("uf2fs".into())));
+        assert!(mount.contains(&MountOption::Subtype("f2fs".into())));
+        assert!(mount.contains(&MountOption::DefaultPermissions));
+        assert!(mount.contains(&MountOption::NoAtime));
+        let named = MountOptions {
+            fsname: "/tmp/x.img".into(),
+            ..opts
+        };
+        assert!(mount_options(&named).contains(&MountOption::FSName("/tmp/x.img".into())));
+    }
+
+    #[test]
+    fn allow_other_opens_the_session_to_everyone() {
+        let opts = MountOptions {
+            read_only: true,
+            allow_other: true,
+            ..Default::default()
+        };
+        assert_eq!(session_config(&opts).acl, SessionACL::All);
+        let opts = MountOptions {
+            read_only: true,
+            ..Default::default()
+        };
+        assert_eq!(session_config(&opts).acl, SessionACL::Owner);
+    }
+
+    #[test]
+    fn worker_threads_are_bounded() {
+        let n = worker_threads();
+        assert!((2..=WORKER_THREADS_MAX).contains(&n));
+    }
+}

@@ -1,0 +1,36 @@
+//! What the adapter asks of the kernel at FUSE_INIT: large reads and cached metadata.
+
+use fuser::{InitFlags, KernelConfig};
+
+/// Pending background requests (readahead) the kernel may queue; the default 16 starves
+/// several worker threads during a sequential read.
+const MAX_BACKGROUND: u16 = 64;
+
+/// Capabilities used when the kernel offers them.
+fn wanted_capabilities() -> InitFlags {
+    InitFlags::FUSE_ASYNC_READ
+        | InitFlags::FUSE_MAX_PAGES
+        | InitFlags::FUSE_DO_READDIRPLUS
+        | InitFlags::FUSE_READDIRPLUS_AUTO
+        | InitFlags::FUSE_CACHE_SYMLINKS
+        | InitFlags::FUSE_PARALLEL_DIROPS
+}
+
+/// Configure the connection for a read-only file system with fast sequential reads.
+pub(crate) fn configure(config: &mut KernelConfig) {
+    // Readahead as large as the kernel offers: it bounds how much one sequential read
+    // prefetches, and so how large the READ requests of a `cat` get.
+    if let Err(max) = config.set_max_readahead(u32::MAX) {
+        let _ = config.set_max_readahead(max);
+    }
+    // fuser derives `max_pages` (the largest READ the kernel sends, in pages) from
+    // max(max_write, max_readahead): ask for the most it allows; the kernel clamps it to
+    // its own limit (/proc/sys/fs/fuse/max_pages_limit, 1 MiB by default).
+    if let Err(max) = config.set_max_write(u32::MAX) {
+        let _ = config.set_max_write(max);
+    }
+    let _ = config.set_max_background(MAX_BACKGROUND);
+    let offered = config.capabilities() & wanted_capabilities();
+    // Cannot fail: only capabilities the kernel offered are added.
+    let _ = config.add_capabilities(offered);
+}
