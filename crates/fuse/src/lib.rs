@@ -19,6 +19,7 @@ mod errors;
 mod inode_map;
 mod kernel;
 mod read_buf;
+mod readahead;
 mod xattr;
 
 use std::io;
@@ -52,11 +53,14 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
             "read-write mounts are not supported yet; mount read-only",
         ));
     }
-    fuser::mount(
-        adapter::F2fsFuse::new(fs),
-        mountpoint,
-        &session_config(opts),
-    )
+    // Resolved before mounting: afterwards the path leads into the not yet served mount.
+    let resolved = std::fs::canonicalize(mountpoint);
+    let config = session_config(opts);
+    let session = fuser::Session::new(adapter::F2fsFuse::new(fs), mountpoint, &config)?;
+    if let Ok(resolved) = resolved {
+        readahead::raise(&resolved);
+    }
+    session.run()
 }
 
 /// Session settings for `opts`: mount options, who may access, worker threads.
