@@ -61,7 +61,11 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::Corrupt`].
     pub fn corrupt(structure: impl Into<String>, blkaddr: Option<u64>, detail: impl Into<String>) -> Error {
-        Error::Corrupt { structure: structure.into(), blkaddr, detail: detail.into() }
+        Error::Corrupt {
+            structure: structure.into(),
+            blkaddr,
+            detail: detail.into(),
+        }
     }
 
     /// The `errno` that best describes this error (used by the FUSE adapter).
@@ -69,15 +73,15 @@ impl Error {
         // Values are Linux errno numbers; kept here so every front end agrees.
         match self {
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(5), // EIO
-            Error::Corrupt { .. } => 117,                                    // EUCLEAN (EFSCORRUPTED)
-            Error::Unsupported { .. } => 95,                                 // EOPNOTSUPP
-            Error::NotFound(_) => 2,                                         // ENOENT
-            Error::NotDir(_) => 20,                                          // ENOTDIR
-            Error::IsDir(_) => 21,                                           // EISDIR
-            Error::NotSymlink(_) => 22,                                      // EINVAL
-            Error::Loop(_) => 40,                                            // ELOOP
-            Error::NameTooLong(_) => 36,                                     // ENAMETOOLONG
-            Error::Invalid(_) => 22,                                         // EINVAL
+            Error::Corrupt { .. } => 117,                                   // EUCLEAN (EFSCORRUPTED)
+            Error::Unsupported { .. } => 95,                                // EOPNOTSUPP
+            Error::NotFound(_) => 2,                                        // ENOENT
+            Error::NotDir(_) => 20,                                         // ENOTDIR
+            Error::IsDir(_) => 21,                                          // EISDIR
+            Error::NotSymlink(_) => 22,                                     // EINVAL
+            Error::Loop(_) => 40,                                           // ELOOP
+            Error::NameTooLong(_) => 36,                                    // ENAMETOOLONG
+            Error::Invalid(_) => 22,                                        // EINVAL
         }
     }
 }

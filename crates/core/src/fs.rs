@@ -1,9 +1,25 @@
-//! TEMPORARY API SKELETON: signatures are final, bodies are being written.
-use crate::{DirEntry, Error, Ino, Result, Stat, StatFs, Xattr};
-use std::path::Path;
+//! [`Fs`]: an opened F2FS image and its read API.
 
-/// A mounted (opened) F2FS file system. `Send + Sync`.
-pub struct Fs {}
+use crate::checkpoint::{load_checkpoint, load_superblock, CheckpointState, SuperblockChoice};
+use crate::data::Mapper;
+use crate::device::{read_block, BlockDevice, ConcatDevice, FileDevice};
+use crate::inode::InodeRef;
+use crate::node::NodeManager;
+use crate::{DirEntry, Error, FileKind, Ino, Result, Stat, StatFs, Xattr};
+use std::path::{Path, PathBuf};
+use uf2fs_format::node::Inode;
+
+/// Symlinks followed while resolving one path, as Linux's MAXSYMLINKS.
+const MAX_SYMLINKS: usize = 40;
+
+/// An opened F2FS file system (read-only for now). `Send + Sync`.
+pub struct Fs {
+    dev: Box<dyn BlockDevice>,
+    sbc: SuperblockChoice,
+    cps: CheckpointState,
+    nodes: NodeManager,
+    paths: Vec<PathBuf>,
+}
 
 /// Summary of an image for `uf2fs info`: its `Display` is the human-readable report.
 #[derive(Debug, Clone)]
@@ -18,60 +34,275 @@ impl std::fmt::Display for FsInfo {
     }
 }
 
-fn todo<T>() -> Result<T> {
-    Err(Error::Invalid("not implemented yet".into()))
+fn open_devices(image: &Path, more: &[&Path]) -> Result<(Box<dyn BlockDevice>, SuperblockChoice)> {
+    let first = FileDevice::open(image)?;
+    let sbc = load_superblock(&first)?;
+    let devs = &sbc.sb.devices;
+    if devs.len() <= 1 {
+        if !more.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{} is a single-device F2FS; extra devices given",
+                image.display()
+            )));
+        }
+        return Ok((Box::new(first), sbc));
+    }
+    if more.len() + 1 != devs.len() {
+        let names: Vec<&str> = devs.iter().map(|d| d.path.as_str()).collect();
+        return Err(Error::Invalid(format!(
+            "{} is the first of {} devices ({}); pass the others with --device, in this order",
+            image.display(),
+            devs.len(),
+            names.join(", ")
+        )));
+    }
+    let bps = sbc.sb.blocks_per_seg() as u64;
+    // The first device also holds everything before segment 0.
+    let sizes: Vec<u64> = devs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| d.total_segments as u64 * bps + if i == 0 { sbc.sb.segment0_blkaddr as u64 } else { 0 })
+        .collect();
+    let mut all: Vec<Box<dyn BlockDevice>> = vec![Box::new(first)];
+    for p in more {
+        all.push(Box::new(FileDevice::open(p)?));
+    }
+    Ok((Box::new(ConcatDevice::new(all, &sizes)?), sbc))
 }
 
 impl Fs {
     /// Open an image file or block device read-only. Extra devices of a multi-device
     /// F2FS follow in `more_devices`, in superblock order.
-    pub fn open(_image: &Path, _more_devices: &[&Path]) -> Result<Fs> {
-        todo()
+    pub fn open(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
+        let (dev, sbc) = open_devices(image, more_devices)?;
+        let sb = &sbc.sb;
+        let need = sb.main_end_blkaddr();
+        if dev.block_count() < need {
+            return Err(Error::corrupt(
+                "image",
+                None,
+                format!("truncated: the superblock describes {need} blocks up to the end of the main area, the device has {}", dev.block_count()),
+            ));
+        }
+        let cps = load_checkpoint(dev.as_ref(), sb)?;
+        let nodes = NodeManager::new(sb, cps.nat_bitmap.clone(), &cps.nat_journal);
+        let mut paths = vec![image.to_path_buf()];
+        paths.extend(more_devices.iter().map(|p| p.to_path_buf()));
+        let fs = Fs {
+            dev,
+            sbc,
+            cps,
+            nodes,
+            paths,
+        };
+        let root = fs.inode(fs.root())?;
+        if root.kind()? != FileKind::Dir {
+            return Err(Error::corrupt("root inode", None, "is not a directory"));
+        }
+        Ok(fs)
     }
+
     /// The root directory's inode number.
     pub fn root(&self) -> Ino {
-        3
+        self.sbc.sb.root_ino
     }
+
+    /// The superblock in use.
+    pub fn superblock(&self) -> &uf2fs_format::superblock::Superblock {
+        &self.sbc.sb
+    }
+
+    /// The checkpoint in use.
+    pub fn checkpoint(&self) -> &uf2fs_format::checkpoint::Checkpoint {
+        &self.cps.cp
+    }
+
+    /// Reads and validates inode `ino`.
+    pub(crate) fn inode(&self, ino: Ino) -> Result<InodeRef> {
+        let block = self.nodes.read(self.dev.as_ref(), ino, ino)?;
+        let f = uf2fs_format::node::NodeFooter::decode(&block)
+            .map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+        if f.offset() != 0 {
+            return Err(Error::corrupt(
+                format!("inode {ino}"),
+                None,
+                format!("node offset {} (not an inode block)", f.offset()),
+            ));
+        }
+        let inode = Inode::decode(&block, &self.sbc.sb)
+            .map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+        Ok(InodeRef { ino, inode, block })
+    }
+
+    fn mapper<'a>(&'a self, i: &'a InodeRef) -> Mapper<'a> {
+        Mapper {
+            inode: i,
+            nodes: &self.nodes,
+            dev: self.dev.as_ref(),
+        }
+    }
+
+    fn dir_inode(&self, ino: Ino) -> Result<InodeRef> {
+        let i = self.inode(ino)?;
+        if i.kind()? != FileKind::Dir {
+            return Err(Error::NotDir(format!("inode {ino}")));
+        }
+        Ok(i)
+    }
+
     /// Geometry, features, active checkpoint and counts.
     pub fn info(&self) -> Result<FsInfo> {
-        todo()
+        Ok(FsInfo {
+            text: crate::info::report(&self.paths, &self.sbc, &self.cps),
+        })
     }
+
     /// Attributes of an inode.
-    pub fn stat(&self, _ino: Ino) -> Result<Stat> {
-        todo()
+    pub fn stat(&self, ino: Ino) -> Result<Stat> {
+        self.inode(ino)?.stat()
     }
+
     /// Look `name` up in directory `dir` ("." and ".." work too). `Error::NotFound` if absent.
-    pub fn lookup(&self, _dir: Ino, _name: &[u8]) -> Result<Ino> {
-        todo()
+    pub fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        let d = self.dir_inode(dir)?;
+        if name == b"." {
+            return Ok(dir);
+        }
+        match self.mapper(&d).lookup(name)? {
+            Some(ino) => Ok(ino),
+            None if name == b".." && dir == self.root() => Ok(dir),
+            None => Err(Error::NotFound(String::from_utf8_lossy(name).into_owned())),
+        }
     }
+
     /// Resolve an absolute path inside the image ("/" is the root). Intermediate symlinks
     /// are followed (relative to the image's root); the last component is followed only
     /// when `follow_last` is true.
-    pub fn resolve(&self, _path: &[u8], _follow_last: bool) -> Result<Ino> {
-        todo()
+    pub fn resolve(&self, path: &[u8], follow_last: bool) -> Result<Ino> {
+        let shown = || String::from_utf8_lossy(path).into_owned();
+        // Components still to walk, last first; symlink targets are spliced in.
+        let mut todo: Vec<Vec<u8>> = path
+            .split(|&c| c == b'/')
+            .filter(|c| !c.is_empty())
+            .rev()
+            .map(<[u8]>::to_vec)
+            .collect();
+        let mut stack: Vec<Ino> = vec![self.root()];
+        let mut links = 0;
+        while let Some(comp) = todo.pop() {
+            let cur = *stack.last().unwrap_or(&self.root());
+            if comp == b"." {
+                continue;
+            }
+            if comp == b".." {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+                continue;
+            }
+            let ino = match self.lookup(cur, &comp) {
+                Err(Error::NotDir(_)) => return Err(Error::NotDir(shown())),
+                Err(Error::NotFound(_)) => return Err(Error::NotFound(shown())),
+                r => r?,
+            };
+            let is_last = todo.is_empty();
+            let st = self.stat(ino)?;
+            if st.kind == FileKind::Symlink && (!is_last || follow_last) {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Error::Loop(shown()));
+                }
+                let target = self.read_link(ino)?;
+                if target.first() == Some(&b'/') {
+                    stack.truncate(1);
+                }
+                todo.extend(
+                    target
+                        .split(|&c| c == b'/')
+                        .filter(|c| !c.is_empty())
+                        .rev()
+                        .map(<[u8]>::to_vec),
+                );
+                continue;
+            }
+            stack.push(ino);
+        }
+        Ok(*stack.last().unwrap_or(&self.root()))
     }
+
     /// All entries of a directory except "." and "..", in on-disk order.
-    pub fn read_dir(&self, _dir: Ino) -> Result<Vec<DirEntry>> {
-        todo()
+    pub fn read_dir(&self, dir: Ino) -> Result<Vec<DirEntry>> {
+        let d = self.dir_inode(dir)?;
+        self.mapper(&d).read_dir()
     }
+
     /// Read file data at `offset` into `buf`; returns bytes read, short only at end of file.
-    pub fn read(&self, _ino: Ino, _offset: u64, _buf: &mut [u8]) -> Result<usize> {
-        todo()
+    pub fn read(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let i = self.inode(ino)?;
+        match i.kind()? {
+            FileKind::Dir => return Err(Error::IsDir(format!("inode {ino}"))),
+            FileKind::File | FileKind::Symlink => {}
+            _ => return Ok(0),
+        }
+        i.check_decodable()?;
+        self.mapper(&i).read(offset, buf)
     }
+
     /// Target of a symbolic link.
-    pub fn read_link(&self, _ino: Ino) -> Result<Vec<u8>> {
-        todo()
+    pub fn read_link(&self, ino: Ino) -> Result<Vec<u8>> {
+        let i = self.inode(ino)?;
+        if i.kind()? != FileKind::Symlink {
+            return Err(Error::NotSymlink(format!("inode {ino}")));
+        }
+        i.check_decodable()?;
+        let size = i.inode.size;
+        if size == 0 || size >= crate::device::BLOCK as u64 {
+            return Err(Error::corrupt(
+                format!("symlink inode {ino}"),
+                None,
+                format!("target length {size}"),
+            ));
+        }
+        let mut buf = vec![0u8; size as usize];
+        let n = self.mapper(&i).read(0, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
     }
+
     /// All extended attributes of an inode.
-    pub fn list_xattrs(&self, _ino: Ino) -> Result<Vec<Xattr>> {
-        todo()
+    pub fn list_xattrs(&self, ino: Ino) -> Result<Vec<Xattr>> {
+        let i = self.inode(ino)?;
+        self.mapper(&i).xattrs()
     }
+
     /// One extended attribute by full name, `None` when absent.
-    pub fn get_xattr(&self, _ino: Ino, _name: &[u8]) -> Result<Option<Vec<u8>>> {
-        todo()
+    pub fn get_xattr(&self, ino: Ino, name: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .list_xattrs(ino)?
+            .into_iter()
+            .find(|x| x.name == name)
+            .map(|x| x.value))
     }
+
     /// File system statistics.
     pub fn statfs(&self) -> Result<StatFs> {
-        todo()
+        let cp = &self.cps.cp;
+        let blocks = cp.user_block_count;
+        let free = blocks.saturating_sub(cp.valid_block_count);
+        let files = self.nodes.max_nid().saturating_sub(3);
+        Ok(StatFs {
+            block_size: crate::device::BLOCK as u32,
+            blocks,
+            blocks_free: free,
+            blocks_avail: free,
+            files,
+            files_free: files.saturating_sub(cp.valid_node_count as u64),
+            name_max: uf2fs_format::consts::F2FS_NAME_LEN as u32,
+        })
+    }
+
+    /// Reads one raw block (for tools that inspect the image).
+    pub fn read_raw_block(&self, blkaddr: u64) -> Result<Vec<u8>> {
+        read_block(self.dev.as_ref(), blkaddr)
     }
 }

@@ -6,8 +6,16 @@
 //! its block address, never a panic.
 
 mod api;
+pub mod checkpoint;
+mod data;
+pub mod device;
+mod dir;
 mod error;
 mod fs;
+mod info;
+mod inode;
+mod node;
+mod xattr;
 
 pub use api::{DirEntry, FileKind, Ino, Stat, StatFs, Timestamp, Xattr};
 pub use error::{Error, Result};

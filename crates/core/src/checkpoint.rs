@@ -1,0 +1,174 @@
+//! Mount-time metadata: the valid superblock copy and the newest valid checkpoint pack,
+//! with its version bitmaps, summary journals and orphan list.
+
+use crate::device::{read_block, BlockDevice, BLOCK};
+use crate::{Error, Result};
+use uf2fs_format::checkpoint::{Checkpoint, OrphanBlock, CP_COMPACT_SUM_FLAG, CP_ORPHAN_PRESENT_FLAG};
+use uf2fs_format::consts::F2FS_SUPER_OFFSET;
+use uf2fs_format::nat::NatEntry;
+use uf2fs_format::sit::SitEntry;
+use uf2fs_format::summary::checkpoint_journals;
+use uf2fs_format::superblock::{Superblock, SUPERBLOCK_SIZE};
+
+/// The superblock in use and which copy it came from.
+pub struct SuperblockChoice {
+    /// The decoded superblock.
+    pub sb: Superblock,
+    /// Block (0 or 1) it was read from.
+    pub copy: u32,
+    /// Why the other copy was not used, if it was bad.
+    pub other_problem: Option<String>,
+}
+
+/// Reads both superblock copies and returns the first valid one.
+pub fn load_superblock(dev: &dyn BlockDevice) -> Result<SuperblockChoice> {
+    if dev.block_count() < 2 {
+        return Err(Error::corrupt(
+            "superblock",
+            Some(0),
+            format!("image too small ({} blocks)", dev.block_count()),
+        ));
+    }
+    let try_copy = |blk: u64| -> Result<Superblock> {
+        let b = read_block(dev, blk)?;
+        Superblock::decode(&b[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE])
+            .map_err(|e| Error::corrupt("superblock", Some(blk), e.to_string()))
+    };
+    match (try_copy(0), try_copy(1)) {
+        (Ok(sb), other) => Ok(SuperblockChoice {
+            sb,
+            copy: 0,
+            other_problem: other.err().map(|e| e.to_string()),
+        }),
+        (Err(e0), Ok(sb)) => Ok(SuperblockChoice {
+            sb,
+            copy: 1,
+            other_problem: Some(e0.to_string()),
+        }),
+        (Err(e0), Err(e1)) => Err(Error::corrupt(
+            "superblock",
+            Some(0),
+            format!("both copies are bad: {e0}; {e1}"),
+        )),
+    }
+}
+
+/// The current checkpoint and what it carries.
+pub struct CheckpointState {
+    /// The checkpoint block.
+    pub cp: Checkpoint,
+    /// Pack (0 or 1) in use.
+    pub pack: u32,
+    /// First block of the pack.
+    pub pack_blkaddr: u64,
+    /// Why the other pack was not used (invalid, or simply older).
+    pub other: String,
+    /// NAT version bitmap.
+    pub nat_bitmap: Vec<u8>,
+    /// SIT version bitmap.
+    pub sit_bitmap: Vec<u8>,
+    /// NAT entries journalled in the checkpoint.
+    pub nat_journal: Vec<(u32, NatEntry)>,
+    /// SIT entries journalled in the checkpoint.
+    pub sit_journal: Vec<(u32, SitEntry)>,
+    /// Orphan inodes recorded in the pack.
+    pub orphans: Vec<u32>,
+}
+
+fn load_pack(dev: &dyn BlockDevice, sb: &Superblock, start: u64) -> Result<Checkpoint> {
+    let cp1 = Checkpoint::decode(&read_block(dev, start)?)
+        .map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
+    cp1.validate(sb)
+        .map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
+    let last = start + cp1.cp_pack_total_block_count as u64 - 1;
+    let cp2 = Checkpoint::decode(&read_block(dev, last)?)
+        .map_err(|e| Error::corrupt("checkpoint (second copy)", Some(last), e.to_string()))?;
+    if cp2.checkpoint_ver != cp1.checkpoint_ver {
+        return Err(Error::corrupt(
+            "checkpoint",
+            Some(start),
+            format!(
+                "pack torn: first copy version {}, last copy version {}",
+                cp1.checkpoint_ver, cp2.checkpoint_ver
+            ),
+        ));
+    }
+    Ok(cp1)
+}
+
+/// Picks the newest valid checkpoint pack and loads its bitmaps, journals and orphans.
+pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<CheckpointState> {
+    let starts = [sb.cp_blkaddr as u64, sb.cp_blkaddr as u64 + sb.blocks_per_seg() as u64];
+    let packs = [load_pack(dev, sb, starts[0]), load_pack(dev, sb, starts[1])];
+    let pick = match (&packs[0], &packs[1]) {
+        (Ok(a), Ok(b)) => usize::from(b.checkpoint_ver.wrapping_sub(a.checkpoint_ver) as i64 > 0),
+        (Ok(_), Err(_)) => 0,
+        (Err(_), Ok(_)) => 1,
+        (Err(a), Err(b)) => {
+            return Err(Error::corrupt(
+                "checkpoint",
+                Some(starts[0]),
+                format!("no valid checkpoint pack: {a}; {b}"),
+            ));
+        }
+    };
+    let [p0, p1] = packs;
+    let (cp, other) = if pick == 0 { (p0?, p1) } else { (p1?, p0) };
+    let other = match other {
+        Ok(o) => format!("valid, older (version {})", o.checkpoint_ver),
+        Err(e) => format!("not usable: {e}"),
+    };
+    let start = starts[pick];
+    let with_payload = read_blocks(dev, start, 1 + sb.cp_payload as u64)?;
+    let (nat_bitmap, sit_bitmap) = cp
+        .version_bitmaps(&with_payload, sb.cp_payload)
+        .map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
+    let compact = cp.has_flag(CP_COMPACT_SUM_FLAG);
+    let sum_at = start + cp.cp_pack_start_sum as u64;
+    let sum_blocks = if compact { 1 } else { 3 };
+    if cp.cp_pack_start_sum as u64 + sum_blocks >= cp.cp_pack_total_block_count as u64 {
+        return Err(Error::corrupt(
+            "checkpoint",
+            Some(start),
+            "summary blocks run past the pack",
+        ));
+    }
+    let sums = read_blocks(dev, sum_at, sum_blocks)?;
+    let journals = checkpoint_journals(&sums, compact)
+        .map_err(|e| Error::corrupt("checkpoint summary", Some(sum_at), e.to_string()))?;
+    let orphans = load_orphans(dev, sb, &cp, start)?;
+    Ok(CheckpointState {
+        cp,
+        pack: pick as u32,
+        pack_blkaddr: start,
+        other,
+        nat_bitmap,
+        sit_bitmap,
+        nat_journal: journals.nat,
+        sit_journal: journals.sit,
+        orphans,
+    })
+}
+
+fn load_orphans(dev: &dyn BlockDevice, sb: &Superblock, cp: &Checkpoint, start: u64) -> Result<Vec<u32>> {
+    if !cp.has_flag(CP_ORPHAN_PRESENT_FLAG) {
+        return Ok(Vec::new());
+    }
+    let first = 1 + sb.cp_payload as u64;
+    let count = (cp.cp_pack_start_sum as u64).saturating_sub(first);
+    let mut inos = Vec::new();
+    for i in 0..count {
+        let at = start + first + i;
+        let ob = OrphanBlock::decode(&read_block(dev, at)?)
+            .map_err(|e| Error::corrupt("orphan block", Some(at), e.to_string()))?;
+        inos.extend(ob.inos);
+    }
+    Ok(inos)
+}
+
+/// Reads `n` consecutive blocks.
+pub fn read_blocks(dev: &dyn BlockDevice, start: u64, n: u64) -> Result<Vec<u8>> {
+    let mut b = vec![0u8; n as usize * BLOCK];
+    dev.read_blocks(start, &mut b)?;
+    Ok(b)
+}

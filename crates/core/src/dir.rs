@@ -1,0 +1,154 @@
+//! Directories: inline dentries, dentry blocks and the multi-level hash lookup.
+
+use crate::data::Mapper;
+use crate::device::read_block;
+use crate::{DirEntry, Error, FileKind, Ino, Result};
+use uf2fs_format::consts::{F2FS_NAME_LEN, MAX_DIR_HASH_DEPTH};
+use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, ft, DentryArea, RawDentry};
+use uf2fs_format::hash::dentry_hash;
+use uf2fs_format::node::F2FS_INLINE_DENTRY;
+
+fn kind_of(file_type: u8) -> Option<FileKind> {
+    Some(match file_type {
+        ft::REG_FILE => FileKind::File,
+        ft::DIR => FileKind::Dir,
+        ft::CHRDEV => FileKind::CharDev,
+        ft::BLKDEV => FileKind::BlockDev,
+        ft::FIFO => FileKind::Fifo,
+        ft::SOCK => FileKind::Socket,
+        ft::SYMLINK => FileKind::Symlink,
+        _ => return None,
+    })
+}
+
+impl Mapper<'_> {
+    fn dir_err(&self, blk: Option<u64>, e: impl ToString) -> Error {
+        Error::corrupt(format!("directory inode {}", self.inode.ino), blk, e.to_string())
+    }
+
+    fn to_entry(&self, d: &RawDentry<'_>, blk: Option<u64>) -> Result<DirEntry> {
+        let kind = kind_of(d.file_type).ok_or_else(|| {
+            self.dir_err(
+                blk,
+                format!(
+                    "entry {:?} has file type {}",
+                    String::from_utf8_lossy(d.name),
+                    d.file_type
+                ),
+            )
+        })?;
+        Ok(DirEntry {
+            name: d.name.to_vec(),
+            ino: d.ino,
+            kind,
+        })
+    }
+
+    /// Calls `f` on every dentry area of the directory, with its block address (None for
+    /// inline dentries). `f` returns true to stop.
+    fn for_each_area(&self, mut f: impl FnMut(&DentryArea<'_>, Option<u64>) -> Result<bool>) -> Result<()> {
+        let i = &self.inode.inode;
+        if i.has_inline(F2FS_INLINE_DENTRY) {
+            let area = DentryArea::inline(&self.inode.block[i.inline_data_range()]);
+            f(&area, None)?;
+            return Ok(());
+        }
+        let blocks = i.size.div_ceil(crate::device::BLOCK as u64);
+        let mut stop = false;
+        self.for_each_block(blocks, |_, addr| {
+            if stop {
+                return Ok(());
+            }
+            let b = read_block(self.dev, addr)?;
+            let area = DentryArea::block(&b).map_err(|e| self.dir_err(Some(addr), e))?;
+            stop = f(&area, Some(addr))?;
+            Ok(())
+        })
+    }
+
+    /// All entries but "." and "..".
+    pub fn read_dir(&self) -> Result<Vec<DirEntry>> {
+        self.inode.check_decodable()?;
+        let mut out = Vec::new();
+        self.for_each_area(|area, blk| {
+            for d in area.entries().map_err(|e| self.dir_err(blk, e))? {
+                if d.name != b"." && d.name != b".." {
+                    out.push(self.to_entry(&d, blk)?);
+                }
+            }
+            Ok(false)
+        })?;
+        Ok(out)
+    }
+
+    /// Finds `name` by scanning every entry (case-folded directories, whose hashes are
+    /// computed over folded names; this matches exact names only).
+    fn lookup_linear(&self, name: &[u8]) -> Result<Option<Ino>> {
+        let mut found = None;
+        self.for_each_area(|area, blk| {
+            found = area
+                .entries()
+                .map_err(|e| self.dir_err(blk, e))?
+                .iter()
+                .find(|d| d.name == name)
+                .map(|d| d.ino);
+            Ok(found.is_some())
+        })?;
+        Ok(found)
+    }
+
+    /// Looks `name` up the way F2FS does: hash, then one bucket per level.
+    pub fn lookup(&self, name: &[u8]) -> Result<Option<Ino>> {
+        if name.len() > F2FS_NAME_LEN {
+            return Err(Error::NameTooLong(String::from_utf8_lossy(name).into_owned()));
+        }
+        self.inode.check_decodable()?;
+        let i = &self.inode.inode;
+        if i.is_casefold() {
+            return self.lookup_linear(name);
+        }
+        let hash = dentry_hash(name);
+        if i.has_inline(F2FS_INLINE_DENTRY) {
+            let area = DentryArea::inline(&self.inode.block[i.inline_data_range()]);
+            return Ok(area.find(name, hash).map_err(|e| self.dir_err(None, e))?.map(|d| d.ino));
+        }
+        let depth = i.current_depth.min(MAX_DIR_HASH_DEPTH);
+        let dir_level = i.dir_level as u32;
+        let size_blocks = i.size.div_ceil(crate::device::BLOCK as u64);
+        for level in 0..depth.max(1) {
+            let bucket = hash as u64 % dir_buckets(level, dir_level);
+            let first = dir_block_index(level, dir_level, bucket);
+            for fb in first..first + bucket_blocks(level) {
+                if fb >= size_blocks {
+                    break;
+                }
+                if let Some(ino) = self.lookup_in_block(fb, name, hash)? {
+                    return Ok(Some(ino));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn lookup_in_block(&self, fb: u64, name: &[u8], hash: u32) -> Result<Option<Ino>> {
+        let crate::data::Chunk::Mapped {
+            node,
+            in_inode,
+            slot,
+            first,
+            ..
+        } = self.chunk(fb)?
+        else {
+            return Ok(None);
+        };
+        let Some(addr) = self.addr_in(&node, in_inode, slot + (fb - first) as usize)? else {
+            return Ok(None);
+        };
+        let b = read_block(self.dev, addr)?;
+        let area = DentryArea::block(&b).map_err(|e| self.dir_err(Some(addr), e))?;
+        Ok(area
+            .find(name, hash)
+            .map_err(|e| self.dir_err(Some(addr), e))?
+            .map(|d| d.ino))
+    }
+}

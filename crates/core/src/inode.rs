@@ -1,0 +1,96 @@
+//! Inodes: reading, validating, and turning them into [`Stat`].
+
+use crate::node::NodeBlock;
+use crate::{Error, FileKind, Ino, Result, Stat, Timestamp};
+use uf2fs_format::node::Inode;
+
+/// An inode with the raw block its addresses live in.
+#[derive(Clone)]
+pub struct InodeRef {
+    /// Inode number.
+    pub ino: Ino,
+    /// Decoded fields.
+    pub inode: Inode,
+    /// The inode's node block.
+    pub block: NodeBlock,
+}
+
+fn ts((secs, nsecs): (u64, u32)) -> Timestamp {
+    Timestamp {
+        secs: secs as i64,
+        nsecs: nsecs.min(999_999_999),
+    }
+}
+
+impl InodeRef {
+    /// The file type, or a corruption error for a mode with no valid type.
+    pub fn kind(&self) -> Result<FileKind> {
+        FileKind::from_mode(self.inode.mode as u32).ok_or_else(|| {
+            Error::corrupt(
+                format!("inode {}", self.ino),
+                None,
+                format!("mode {:#o} has no file type", self.inode.mode),
+            )
+        })
+    }
+
+    /// Device number (major, minor) of a device inode, read from the first address slots
+    /// (old 16-bit encoding in slot 0, new 32-bit encoding in slot 1).
+    fn rdev(&self) -> (u32, u32) {
+        let old = self.inode.addr(&self.block, 0);
+        if old != 0 {
+            return ((old >> 8) & 0xff, old & 0xff);
+        }
+        let new = self.inode.addr(&self.block, 1);
+        ((new & 0xfff00) >> 8, (new & 0xff) | ((new >> 12) & 0xfff00))
+    }
+
+    /// `stat(2)` view of this inode.
+    pub fn stat(&self) -> Result<Stat> {
+        let i = &self.inode;
+        let kind = self.kind()?;
+        let rdev = if matches!(kind, FileKind::CharDev | FileKind::BlockDev) {
+            self.rdev()
+        } else {
+            (0, 0)
+        };
+        Ok(Stat {
+            ino: self.ino,
+            kind,
+            mode: i.mode as u32,
+            nlink: i.links,
+            uid: i.uid,
+            gid: i.gid,
+            size: i.size,
+            blocks: i.blocks.saturating_sub(1).saturating_mul(8),
+            atime: ts(i.atime),
+            mtime: ts(i.mtime),
+            ctime: ts(i.ctime),
+            crtime: i.crtime.map(ts),
+            rdev,
+            generation: i.generation,
+            flags: i.flags,
+        })
+    }
+
+    /// Fails with [`Error::Unsupported`] when the contents need a feature uf2fs does not
+    /// decode (encryption, compression).
+    pub fn check_decodable(&self) -> Result<()> {
+        if self.inode.is_encrypted() {
+            return Err(Error::Unsupported {
+                feature: "encrypt",
+                detail: format!("inode {} is encrypted; uf2fs cannot decrypt it", self.ino),
+            });
+        }
+        if self.inode.is_compressed() {
+            return Err(Error::Unsupported {
+                feature: "compression",
+                detail: format!(
+                    "inode {} is compressed; uf2fs cannot decompress F2FS clusters yet",
+                    self.ino
+                ),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,287 @@
+//! Checkpoint packs (`struct f2fs_checkpoint`) and orphan blocks.
+//!
+//! A pack starts with a checkpoint block, then `cp_payload` payload blocks, orphan blocks,
+//! summary blocks, and ends with a second copy of the checkpoint block. A pack is trusted
+//! only when both copies carry a valid checksum and the same version.
+
+use crate::consts::*;
+use crate::crc::{crc32_raw, f2fs_crc32};
+use crate::le::{u16_at, u32_at, u64_at};
+use crate::superblock::Superblock;
+use crate::{FormatError, Result};
+
+const S: &str = "checkpoint";
+/// Offset of the variable-size version bitmaps (and the smallest checksum offset).
+pub const CP_MIN_CHKSUM_OFFSET: usize = 192;
+/// Default checksum offset: the last 4 bytes of the block.
+pub const CP_CHKSUM_OFFSET: usize = BLOCK_SIZE - 4;
+
+/// `ckpt_flags` bits, with short names for `uf2fs info`.
+pub const CP_FLAGS: &[(u32, &str)] = &[
+    (0x0001, "umount"),
+    (0x0002, "orphan_present"),
+    (0x0004, "compact_summary"),
+    (0x0008, "error"),
+    (0x0010, "fsck"),
+    (0x0020, "fastboot"),
+    (0x0040, "crc_recovery"),
+    (0x0080, "nat_bits"),
+    (0x0100, "trimmed"),
+    (0x0200, "nocrc_recovery"),
+    (0x0400, "large_nat_bitmap"),
+    (0x0800, "quota_need_fsck"),
+    (0x1000, "disabled"),
+    (0x2000, "disabled_quick"),
+    (0x4000, "resizefs"),
+];
+/// Clean unmount.
+pub const CP_UMOUNT_FLAG: u32 = 0x0001;
+/// Orphan blocks present in the pack.
+pub const CP_ORPHAN_PRESENT_FLAG: u32 = 0x0002;
+/// Data summaries stored compacted.
+pub const CP_COMPACT_SUM_FLAG: u32 = 0x0004;
+/// The file system hit an error.
+pub const CP_ERROR_FLAG: u32 = 0x0008;
+/// NAT bitmap stored after the checksum at the minimal offset.
+pub const CP_LARGE_NAT_BITMAP_FLAG: u32 = 0x0400;
+
+/// A decoded checkpoint block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Version; the valid pack with the larger one is current.
+    pub checkpoint_ver: u64,
+    /// Blocks available to users.
+    pub user_block_count: u64,
+    /// Valid blocks in the main area.
+    pub valid_block_count: u64,
+    /// Segments reserved for GC.
+    pub rsvd_segment_count: u32,
+    /// Overprovisioned segments.
+    pub overprov_segment_count: u32,
+    /// Free segments in the main area.
+    pub free_segment_count: u32,
+    /// Active node log segments (hot, warm, cold, ...).
+    pub cur_node_segno: [u32; MAX_ACTIVE_NODE_LOGS],
+    /// Next block offset in each active node log.
+    pub cur_node_blkoff: [u16; MAX_ACTIVE_NODE_LOGS],
+    /// Active data log segments (hot, warm, cold, ...).
+    pub cur_data_segno: [u32; MAX_ACTIVE_DATA_LOGS],
+    /// Next block offset in each active data log.
+    pub cur_data_blkoff: [u16; MAX_ACTIVE_DATA_LOGS],
+    /// `CP_*_FLAG` bits.
+    pub ckpt_flags: u32,
+    /// Blocks in this pack, both checkpoint copies included.
+    pub cp_pack_total_block_count: u32,
+    /// Pack-relative block where data summaries start.
+    pub cp_pack_start_sum: u32,
+    /// Valid node blocks.
+    pub valid_node_count: u32,
+    /// Valid inodes.
+    pub valid_inode_count: u32,
+    /// Next node id to try when allocating.
+    pub next_free_nid: u32,
+    /// Bytes of the SIT version bitmap.
+    pub sit_ver_bitmap_bytesize: u32,
+    /// Bytes of the NAT version bitmap.
+    pub nat_ver_bitmap_bytesize: u32,
+    /// Offset of the checksum in the block.
+    pub checksum_offset: u32,
+    /// Seconds the file system has been mounted in all.
+    pub elapsed_time: u64,
+    /// Allocation type (LFS or SSR) of each active log.
+    pub alloc_type: [u8; 16],
+}
+
+/// Computes a checkpoint block's checksum the way F2FS does: over the bytes before the
+/// checksum, continued over the bytes after it when the checksum is not at the end.
+pub fn checkpoint_crc(block: &[u8], checksum_offset: usize) -> u32 {
+    let crc = f2fs_crc32(&block[..checksum_offset]);
+    if checksum_offset < CP_CHKSUM_OFFSET {
+        crc32_raw(crc, &block[checksum_offset + 4..BLOCK_SIZE])
+    } else {
+        crc
+    }
+}
+
+impl Checkpoint {
+    /// Decodes a checkpoint block and checks its checksum.
+    pub fn decode(b: &[u8]) -> Result<Checkpoint> {
+        FormatError::need(S, b, BLOCK_SIZE)?;
+        let checksum_offset = u32_at(b, 164);
+        let ofs = checksum_offset as usize;
+        if !(CP_MIN_CHKSUM_OFFSET..=CP_CHKSUM_OFFSET).contains(&ofs) {
+            return Err(FormatError::invalid(S, format!("checksum offset {ofs} out of range")));
+        }
+        let stored = u32_at(b, ofs);
+        let computed = checkpoint_crc(b, ofs);
+        if stored != computed {
+            return Err(FormatError::BadChecksum {
+                structure: S,
+                stored,
+                computed,
+            });
+        }
+        let mut cur_node_segno = [0; 8];
+        let mut cur_node_blkoff = [0; 8];
+        let mut cur_data_segno = [0; 8];
+        let mut cur_data_blkoff = [0; 8];
+        for i in 0..8 {
+            cur_node_segno[i] = u32_at(b, 36 + 4 * i);
+            cur_node_blkoff[i] = u16_at(b, 68 + 2 * i);
+            cur_data_segno[i] = u32_at(b, 84 + 4 * i);
+            cur_data_blkoff[i] = u16_at(b, 116 + 2 * i);
+        }
+        let mut alloc_type = [0u8; 16];
+        alloc_type.copy_from_slice(&b[176..192]);
+        Ok(Checkpoint {
+            checkpoint_ver: u64_at(b, 0),
+            user_block_count: u64_at(b, 8),
+            valid_block_count: u64_at(b, 16),
+            rsvd_segment_count: u32_at(b, 24),
+            overprov_segment_count: u32_at(b, 28),
+            free_segment_count: u32_at(b, 32),
+            cur_node_segno,
+            cur_node_blkoff,
+            cur_data_segno,
+            cur_data_blkoff,
+            ckpt_flags: u32_at(b, 132),
+            cp_pack_total_block_count: u32_at(b, 136),
+            cp_pack_start_sum: u32_at(b, 140),
+            valid_node_count: u32_at(b, 144),
+            valid_inode_count: u32_at(b, 148),
+            next_free_nid: u32_at(b, 152),
+            sit_ver_bitmap_bytesize: u32_at(b, 156),
+            nat_ver_bitmap_bytesize: u32_at(b, 160),
+            checksum_offset,
+            elapsed_time: u64_at(b, 168),
+            alloc_type,
+        })
+    }
+
+    /// Whether flag `f` is set.
+    pub fn has_flag(&self, f: u32) -> bool {
+        self.ckpt_flags & f != 0
+    }
+
+    /// Names of the flags set.
+    pub fn flag_names(&self) -> Vec<&'static str> {
+        CP_FLAGS
+            .iter()
+            .filter(|(bit, _)| self.ckpt_flags & bit != 0)
+            .map(|&(_, n)| n)
+            .collect()
+    }
+
+    /// Checks the fields that must agree with the superblock's geometry.
+    pub fn validate(&self, sb: &Superblock) -> Result<()> {
+        let bad = |d: String| Err(FormatError::invalid(S, d));
+        let sit_bytes = ((sb.segment_count_sit / 2) << sb.log_blocks_per_seg) / 8;
+        let nat_bytes = ((sb.segment_count_nat / 2) << sb.log_blocks_per_seg) / 8;
+        if self.sit_ver_bitmap_bytesize != sit_bytes || self.nat_ver_bitmap_bytesize != nat_bytes {
+            return bad(format!(
+                "version bitmap sizes sit {} nat {} (expected {sit_bytes} and {nat_bytes})",
+                self.sit_ver_bitmap_bytesize, self.nat_ver_bitmap_bytesize
+            ));
+        }
+        let total = self.cp_pack_total_block_count;
+        if total < 2 + sb.cp_payload || total > sb.blocks_per_seg() {
+            return bad(format!("pack of {total} blocks"));
+        }
+        if self.cp_pack_start_sum < 1 + sb.cp_payload || self.cp_pack_start_sum >= total {
+            return bad(format!(
+                "summaries start at pack block {} of {total}",
+                self.cp_pack_start_sum
+            ));
+        }
+        for i in 0..NR_CURSEG_NODE_TYPE {
+            if self.cur_node_segno[i] >= sb.segment_count_main || self.cur_node_blkoff[i] as u32 > sb.blocks_per_seg() {
+                return bad(format!(
+                    "node log {i} at segment {} offset {}",
+                    self.cur_node_segno[i], self.cur_node_blkoff[i]
+                ));
+            }
+            if self.cur_data_segno[i] >= sb.segment_count_main || self.cur_data_blkoff[i] as u32 > sb.blocks_per_seg() {
+                return bad(format!(
+                    "data log {i} at segment {} offset {}",
+                    self.cur_data_segno[i], self.cur_data_blkoff[i]
+                ));
+            }
+        }
+        if self.user_block_count > sb.block_count || self.valid_block_count > self.user_block_count {
+            return bad(format!(
+                "user blocks {} valid blocks {}",
+                self.user_block_count, self.valid_block_count
+            ));
+        }
+        Ok(())
+    }
+
+    /// Extracts the (NAT, SIT) version bitmaps. `blocks` holds the checkpoint block
+    /// followed by its `cp_payload` payload blocks.
+    pub fn version_bitmaps(&self, blocks: &[u8], cp_payload: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+        FormatError::need(S, blocks, BLOCK_SIZE * (1 + cp_payload as usize))?;
+        let nat_len = self.nat_ver_bitmap_bytesize as usize;
+        let sit_len = self.sit_ver_bitmap_bytesize as usize;
+        let base = CP_MIN_CHKSUM_OFFSET;
+        let (nat_at, sit_at) = if self.has_flag(CP_LARGE_NAT_BITMAP_FLAG) {
+            // Checksum first, then the NAT bitmap, then the SIT bitmap.
+            (base + 4, base + 4 + nat_len)
+        } else if cp_payload > 0 {
+            // NAT bitmap in the checkpoint block; SIT bitmap in the payload blocks.
+            (base, BLOCK_SIZE)
+        } else {
+            (base + sit_len, base)
+        };
+        let crc_at = self.checksum_offset as usize;
+        let take = |at: usize, len: usize, what: &str| -> Result<Vec<u8>> {
+            let end = at + len;
+            let overlaps_crc = at < crc_at + 4 && crc_at < end;
+            if end > blocks.len() || overlaps_crc {
+                return Err(FormatError::invalid(
+                    S,
+                    format!("{what} version bitmap of {len} bytes at offset {at} overruns the pack"),
+                ));
+            }
+            Ok(blocks[at..end].to_vec())
+        };
+        Ok((take(nat_at, nat_len, "NAT")?, take(sit_at, sit_len, "SIT")?))
+    }
+}
+
+/// A decoded orphan block: inodes unlinked while open, to reclaim at mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanBlock {
+    /// Orphan inode numbers.
+    pub inos: Vec<u32>,
+    /// Index of this block among the pack's orphan blocks.
+    pub blk_addr: u16,
+    /// Number of orphan blocks in the pack.
+    pub blk_count: u16,
+    /// Orphans in all, across the pack's orphan blocks.
+    pub entry_count: u32,
+}
+
+impl OrphanBlock {
+    /// Decodes an orphan block.
+    pub fn decode(b: &[u8]) -> Result<OrphanBlock> {
+        const O: &str = "orphan block";
+        FormatError::need(O, b, BLOCK_SIZE)?;
+        let entry_count = u32_at(b, 4088);
+        let blk_addr = u16_at(b, 4084);
+        let blk_count = u16_at(b, 4086);
+        // entry_count counts orphans of the whole pack; this block holds at most 1020.
+        let here = (entry_count as usize)
+            .saturating_sub(blk_addr as usize * F2FS_ORPHANS_PER_BLOCK)
+            .min(F2FS_ORPHANS_PER_BLOCK);
+        if blk_addr >= blk_count && blk_count != 0 {
+            return Err(FormatError::invalid(O, format!("block {blk_addr} of {blk_count}")));
+        }
+        let inos = (0..here).map(|i| u32_at(b, 4 * i)).collect();
+        Ok(OrphanBlock {
+            inos,
+            blk_addr,
+            blk_count,
+            entry_count,
+        })
+    }
+}

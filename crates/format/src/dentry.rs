@@ -1,0 +1,164 @@
+//! Directory entries: dentry blocks, inline dentries and the multi-level hash layout.
+
+use crate::consts::*;
+use crate::le::{test_bit_le, u16_at, u32_at};
+use crate::{FormatError, Result};
+
+/// Dentry file types (`F2FS_FT_*`).
+pub mod ft {
+    /// Unknown.
+    pub const UNKNOWN: u8 = 0;
+    /// Regular file.
+    pub const REG_FILE: u8 = 1;
+    /// Directory.
+    pub const DIR: u8 = 2;
+    /// Character device.
+    pub const CHRDEV: u8 = 3;
+    /// Block device.
+    pub const BLKDEV: u8 = 4;
+    /// FIFO.
+    pub const FIFO: u8 = 5;
+    /// Socket.
+    pub const SOCK: u8 = 6;
+    /// Symbolic link.
+    pub const SYMLINK: u8 = 7;
+}
+
+/// One live directory entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawDentry<'a> {
+    /// Stored name hash.
+    pub hash: u32,
+    /// Target inode.
+    pub ino: u32,
+    /// File type (`ft::*`).
+    pub file_type: u8,
+    /// Name bytes.
+    pub name: &'a [u8],
+    /// First slot of the entry.
+    pub slot: usize,
+}
+
+/// A view of a dentry area: a block, or the inline dentry area of an inode.
+#[derive(Debug, Clone, Copy)]
+pub struct DentryArea<'a> {
+    bitmap: &'a [u8],
+    dentries: &'a [u8],
+    names: &'a [u8],
+    nr: usize,
+}
+
+/// Slots of an inline dentry area of `bytes` bytes (`NR_INLINE_DENTRY`).
+pub fn nr_inline_dentry(bytes: usize) -> usize {
+    bytes * 8 / ((SIZE_OF_DIR_ENTRY + F2FS_SLOT_LEN) * 8 + 1)
+}
+
+impl<'a> DentryArea<'a> {
+    /// A regular 4 KiB dentry block.
+    pub fn block(b: &'a [u8]) -> Result<DentryArea<'a>> {
+        FormatError::need("dentry block", b, BLOCK_SIZE)?;
+        let d0 = SIZE_OF_DENTRY_BITMAP + SIZE_OF_DENTRY_RESERVED;
+        let n0 = d0 + SIZE_OF_DIR_ENTRY * NR_DENTRY_IN_BLOCK;
+        Ok(DentryArea {
+            bitmap: &b[..SIZE_OF_DENTRY_BITMAP],
+            dentries: &b[d0..n0],
+            names: &b[n0..BLOCK_SIZE],
+            nr: NR_DENTRY_IN_BLOCK,
+        })
+    }
+
+    /// The inline dentry area of an inode (the whole inline data range).
+    pub fn inline(area: &'a [u8]) -> DentryArea<'a> {
+        let nr = nr_inline_dentry(area.len());
+        let bitmap_len = nr.div_ceil(8);
+        let reserved = area.len() - (nr * (SIZE_OF_DIR_ENTRY + F2FS_SLOT_LEN) + bitmap_len);
+        let d0 = bitmap_len + reserved;
+        let n0 = d0 + SIZE_OF_DIR_ENTRY * nr;
+        DentryArea {
+            bitmap: &area[..bitmap_len],
+            dentries: &area[d0..n0],
+            names: &area[n0..n0 + nr * F2FS_SLOT_LEN],
+            nr,
+        }
+    }
+
+    /// Number of slots.
+    pub fn slots(&self) -> usize {
+        self.nr
+    }
+
+    /// The entry starting at `slot` if its bit is set, with the slot after it.
+    /// Entries are validated: a zero name length or a name running past the area is an
+    /// error.
+    pub fn entry_at(&self, slot: usize) -> Result<Option<(RawDentry<'a>, usize)>> {
+        if slot >= self.nr || !test_bit_le(self.bitmap, slot) {
+            return Ok(None);
+        }
+        let d = &self.dentries[slot * SIZE_OF_DIR_ENTRY..(slot + 1) * SIZE_OF_DIR_ENTRY];
+        let name_len = u16_at(d, 8) as usize;
+        let used = name_len.div_ceil(F2FS_SLOT_LEN);
+        if name_len == 0 || name_len > F2FS_NAME_LEN || slot + used > self.nr {
+            return Err(FormatError::invalid(
+                "dentry",
+                format!("slot {slot}: name length {name_len}"),
+            ));
+        }
+        let name = &self.names[slot * F2FS_SLOT_LEN..slot * F2FS_SLOT_LEN + name_len];
+        Ok(Some((
+            RawDentry {
+                hash: u32_at(d, 0),
+                ino: u32_at(d, 4),
+                file_type: d[10],
+                name,
+                slot,
+            },
+            slot + used,
+        )))
+    }
+
+    /// All live entries in slot order.
+    pub fn entries(&self) -> Result<Vec<RawDentry<'a>>> {
+        let mut out = Vec::new();
+        let mut slot = 0;
+        while slot < self.nr {
+            match self.entry_at(slot)? {
+                Some((e, next)) => {
+                    out.push(e);
+                    slot = next;
+                }
+                None => slot += 1,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Finds `name` with hash `hash`.
+    pub fn find(&self, name: &[u8], hash: u32) -> Result<Option<RawDentry<'a>>> {
+        Ok(self.entries()?.into_iter().find(|e| e.hash == hash && e.name == name))
+    }
+}
+
+/// Buckets at hash level `level` of a directory with `dir_level` extra levels.
+pub fn dir_buckets(level: u32, dir_level: u32) -> u64 {
+    let l = level + dir_level;
+    if l < MAX_DIR_HASH_DEPTH / 2 {
+        1u64 << l
+    } else {
+        1u64 << (MAX_DIR_HASH_DEPTH / 2 - 1)
+    }
+}
+
+/// Blocks per bucket at hash level `level`.
+pub fn bucket_blocks(level: u32) -> u64 {
+    if level < MAX_DIR_HASH_DEPTH / 2 {
+        2
+    } else {
+        4
+    }
+}
+
+/// File block index of the first block of bucket `bucket` at `level`.
+pub fn dir_block_index(level: u32, dir_level: u32, bucket: u64) -> u64 {
+    let before: u64 = (0..level).map(|i| dir_buckets(i, dir_level) * bucket_blocks(i)).sum();
+    before + bucket * bucket_blocks(level)
+}

@@ -1,0 +1,263 @@
+//! Node blocks: inodes, direct nodes and indirect nodes, each ending with a footer.
+
+use crate::consts::*;
+use crate::le::{u16_at, u32_at, u64_at};
+use crate::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR};
+use crate::{FormatError, Result};
+
+/// `i_inline`: inline xattrs present.
+pub const F2FS_INLINE_XATTR: u8 = 0x01;
+/// `i_inline`: data stored in the inode.
+pub const F2FS_INLINE_DATA: u8 = 0x02;
+/// `i_inline`: dentries stored in the inode.
+pub const F2FS_INLINE_DENTRY: u8 = 0x04;
+/// `i_inline`: inline data present.
+pub const F2FS_DATA_EXIST: u8 = 0x08;
+/// `i_inline`: extra attributes present.
+pub const F2FS_EXTRA_ATTR: u8 = 0x20;
+
+/// `i_advise`: file is encrypted.
+pub const FADVISE_ENCRYPT_BIT: u8 = 0x04;
+/// `i_advise`: file is protected by fs-verity.
+pub const FADVISE_VERITY_BIT: u8 = 0x40;
+/// `i_flags`: compressed file.
+pub const F2FS_COMPR_FL: u32 = 0x0000_0004;
+/// `i_flags`: case-insensitive directory.
+pub const F2FS_CASEFOLD_FL: u32 = 0x4000_0000;
+
+/// Largest `i_extra_isize` this format version knows (bytes).
+pub const F2FS_TOTAL_EXTRA_ATTR_SIZE: usize = 36;
+/// Largest inline xattr area in slots (leaves room for a minimal inline dentry).
+pub const MAX_INLINE_XATTR_ADDRS: usize =
+    DEF_ADDRS_PER_INODE - F2FS_TOTAL_EXTRA_ATTR_SIZE / 4 - DEF_INLINE_RESERVED_SIZE - 10;
+
+/// The footer at the end of every node block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeFooter {
+    /// This node's id.
+    pub nid: u32,
+    /// The inode it belongs to.
+    pub ino: u32,
+    /// Cold/fsync/dentry marks and the node's offset in the inode's node tree.
+    pub flag: u32,
+    /// Checkpoint version when written.
+    pub cp_ver: u64,
+    /// Next node block for roll-forward recovery.
+    pub next_blkaddr: u32,
+}
+
+impl NodeFooter {
+    /// Decodes the footer of a node block.
+    pub fn decode(b: &[u8]) -> Result<NodeFooter> {
+        FormatError::need("node block", b, BLOCK_SIZE)?;
+        let f = NODE_FOOTER_OFFSET;
+        Ok(NodeFooter {
+            nid: u32_at(b, f),
+            ino: u32_at(b, f + 4),
+            flag: u32_at(b, f + 8),
+            cp_ver: u64_at(b, f + 12),
+            next_blkaddr: u32_at(b, f + 20),
+        })
+    }
+
+    /// The node's logical offset in its inode's tree (0 for the inode itself).
+    pub fn offset(&self) -> u32 {
+        self.flag >> 3
+    }
+}
+
+/// A time stamp as stored: seconds and nanoseconds.
+pub type RawTime = (u64, u32);
+
+/// A decoded inode (`struct f2fs_inode`); block addresses stay in the raw block and are
+/// read with [`Inode::addr`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inode {
+    /// File type and permissions.
+    pub mode: u16,
+    /// `FADVISE_*` hints.
+    pub advise: u8,
+    /// `F2FS_INLINE_*` flags.
+    pub inline: u8,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Link count.
+    pub links: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Blocks used, in 4 KiB blocks (the inode block included).
+    pub blocks: u64,
+    /// Access time.
+    pub atime: RawTime,
+    /// Change time.
+    pub ctime: RawTime,
+    /// Modification time.
+    pub mtime: RawTime,
+    /// Generation.
+    pub generation: u32,
+    /// Directory hash depth (directories only).
+    pub current_depth: u32,
+    /// Node holding the non-inline xattrs (0 if none).
+    pub xattr_nid: u32,
+    /// `FS_*_FL` / `F2FS_*_FL` flags.
+    pub flags: u32,
+    /// Parent inode (a hint).
+    pub pino: u32,
+    /// Name when created (a hint for recovery).
+    pub name: Vec<u8>,
+    /// Extra directory hash levels (`i_dir_level`).
+    pub dir_level: u8,
+    /// Largest extent cache: (file offset, block address, length).
+    pub ext: (u32, u32, u32),
+    /// Bytes of extra attributes at the start of `i_addr` (0 without extra_attr).
+    pub extra_isize: u16,
+    /// Inline xattr area in 4-byte slots (already resolved as the kernel does).
+    pub inline_xattr_addrs: u16,
+    /// Project id.
+    pub projid: u32,
+    /// Inode checksum (inode_checksum feature).
+    pub inode_checksum: u32,
+    /// Creation time (inode_crtime feature).
+    pub crtime: Option<RawTime>,
+    /// Compression: algorithm and log2 cluster size when compressed.
+    pub compress: Option<(u8, u8)>,
+    /// Direct(2), indirect(2) and double-indirect(1) node ids.
+    pub nids: [u32; DEF_NIDS_PER_INODE],
+}
+
+impl Inode {
+    /// Decodes an inode block, resolving extra attributes and inline xattr size from the
+    /// superblock's features.
+    pub fn decode(b: &[u8], sb: &Superblock) -> Result<Inode> {
+        const S: &str = "inode";
+        FormatError::need(S, b, BLOCK_SIZE)?;
+        let inline = b[3];
+        let has_extra = inline & F2FS_EXTRA_ATTR != 0;
+        if has_extra && !sb.has(FEATURE_EXTRA_ATTR) {
+            return Err(FormatError::invalid(
+                S,
+                "extra attributes without the extra_attr feature",
+            ));
+        }
+        let extra_isize = if has_extra { u16_at(b, I_ADDR_OFFSET) } else { 0 };
+        if extra_isize % 4 != 0 || extra_isize as usize > F2FS_TOTAL_EXTRA_ATTR_SIZE {
+            return Err(FormatError::invalid(S, format!("extra_isize {extra_isize}")));
+        }
+        let inline_xattr_addrs = if has_extra && sb.has(FEATURE_FLEXIBLE_INLINE_XATTR) {
+            u16_at(b, I_ADDR_OFFSET + 2)
+        } else if inline & (F2FS_INLINE_XATTR | F2FS_INLINE_DENTRY) != 0 {
+            DEFAULT_INLINE_XATTR_ADDRS as u16
+        } else {
+            0
+        };
+        if inline_xattr_addrs as usize > MAX_INLINE_XATTR_ADDRS {
+            return Err(FormatError::invalid(
+                S,
+                format!("inline xattr size {inline_xattr_addrs} slots"),
+            ));
+        }
+        let fits = |end: usize| has_extra && end <= extra_isize as usize;
+        let namelen = (u32_at(b, 88) as usize).min(F2FS_NAME_LEN);
+        let flags = u32_at(b, 80);
+        let compress = (flags & F2FS_COMPR_FL != 0 && fits(36)).then(|| (b[I_ADDR_OFFSET + 32], b[I_ADDR_OFFSET + 33]));
+        let mut nids = [0u32; DEF_NIDS_PER_INODE];
+        for (i, n) in nids.iter_mut().enumerate() {
+            *n = u32_at(b, I_NID_OFFSET + 4 * i);
+        }
+        Ok(Inode {
+            mode: u16_at(b, 0),
+            advise: b[2],
+            inline,
+            uid: u32_at(b, 4),
+            gid: u32_at(b, 8),
+            links: u32_at(b, 12),
+            size: u64_at(b, 16),
+            blocks: u64_at(b, 24),
+            atime: (u64_at(b, 32), u32_at(b, 56)),
+            ctime: (u64_at(b, 40), u32_at(b, 60)),
+            mtime: (u64_at(b, 48), u32_at(b, 64)),
+            generation: u32_at(b, 68),
+            current_depth: u32_at(b, 72),
+            xattr_nid: u32_at(b, 76),
+            flags,
+            pino: u32_at(b, 84),
+            name: b[92..92 + namelen].to_vec(),
+            dir_level: b[347],
+            ext: (u32_at(b, 348), u32_at(b, 352), u32_at(b, 356)),
+            extra_isize,
+            inline_xattr_addrs,
+            projid: if fits(8) { u32_at(b, I_ADDR_OFFSET + 4) } else { 0 },
+            inode_checksum: if fits(12) { u32_at(b, I_ADDR_OFFSET + 8) } else { 0 },
+            crtime: fits(24).then(|| (u64_at(b, I_ADDR_OFFSET + 12), u32_at(b, I_ADDR_OFFSET + 20))),
+            compress,
+            nids,
+        })
+    }
+
+    /// First `i_addr` slot that holds a data address (after extra attributes).
+    pub fn addr_start(&self) -> usize {
+        self.extra_isize as usize / 4
+    }
+
+    /// Data block addresses held in the inode itself.
+    pub fn addrs_per_inode(&self) -> usize {
+        DEF_ADDRS_PER_INODE - self.addr_start() - self.inline_xattr_addrs as usize
+    }
+
+    /// Data address `i` (0..addrs_per_inode) held in the inode block `b`.
+    pub fn addr(&self, b: &[u8], i: usize) -> u32 {
+        u32_at(b, I_ADDR_OFFSET + 4 * (self.addr_start() + i))
+    }
+
+    /// Byte range of inline data (or inline dentries) inside the inode block.
+    pub fn inline_data_range(&self) -> std::ops::Range<usize> {
+        let start = I_ADDR_OFFSET + 4 * (self.addr_start() + DEF_INLINE_RESERVED_SIZE);
+        start..start + self.max_inline_data()
+    }
+
+    /// Bytes of inline data an inode can hold (`MAX_INLINE_DATA`).
+    pub fn max_inline_data(&self) -> usize {
+        4 * (DEF_ADDRS_PER_INODE - self.addr_start() - self.inline_xattr_addrs as usize - DEF_INLINE_RESERVED_SIZE)
+    }
+
+    /// Byte range of the inline xattr area inside the inode block (empty when none).
+    pub fn inline_xattr_range(&self) -> std::ops::Range<usize> {
+        I_NID_OFFSET - 4 * self.inline_xattr_addrs as usize..I_NID_OFFSET
+    }
+
+    /// Whether flag bit(s) of `i_inline` are set.
+    pub fn has_inline(&self, bit: u8) -> bool {
+        self.inline & bit != 0
+    }
+
+    /// Whether the file's contents are encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        self.advise & FADVISE_ENCRYPT_BIT != 0
+    }
+
+    /// Whether the file is protected by fs-verity.
+    pub fn is_verity(&self) -> bool {
+        self.advise & FADVISE_VERITY_BIT != 0
+    }
+
+    /// Whether the file is compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.flags & F2FS_COMPR_FL != 0
+    }
+
+    /// Whether the directory is case-insensitive.
+    pub fn is_casefold(&self) -> bool {
+        self.flags & F2FS_CASEFOLD_FL != 0
+    }
+}
+
+/// Entry `i` (0..1018) of a direct node (a block address) or an indirect node (a nid).
+pub fn node_slot(b: &[u8], i: usize) -> Result<u32> {
+    if i >= ADDRS_PER_BLOCK {
+        return Err(FormatError::invalid("node block", format!("slot {i} out of range")));
+    }
+    FormatError::need("node block", b, BLOCK_SIZE)?;
+    Ok(u32_at(b, 4 * i))
+}

@@ -1,0 +1,139 @@
+//! Segment summaries (SSA) and the NAT/SIT journals kept in checkpoint summaries.
+
+use crate::consts::*;
+use crate::le::{u16_at, u32_at};
+use crate::nat::NatEntry;
+use crate::sit::SitEntry;
+use crate::{FormatError, Result};
+
+/// Summary block footer type: data segment.
+pub const SUM_TYPE_DATA: u8 = 0;
+/// Summary block footer type: node segment.
+pub const SUM_TYPE_NODE: u8 = 1;
+/// Byte offset of the journal in a summary block.
+pub const SUM_JOURNAL_OFFSET: usize = SUMMARY_SIZE * ENTRIES_IN_SUM;
+
+/// Who owns one block of a segment (`struct f2fs_summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    /// For data: the direct node holding the address; for nodes: the node's own id.
+    pub nid: u32,
+    /// Node version (nodes only).
+    pub version: u8,
+    /// Index of the address within its node (data only).
+    pub ofs_in_node: u16,
+}
+
+impl Summary {
+    /// Decodes the 7 bytes of an entry.
+    pub fn decode(b: &[u8]) -> Result<Summary> {
+        FormatError::need("summary entry", b, SUMMARY_SIZE)?;
+        Ok(Summary {
+            nid: u32_at(b, 0),
+            version: b[4],
+            ofs_in_node: u16_at(b, 5),
+        })
+    }
+}
+
+/// A whole summary block: one entry per block of a segment plus a journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryBlock {
+    /// 512 entries.
+    pub entries: Vec<Summary>,
+    /// The raw journal area (NAT journal, SIT journal, or extra info).
+    pub journal: Vec<u8>,
+    /// `SUM_TYPE_DATA` or `SUM_TYPE_NODE`.
+    pub entry_type: u8,
+}
+
+impl SummaryBlock {
+    /// Decodes a summary block.
+    pub fn decode(b: &[u8]) -> Result<SummaryBlock> {
+        FormatError::need("summary block", b, BLOCK_SIZE)?;
+        let entries = (0..ENTRIES_IN_SUM)
+            .map(|i| Summary {
+                nid: u32_at(b, i * 7),
+                version: b[i * 7 + 4],
+                ofs_in_node: u16_at(b, i * 7 + 5),
+            })
+            .collect();
+        let journal = b[SUM_JOURNAL_OFFSET..SUM_JOURNAL_OFFSET + SUM_JOURNAL_SIZE].to_vec();
+        Ok(SummaryBlock {
+            entries,
+            journal,
+            entry_type: b[BLOCK_SIZE - SUM_FOOTER_SIZE],
+        })
+    }
+}
+
+/// Decodes a NAT journal (`n_nats` then `nid, f2fs_nat_entry` records).
+pub fn nat_journal(journal: &[u8]) -> Result<Vec<(u32, NatEntry)>> {
+    const S: &str = "NAT journal";
+    FormatError::need(S, journal, SUM_JOURNAL_SIZE)?;
+    let n = u16_at(journal, 0) as usize;
+    if n > NAT_JOURNAL_ENTRIES {
+        return Err(FormatError::invalid(
+            S,
+            format!("{n} entries (at most {NAT_JOURNAL_ENTRIES})"),
+        ));
+    }
+    (0..n)
+        .map(|i| {
+            let at = 2 + i * 13;
+            Ok((u32_at(journal, at), NatEntry::decode(&journal[at + 4..at + 13])?))
+        })
+        .collect()
+}
+
+/// Decodes a SIT journal (`n_sits` then `segno, f2fs_sit_entry` records).
+pub fn sit_journal(journal: &[u8]) -> Result<Vec<(u32, SitEntry)>> {
+    const S: &str = "SIT journal";
+    FormatError::need(S, journal, SUM_JOURNAL_SIZE)?;
+    let n = u16_at(journal, 0) as usize;
+    if n > SIT_JOURNAL_ENTRIES {
+        return Err(FormatError::invalid(
+            S,
+            format!("{n} entries (at most {SIT_JOURNAL_ENTRIES})"),
+        ));
+    }
+    (0..n)
+        .map(|i| {
+            let at = 2 + i * 78;
+            Ok((u32_at(journal, at), SitEntry::decode(&journal[at + 4..at + 78])?))
+        })
+        .collect()
+}
+
+/// The journals of a checkpoint's data summaries, however they were stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointJournals {
+    /// NAT entries newer than the NAT area.
+    pub nat: Vec<(u32, NatEntry)>,
+    /// SIT entries newer than the SIT area.
+    pub sit: Vec<(u32, SitEntry)>,
+}
+
+/// Reads the journals from the first data summary blocks of a checkpoint pack.
+///
+/// Compacted summaries start with the NAT journal then the SIT journal; normal
+/// summaries keep the NAT journal in the hot-data block (first) and the SIT journal in the
+/// cold-data block (third).
+pub fn checkpoint_journals(sum_blocks: &[u8], compact: bool) -> Result<CheckpointJournals> {
+    const S: &str = "checkpoint summaries";
+    if compact {
+        FormatError::need(S, sum_blocks, BLOCK_SIZE)?;
+        let nat = nat_journal(&sum_blocks[..SUM_JOURNAL_SIZE])?;
+        let sit = sit_journal(&sum_blocks[SUM_JOURNAL_SIZE..2 * SUM_JOURNAL_SIZE])?;
+        Ok(CheckpointJournals { nat, sit })
+    } else {
+        FormatError::need(S, sum_blocks, 3 * BLOCK_SIZE)?;
+        let j = |blk: usize| {
+            &sum_blocks[blk * BLOCK_SIZE + SUM_JOURNAL_OFFSET..blk * BLOCK_SIZE + SUM_JOURNAL_OFFSET + SUM_JOURNAL_SIZE]
+        };
+        Ok(CheckpointJournals {
+            nat: nat_journal(j(0))?,
+            sit: sit_journal(j(2))?,
+        })
+    }
+}

@@ -1,0 +1,408 @@
+//! The superblock (`struct f2fs_super_block`), stored at byte 1024 of blocks 0 and 1.
+
+use crate::consts::*;
+use crate::crc::f2fs_crc32;
+use crate::le::{u16_at, u32_at, u64_at};
+use crate::{FormatError, Result};
+
+const S: &str = "superblock";
+/// Size of the on-disk superblock structure.
+pub const SUPERBLOCK_SIZE: usize = 3072;
+/// Byte offset of the `crc` field (the checksum covers the bytes before it).
+pub const SB_CRC_OFFSET: usize = 3068;
+
+/// Feature bits of `f2fs_super_block.feature`, with the names mkfs.f2fs -O uses.
+pub const FEATURES: &[(u32, &str)] = &[
+    (0x0001, "encrypt"),
+    (0x0002, "blkzoned"),
+    (0x0004, "atomic_write"),
+    (0x0008, "extra_attr"),
+    (0x0010, "project_quota"),
+    (0x0020, "inode_checksum"),
+    (0x0040, "flexible_inline_xattr"),
+    (0x0080, "quota"),
+    (0x0100, "inode_crtime"),
+    (0x0200, "lost_found"),
+    (0x0400, "verity"),
+    (0x0800, "sb_checksum"),
+    (0x1000, "casefold"),
+    (0x2000, "compression"),
+    (0x4000, "ro"),
+    (0x8000, "device_alias"),
+];
+
+/// Feature bit: file-based encryption.
+pub const FEATURE_ENCRYPT: u32 = 0x0001;
+/// Feature bit: zoned block device.
+pub const FEATURE_BLKZONED: u32 = 0x0002;
+/// Feature bit: extra inode attributes.
+pub const FEATURE_EXTRA_ATTR: u32 = 0x0008;
+/// Feature bit: inode checksums.
+pub const FEATURE_INODE_CHKSUM: u32 = 0x0020;
+/// Feature bit: per-inode inline xattr size.
+pub const FEATURE_FLEXIBLE_INLINE_XATTR: u32 = 0x0040;
+/// Feature bit: inode creation time.
+pub const FEATURE_INODE_CRTIME: u32 = 0x0100;
+/// Feature bit: fs-verity.
+pub const FEATURE_VERITY: u32 = 0x0400;
+/// Feature bit: superblock checksum.
+pub const FEATURE_SB_CHKSUM: u32 = 0x0800;
+/// Feature bit: case-insensitive directories.
+pub const FEATURE_CASEFOLD: u32 = 0x1000;
+/// Feature bit: transparent compression.
+pub const FEATURE_COMPRESSION: u32 = 0x2000;
+/// Feature bit: read-only image (no free space reserved for writes).
+pub const FEATURE_RO: u32 = 0x4000;
+
+/// One device of a multi-device F2FS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    /// Path the device had when the image was made (informational).
+    pub path: String,
+    /// Segments on this device.
+    pub total_segments: u32,
+}
+
+/// A decoded, validated superblock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Superblock {
+    /// Format major version.
+    pub major_ver: u16,
+    /// Format minor version.
+    pub minor_ver: u16,
+    /// log2 of the sector size.
+    pub log_sectorsize: u32,
+    /// log2 of sectors per block.
+    pub log_sectors_per_block: u32,
+    /// log2 of the block size (always 12).
+    pub log_blocksize: u32,
+    /// log2 of blocks per segment (always 9).
+    pub log_blocks_per_seg: u32,
+    /// Segments per section (the GC unit).
+    pub segs_per_sec: u32,
+    /// Sections per zone.
+    pub secs_per_zone: u32,
+    /// Total blocks of the volume.
+    pub block_count: u64,
+    /// Sections in the main area.
+    pub section_count: u32,
+    /// Segments in all, from segment 0.
+    pub segment_count: u32,
+    /// Segments of the checkpoint area.
+    pub segment_count_ckpt: u32,
+    /// Segments of the SIT area (two copies).
+    pub segment_count_sit: u32,
+    /// Segments of the NAT area (two copies).
+    pub segment_count_nat: u32,
+    /// Segments of the SSA area.
+    pub segment_count_ssa: u32,
+    /// Segments of the main area.
+    pub segment_count_main: u32,
+    /// Block address of segment 0.
+    pub segment0_blkaddr: u32,
+    /// First block of the checkpoint area.
+    pub cp_blkaddr: u32,
+    /// First block of the SIT area.
+    pub sit_blkaddr: u32,
+    /// First block of the NAT area.
+    pub nat_blkaddr: u32,
+    /// First block of the SSA area.
+    pub ssa_blkaddr: u32,
+    /// First block of the main area.
+    pub main_blkaddr: u32,
+    /// Root directory inode number.
+    pub root_ino: u32,
+    /// Node inode number (internal).
+    pub node_ino: u32,
+    /// Meta inode number (internal).
+    pub meta_ino: u32,
+    /// Volume UUID.
+    pub uuid: [u8; 16],
+    /// Volume label.
+    pub volume_name: String,
+    /// Cold-file extensions (first `extension_count - hot_ext_count`) then hot ones.
+    pub extensions: Vec<String>,
+    /// Extra checkpoint blocks holding large SIT version bitmaps.
+    pub cp_payload: u32,
+    /// Version string of the tool or kernel that last wrote the superblock.
+    pub version: String,
+    /// Version string of the tool that made the image.
+    pub init_version: String,
+    /// Feature bits.
+    pub feature: u32,
+    /// Devices of a multi-device volume (empty for a single device).
+    pub devices: Vec<Device>,
+    /// Quota inode numbers (user, group, project); 0 when absent.
+    pub qf_ino: [u32; 3],
+    /// Number of hot extensions at the end of `extensions`.
+    pub hot_ext_count: u8,
+    /// File name encoding (1 = UTF-8 12.1) for casefold.
+    pub s_encoding: u16,
+    /// Encoding flags.
+    pub s_encoding_flags: u16,
+    /// Stored CRC (meaningful with the sb_checksum feature).
+    pub crc: u32,
+}
+
+fn cstr(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+fn utf16_name(bytes: &[u8]) -> String {
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .take_while(|&u| u != 0)
+        .collect();
+    String::from_utf16_lossy(&units)
+}
+
+impl Superblock {
+    /// Decodes and validates the superblock from the 3072 bytes at offset 1024 of its
+    /// block.
+    pub fn decode(b: &[u8]) -> Result<Superblock> {
+        FormatError::need(S, b, SUPERBLOCK_SIZE)?;
+        let magic = u32_at(b, 0);
+        if magic != F2FS_SUPER_MAGIC {
+            return Err(FormatError::BadMagic {
+                structure: S,
+                found: magic,
+                expected: F2FS_SUPER_MAGIC,
+            });
+        }
+        let feature = u32_at(b, 2180);
+        let checksum_offset = u32_at(b, 32) as usize;
+        let crc = u32_at(b, SB_CRC_OFFSET);
+        if feature & FEATURE_SB_CHKSUM != 0 {
+            if checksum_offset != SB_CRC_OFFSET {
+                return Err(FormatError::invalid(
+                    S,
+                    format!("checksum offset {checksum_offset} (expected {SB_CRC_OFFSET})"),
+                ));
+            }
+            let computed = f2fs_crc32(&b[..SB_CRC_OFFSET]);
+            if computed != crc {
+                return Err(FormatError::BadChecksum {
+                    structure: S,
+                    stored: crc,
+                    computed,
+                });
+            }
+        }
+        let ext_count = u32_at(b, 1148) as usize;
+        if ext_count > 64 {
+            return Err(FormatError::invalid(S, format!("extension_count {ext_count} > 64")));
+        }
+        let extensions = (0..ext_count).map(|i| cstr(&b[1152 + i * 8..1160 + i * 8])).collect();
+        let mut devices = Vec::new();
+        for i in 0..MAX_DEVICES {
+            let d = &b[2201 + i * 68..2201 + (i + 1) * 68];
+            if d[0] == 0 {
+                break;
+            }
+            devices.push(Device {
+                path: cstr(&d[..64]),
+                total_segments: u32_at(d, 64),
+            });
+        }
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(&b[108..124]);
+        let sb = Superblock {
+            major_ver: u16_at(b, 4),
+            minor_ver: u16_at(b, 6),
+            log_sectorsize: u32_at(b, 8),
+            log_sectors_per_block: u32_at(b, 12),
+            log_blocksize: u32_at(b, 16),
+            log_blocks_per_seg: u32_at(b, 20),
+            segs_per_sec: u32_at(b, 24),
+            secs_per_zone: u32_at(b, 28),
+            block_count: u64_at(b, 36),
+            section_count: u32_at(b, 44),
+            segment_count: u32_at(b, 48),
+            segment_count_ckpt: u32_at(b, 52),
+            segment_count_sit: u32_at(b, 56),
+            segment_count_nat: u32_at(b, 60),
+            segment_count_ssa: u32_at(b, 64),
+            segment_count_main: u32_at(b, 68),
+            segment0_blkaddr: u32_at(b, 72),
+            cp_blkaddr: u32_at(b, 76),
+            sit_blkaddr: u32_at(b, 80),
+            nat_blkaddr: u32_at(b, 84),
+            ssa_blkaddr: u32_at(b, 88),
+            main_blkaddr: u32_at(b, 92),
+            root_ino: u32_at(b, 96),
+            node_ino: u32_at(b, 100),
+            meta_ino: u32_at(b, 104),
+            uuid,
+            volume_name: utf16_name(&b[124..1148]),
+            extensions,
+            cp_payload: u32_at(b, 1664),
+            version: cstr(&b[1668..1924]),
+            init_version: cstr(&b[1924..2180]),
+            feature,
+            devices,
+            qf_ino: [u32_at(b, 2745), u32_at(b, 2749), u32_at(b, 2753)],
+            hot_ext_count: b[2757],
+            s_encoding: u16_at(b, 2758),
+            s_encoding_flags: u16_at(b, 2760),
+            crc,
+        };
+        sb.validate()?;
+        Ok(sb)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |d: String| Err(FormatError::invalid(S, d));
+        if self.log_blocksize != LOG_BLOCK_SIZE {
+            return bad(format!("block size 2^{} not supported (only 4096)", self.log_blocksize));
+        }
+        if self.log_blocks_per_seg != LOG_BLOCKS_PER_SEG {
+            return bad(format!(
+                "2^{} blocks per segment (expected 512)",
+                self.log_blocks_per_seg
+            ));
+        }
+        if !(9..=12).contains(&self.log_sectorsize)
+            || self.log_sectorsize + self.log_sectors_per_block != LOG_BLOCK_SIZE
+        {
+            return bad(format!(
+                "sector size 2^{} with 2^{} sectors per block",
+                self.log_sectorsize, self.log_sectors_per_block
+            ));
+        }
+        if self.segs_per_sec == 0 || self.secs_per_zone == 0 || self.segs_per_sec > self.segment_count_main.max(1) {
+            return bad(format!(
+                "segs_per_sec {} secs_per_zone {}",
+                self.segs_per_sec, self.secs_per_zone
+            ));
+        }
+        if self.segment_count > 16 * 1024 * 1024 / 2 {
+            return bad(format!("segment_count {} exceeds the 16 TiB limit", self.segment_count));
+        }
+        if (self.segment_count as u64) > self.block_count >> LOG_BLOCKS_PER_SEG {
+            return bad(format!(
+                "segment_count {} exceeds block_count {}",
+                self.segment_count, self.block_count
+            ));
+        }
+        let parts = [
+            self.segment_count_ckpt,
+            self.segment_count_sit,
+            self.segment_count_nat,
+            self.segment_count_ssa,
+            self.segment_count_main,
+        ];
+        let sum: u64 = parts.iter().map(|&p| p as u64).sum();
+        if sum > self.segment_count as u64 {
+            return bad(format!(
+                "area segments add up to {sum} > segment_count {}",
+                self.segment_count
+            ));
+        }
+        if self.segment_count_ckpt < 2
+            || self.segment_count_nat < 2
+            || self.segment_count_sit < 2
+            || self.segment_count_main == 0
+        {
+            return bad("empty checkpoint, NAT, SIT or main area".into());
+        }
+        // Areas follow each other: CP, SIT, NAT, SSA, main.
+        let expect = [
+            ("cp_blkaddr", self.cp_blkaddr, self.segment0_blkaddr as u64),
+            (
+                "sit_blkaddr",
+                self.sit_blkaddr,
+                self.cp_blkaddr as u64 + ((self.segment_count_ckpt as u64) << 9),
+            ),
+            (
+                "nat_blkaddr",
+                self.nat_blkaddr,
+                self.sit_blkaddr as u64 + ((self.segment_count_sit as u64) << 9),
+            ),
+            (
+                "ssa_blkaddr",
+                self.ssa_blkaddr,
+                self.nat_blkaddr as u64 + ((self.segment_count_nat as u64) << 9),
+            ),
+            (
+                "main_blkaddr",
+                self.main_blkaddr,
+                self.ssa_blkaddr as u64 + ((self.segment_count_ssa as u64) << 9),
+            ),
+        ];
+        for (name, got, want) in expect {
+            if got as u64 != want {
+                return bad(format!("{name} {got:#x}, expected {want:#x} from the area sizes"));
+            }
+        }
+        if (self.section_count as u64) * (self.segs_per_sec as u64) > self.segment_count_main as u64
+            || self.section_count == 0
+        {
+            return bad(format!(
+                "section_count {} with {} main segments",
+                self.section_count, self.segment_count_main
+            ));
+        }
+        if self.cp_payload as u64 >= (BLOCKS_PER_SEG as u64) - 8 {
+            return bad(format!("cp_payload {} too large", self.cp_payload));
+        }
+        if self.root_ino < 3 || self.node_ino == self.root_ino || self.meta_ino == self.root_ino {
+            return bad(format!(
+                "root_ino {} node_ino {} meta_ino {}",
+                self.root_ino, self.node_ino, self.meta_ino
+            ));
+        }
+        if self.hot_ext_count as usize > self.extensions.len() {
+            return bad(format!(
+                "hot_ext_count {} > extension_count {}",
+                self.hot_ext_count,
+                self.extensions.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Blocks per segment.
+    pub fn blocks_per_seg(&self) -> u32 {
+        1 << self.log_blocks_per_seg
+    }
+
+    /// Blocks per section.
+    pub fn blocks_per_sec(&self) -> u32 {
+        self.segs_per_sec << self.log_blocks_per_seg
+    }
+
+    /// Last block address of the main area, exclusive.
+    pub fn main_end_blkaddr(&self) -> u64 {
+        self.main_blkaddr as u64 + ((self.segment_count_main as u64) << self.log_blocks_per_seg)
+    }
+
+    /// Whether feature bit `bit` is set.
+    pub fn has(&self, bit: u32) -> bool {
+        self.feature & bit != 0
+    }
+
+    /// Names of the feature bits set (unknown bits as `unknown(0x...)`).
+    pub fn feature_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut known = 0u32;
+        for &(bit, name) in FEATURES {
+            known |= bit;
+            if self.feature & bit != 0 {
+                names.push(name.to_string());
+            }
+        }
+        let unknown = self.feature & !known;
+        if unknown != 0 {
+            names.push(format!("unknown({unknown:#x})"));
+        }
+        names
+    }
+
+    /// Largest node id the NAT can hold.
+    pub fn max_nid(&self) -> u64 {
+        // Half the NAT segments hold one copy of each NAT block.
+        ((self.segment_count_nat as u64 / 2) << self.log_blocks_per_seg) * NAT_ENTRY_PER_BLOCK as u64
+    }
+}
