@@ -1,1 +1,102 @@
-fn main() {}
+//! `uf2fs`: the command-line front end of uf2fs. Argument parsing and output only; the
+//! file system itself lives in `uf2fs-core`.
+
+mod args;
+mod cat;
+mod errors;
+mod extract;
+mod format_mode;
+mod format_time;
+mod ls;
+mod mount;
+mod mount_options;
+mod mountinfo;
+mod names;
+mod output;
+
+use anyhow::Context;
+use args::{Cli, Command};
+use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use uf2fs_core::Fs;
+
+fn main() -> ExitCode {
+    match Cli::try_parse() {
+        Ok(cli) => errors::finish(run(cli)),
+        Err(err) => errors::finish_clap_error(err),
+    }
+}
+
+/// Runs one subcommand.
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let devices = cli.all_devices();
+    match cli.command {
+        Command::Info { image, .. } => info(&open_fs(&image, &devices)?),
+        Command::Ls {
+            long,
+            recursive,
+            all,
+            image,
+            path,
+            ..
+        } => {
+            let fs = open_fs(&image, &devices)?;
+            let opts = ls::LsOptions { long, recursive, all };
+            ls::run(&fs, path.as_deref(), &opts)
+        }
+        Command::Cat { image, path, .. } => cat::run(&open_fs(&image, &devices)?, &path),
+        Command::Extract {
+            force, image, paths, ..
+        } => {
+            let (path, dest) = match paths.as_slice() {
+                [dest] => (std::ffi::OsStr::new("/"), dest),
+                [path, dest] => (path.as_os_str(), dest),
+                _ => return Err(errors::UsageError("extract takes [PATH] DEST".into()).into()),
+            };
+            let fs = open_fs(&image, &devices)?;
+            extract::run(&fs, path, Path::new(dest), &extract::ExtractOptions { force })
+        }
+        Command::Mount {
+            options,
+            foreground,
+            image,
+            mountpoint,
+            ..
+        } => {
+            let request = mount::MountRequest {
+                options,
+                foreground,
+                image,
+                mountpoint,
+                devices,
+            };
+            mount::run(&request)
+        }
+    }
+}
+
+/// Opens an image (and the extra devices of a multi-device F2FS) read-only.
+pub fn open_fs(image: &Path, devices: &[PathBuf]) -> anyhow::Result<Fs> {
+    let more: Vec<&Path> = devices.iter().map(PathBuf::as_path).collect();
+    let shown = names::escape_os(image);
+    match Fs::open(image, &more) {
+        Ok(fs) => Ok(fs),
+        // Name the image unless the core's message already does.
+        Err(err) if err.to_string().contains(&shown) => Err(err.into()),
+        Err(err) => Err(err).with_context(|| shown),
+    }
+}
+
+/// `uf2fs info`: the core's summary of the image.
+fn info(fs: &Fs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = fs.info()?.to_string();
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! The command line, as clap parses it.
+
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Read F2FS images without the kernel: inspect, list, read, extract and mount them.
+#[derive(Debug, Parser)]
+#[command(name = "uf2fs", version, arg_required_else_help = false, subcommand_required = true)]
+pub struct Cli {
+    /// Extra devices given before the subcommand.
+    #[command(flatten)]
+    pub devices: DeviceArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    /// All `--device` paths in command-line order, before and after the subcommand name.
+    ///
+    /// (clap's `global` arguments keep only the subcommand's occurrences when both
+    /// levels have some, so each level collects its own and they are joined here.)
+    pub fn all_devices(&self) -> Vec<PathBuf> {
+        let after = match &self.command {
+            Command::Info { devices, .. }
+            | Command::Ls { devices, .. }
+            | Command::Cat { devices, .. }
+            | Command::Extract { devices, .. }
+            | Command::Mount { devices, .. } => devices,
+        };
+        self.devices.devices.iter().chain(&after.devices).cloned().collect()
+    }
+}
+
+/// `--device PATH`, accepted before and after the subcommand name.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DeviceArgs {
+    /// Extra device of a multi-device F2FS, in superblock order (repeat for each).
+    #[arg(long = "device", value_name = "PATH")]
+    pub devices: Vec<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the superblock, checkpoint and geometry summary of an image.
+    Info {
+        /// Image file or block device.
+        image: PathBuf,
+        /// Extra devices.
+        #[command(flatten)]
+        devices: DeviceArgs,
+    },
+    /// List a directory (or show one file), sorted by name.
+    Ls {
+        /// Long listing: mode, links, uid, gid, size, mtime (UTC), name.
+        #[arg(short = 'l')]
+        long: bool,
+        /// List subdirectories recursively.
+        #[arg(short = 'R')]
+        recursive: bool,
+        /// Also list "." and "..".
+        #[arg(short = 'a')]
+        all: bool,
+        /// Image file or block device.
+        image: PathBuf,
+        /// Extra devices.
+        #[command(flatten)]
+        devices: DeviceArgs,
+        /// Path inside the image (default: the root).
+        path: Option<OsString>,
+    },
+    /// Write a file's contents to stdout (symlinks are followed).
+    Cat {
+        /// Image file or block device.
+        image: PathBuf,
+        /// Extra devices.
+        #[command(flatten)]
+        devices: DeviceArgs,
+        /// Path of the file inside the image.
+        path: OsString,
+    },
+    /// Copy a file or directory tree out of the image, keeping modes, times, links and
+    /// xattrs (and owners and device nodes when run as root).
+    Extract {
+        /// Replace existing non-directories at destination paths.
+        #[arg(long)]
+        force: bool,
+        /// Image file or block device.
+        image: PathBuf,
+        /// Extra devices.
+        #[command(flatten)]
+        devices: DeviceArgs,
+        /// [PATH] DEST: what to copy (default: the root) and where to put it. A
+        /// directory's contents go inside DEST, which is created if missing.
+        #[arg(required = true, num_args = 1..=2, value_names = ["PATH", "DEST"])]
+        paths: Vec<OsString>,
+    },
+    /// Mount the image with FUSE (read-only for now: pass -o ro).
+    Mount {
+        /// Comma-separated mount options: ro, allow_other, fsname=NAME.
+        #[arg(short = 'o', value_name = "OPTIONS")]
+        options: Vec<String>,
+        /// Stay in the foreground; Ctrl-C or SIGTERM unmounts.
+        #[arg(short = 'f')]
+        foreground: bool,
+        /// Image file or block device.
+        image: PathBuf,
+        /// Extra devices.
+        #[command(flatten)]
+        devices: DeviceArgs,
+        /// Directory to mount on.
+        mountpoint: PathBuf,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn extract_takes_one_or_two_paths() {
+        let cli = Cli::try_parse_from(["uf2fs", "extract", "img", "out"]).unwrap();
+        assert!(matches!(cli.command, Command::Extract { ref paths, .. } if paths.len() == 1));
+        let cli = Cli::try_parse_from(["uf2fs", "extract", "--force", "img", "/a", "out"]).unwrap();
+        assert!(matches!(cli.command, Command::Extract { force: true, ref paths, .. } if paths.len() == 2));
+        assert!(Cli::try_parse_from(["uf2fs", "extract", "img", "a", "b", "c"]).is_err());
+        assert!(Cli::try_parse_from(["uf2fs", "extract", "img"]).is_err());
+    }
+
+    #[test]
+    fn device_is_global_and_repeatable() {
+        let cli = Cli::try_parse_from(["uf2fs", "--device", "d1", "ls", "-la", "img", "--device", "d2"]).unwrap();
+        assert_eq!(cli.all_devices(), [PathBuf::from("d1"), PathBuf::from("d2")]);
+        assert!(matches!(
+            cli.command,
+            Command::Ls {
+                long: true,
+                all: true,
+                recursive: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn mount_options_repeat() {
+        let cli = Cli::try_parse_from(["uf2fs", "mount", "-o", "ro", "-o", "allow_other", "-f", "i", "m"]).unwrap();
+        assert!(matches!(cli.command, Command::Mount { ref options, foreground: true, .. } if options.len() == 2));
+    }
+}

@@ -1,0 +1,213 @@
+//! `uf2fs extract`: copy a file or a directory tree out of the image.
+//!
+//! The walk is iterative (an explicit stack of tasks). Directories are created first and
+//! get their mode, owner and times in a `Finish` task popped after all their contents,
+//! so read-only directories can still be filled and their mtimes survive.
+
+mod data;
+mod dest;
+mod metadata;
+
+use crate::names::{base_name, escape_bytes, escape_os, image_path, join_path, validate_entry_name};
+use anyhow::{anyhow, bail, Context};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::fs::{self, OpenOptions};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use uf2fs_core::{FileKind, Fs, Ino, Stat};
+
+/// Flags of `uf2fs extract`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExtractOptions {
+    /// Replace existing non-directories at destination paths.
+    pub force: bool,
+}
+
+/// Copies `path` (an in-image path) to `dest` on the host.
+///
+/// A directory's contents go inside `dest` (created if missing), like `cp -a PATH/. DEST`;
+/// a non-directory becomes `dest`, or `dest/<name>` when `dest` is an existing directory.
+pub fn run(fs: &Fs, path: &OsStr, dest: &Path, opts: &ExtractOptions) -> anyhow::Result<()> {
+    let src = image_path(path);
+    // Like cp -a: a symlink named on the command line is copied as a symlink, unless
+    // written with a trailing slash.
+    let follow = src.len() > 1 && src.ends_with(b"/");
+    let ino = fs.resolve(&src, follow)?;
+    let stat = fs.stat(ino)?;
+    let target = if stat.kind == FileKind::Dir {
+        top_dir_dest(dest)?
+    } else {
+        top_file_dest(&src, dest)?
+    };
+    let mut extractor = Extractor::new(fs, opts.force);
+    extractor.stack.push(Task::Visit { ino, src, dest: target });
+    let result = extractor.run();
+    extractor.meta.report_skipped_nodes();
+    result
+}
+
+/// The destination directory for a directory: created when missing.
+fn top_dir_dest(dest: &Path) -> anyhow::Result<PathBuf> {
+    match fs::symlink_metadata(dest) {
+        // A symlink to a directory given by the user is a fine destination; work on the
+        // directory itself so owner, xattrs and times land there.
+        Ok(m) if m.file_type().is_symlink() => {
+            fs::canonicalize(dest).with_context(|| format!("resolving destination {}", escape_os(dest)))
+        }
+        Ok(m) if m.is_dir() => Ok(dest.to_path_buf()),
+        Ok(_) => bail!("destination {} exists and is not a directory", escape_os(dest)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dest).with_context(|| format!("creating {}", escape_os(dest)))?;
+            Ok(dest.to_path_buf())
+        }
+        Err(err) => Err(err).with_context(|| format!("destination {}", escape_os(dest))),
+    }
+}
+
+/// The destination path for a single non-directory.
+fn top_file_dest(src: &[u8], dest: &Path) -> anyhow::Result<PathBuf> {
+    if !dest.is_dir() {
+        return Ok(dest.to_path_buf());
+    }
+    let name = base_name(src);
+    validate_entry_name(name).map_err(|msg| anyhow!("{}: {msg}", escape_bytes(src)))?;
+    Ok(dest.join(OsStr::from_bytes(name)))
+}
+
+/// One step of the walk.
+enum Task {
+    /// Copy the inode `ino`, found at in-image path `src`, to host path `dest`.
+    Visit { ino: Ino, src: Vec<u8>, dest: PathBuf },
+    /// All contents of a directory are written: now set its own metadata.
+    Finish {
+        ino: Ino,
+        stat: Box<Stat>,
+        src: Vec<u8>,
+        dest: PathBuf,
+    },
+}
+
+/// State of one extraction.
+struct Extractor<'a> {
+    fs: &'a Fs,
+    force: bool,
+    meta: metadata::MetadataWriter,
+    stack: Vec<Task>,
+    /// Data buffer reused for every file.
+    buf: Vec<u8>,
+    /// First host path of each multiply-linked inode, for hard links.
+    links: HashMap<Ino, PathBuf>,
+    /// Directories entered so far: a corrupt image could loop.
+    dirs_seen: HashSet<Ino>,
+}
+
+impl<'a> Extractor<'a> {
+    fn new(fs: &'a Fs, force: bool) -> Extractor<'a> {
+        Extractor {
+            fs,
+            force,
+            meta: metadata::MetadataWriter::new(),
+            stack: Vec::new(),
+            buf: vec![0; data::CHUNK_BYTES],
+            links: HashMap::new(),
+            dirs_seen: HashSet::new(),
+        }
+    }
+
+    /// Pops tasks until the stack is empty.
+    fn run(&mut self) -> anyhow::Result<()> {
+        while let Some(task) = self.stack.pop() {
+            match task {
+                Task::Visit { ino, src, dest } => {
+                    self.visit(ino, &src, dest).with_context(|| escape_bytes(&src))?;
+                }
+                Task::Finish { ino, stat, src, dest } => {
+                    self.meta
+                        .apply(self.fs, ino, &stat, &dest)
+                        .with_context(|| escape_bytes(&src))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies one inode.
+    fn visit(&mut self, ino: Ino, src: &[u8], dest: PathBuf) -> anyhow::Result<()> {
+        let stat = self.fs.stat(ino)?;
+        if stat.kind == FileKind::Dir {
+            return self.enter_dir(ino, stat, src, dest);
+        }
+        if stat.nlink > 1 {
+            if let Some(first) = self.links.get(&ino) {
+                dest::clear_slot(&dest, self.force)?;
+                return fs::hard_link(first, &dest)
+                    .with_context(|| format!("linking {} to {}", escape_os(&dest), escape_os(first)));
+            }
+        }
+        let created = match stat.kind {
+            FileKind::File => self.write_file(ino, &dest).map(|()| true)?,
+            FileKind::Symlink => self.write_symlink(ino, &dest).map(|()| true)?,
+            _ => self.meta.make_node(&stat, &dest, self.force)?,
+        };
+        if created {
+            self.meta.apply(self.fs, ino, &stat, &dest)?;
+            if stat.nlink > 1 {
+                self.links.insert(ino, dest);
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a directory and schedules its entries, then its own metadata.
+    fn enter_dir(&mut self, ino: Ino, stat: Stat, src: &[u8], dest: PathBuf) -> anyhow::Result<()> {
+        if !self.dirs_seen.insert(ino) {
+            bail!("corrupt image: directory inode {ino} reached a second time (directory loop)");
+        }
+        dest::ensure_dir(&dest, self.force)?;
+        let mut entries = self.fs.read_dir(ino)?;
+        for entry in &entries {
+            validate_entry_name(&entry.name).map_err(|msg| anyhow!("refusing to extract: {msg}"))?;
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        self.stack.push(Task::Finish {
+            ino,
+            stat: Box::new(stat),
+            src: src.to_vec(),
+            dest: dest.clone(),
+        });
+        // Reversed so entries are extracted in name order.
+        for entry in entries.into_iter().rev() {
+            let child_dest = dest.join(OsStr::from_bytes(&entry.name));
+            let child_src = join_path(src, &entry.name);
+            self.stack.push(Task::Visit {
+                ino: entry.ino,
+                src: child_src,
+                dest: child_dest,
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates a regular file with the inode's data (holes stay holes).
+    fn write_file(&mut self, ino: Ino, dest: &Path) -> anyhow::Result<()> {
+        dest::clear_slot(dest, self.force)?;
+        // create_new: O_EXCL never follows a symlink planted at `dest`.
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dest)
+            .with_context(|| format!("creating {}", escape_os(dest)))?;
+        data::copy_data(self.fs, ino, &mut file, &mut self.buf).with_context(|| format!("writing {}", escape_os(dest)))
+    }
+
+    /// Creates a symlink with the target exactly as stored.
+    fn write_symlink(&mut self, ino: Ino, dest: &Path) -> anyhow::Result<()> {
+        let target = self.fs.read_link(ino)?;
+        dest::clear_slot(dest, self.force)?;
+        std::os::unix::fs::symlink(OsStr::from_bytes(&target), dest)
+            .with_context(|| format!("creating symlink {} -> {}", escape_os(dest), escape_bytes(&target)))
+    }
+}

@@ -1,0 +1,93 @@
+//! `uf2fs mount`: serve the image through FUSE.
+//!
+//! With `-f` the process mounts and serves in the foreground until unmounted; SIGINT,
+//! SIGTERM or SIGHUP unmount it cleanly. Without `-f` the command re-executes itself
+//! with `-f` in the background and returns once the mount is visible.
+
+mod background;
+mod signals;
+
+use crate::errors::UsageError;
+use crate::mount_options::{parse_mount_options, ParsedMountOptions};
+use crate::names::escape_os;
+use anyhow::{bail, Context};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Everything `uf2fs mount` was given.
+#[derive(Debug, Clone)]
+pub struct MountRequest {
+    /// The `-o` groups, unparsed (forwarded as they are to the background process).
+    pub options: Vec<String>,
+    /// `-f`: stay in the foreground.
+    pub foreground: bool,
+    /// Image file or block device.
+    pub image: PathBuf,
+    /// Where to mount.
+    pub mountpoint: PathBuf,
+    /// Extra devices of a multi-device F2FS.
+    pub devices: Vec<PathBuf>,
+}
+
+/// Validates the options and the mountpoint, then mounts in the foreground or background.
+pub fn run(request: &MountRequest) -> anyhow::Result<()> {
+    let options = parse_mount_options(&request.options).map_err(UsageError)?;
+    if !options.read_only {
+        return Err(UsageError("read-write mounts are not supported yet; use -o ro".into()).into());
+    }
+    let meta = std::fs::metadata(&request.mountpoint)
+        .with_context(|| format!("mountpoint {}", escape_os(&request.mountpoint)))?;
+    if !meta.is_dir() {
+        bail!("mountpoint {} is not a directory", escape_os(&request.mountpoint));
+    }
+    if request.foreground {
+        serve(request, &options)
+    } else {
+        background::start(request)
+    }
+}
+
+/// Opens the image, then mounts and serves until unmounted.
+fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result<()> {
+    // Block the termination signals before any thread exists, so every thread inherits
+    // the mask and only the signal thread ever sees them.
+    let blocked = signals::block_termination_signals()?;
+    // Open first: a bad image fails here with the core's message, before any mount.
+    let fs = crate::open_fs(&request.image, &request.devices)?;
+    let mountpoint = std::fs::canonicalize(&request.mountpoint)
+        .with_context(|| format!("mountpoint {}", escape_os(&request.mountpoint)))?;
+    signals::unmount_on_signal(blocked, mountpoint.clone())?;
+    let fuse_options = uf2fs_fuse::MountOptions {
+        read_only: options.read_only,
+        allow_other: options.allow_other,
+        fsname: options.fsname.clone().unwrap_or_else(|| default_fsname(&request.image)),
+    };
+    uf2fs_fuse::mount(fs, &mountpoint, &fuse_options).with_context(|| format!("mounting on {}", escape_os(&mountpoint)))
+}
+
+/// The image's absolute path as the mount's source name, with the characters that FUSE
+/// option strings cannot carry replaced.
+fn default_fsname(image: &Path) -> String {
+    let absolute = std::path::absolute(image).unwrap_or_else(|_| image.to_path_buf());
+    String::from_utf8_lossy(absolute.as_os_str().as_bytes())
+        .chars()
+        .map(|c| {
+            if c == ',' || c == '\\' || c.is_whitespace() || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fsname_is_made_safe() {
+        assert_eq!(default_fsname(Path::new("/tmp/a,b c.img")), "/tmp/a_b_c.img");
+        assert!(default_fsname(Path::new("rel.img")).starts_with('/'));
+    }
+}
