@@ -301,6 +301,12 @@ impl Fs {
         })
     }
 
+    /// Block address of node `nid` (an inode number is its own node id), from the NAT.
+    /// For inspection tools and tests.
+    pub fn node_blkaddr(&self, nid: u32) -> Result<u64> {
+        Ok(self.nodes.nat_entry(self.dev.as_ref(), nid)?.block_addr as u64)
+    }
+
     /// Reads one raw block (for tools that inspect the image).
     pub fn read_raw_block(&self, blkaddr: u64) -> Result<Vec<u8>> {
         read_block(self.dev.as_ref(), blkaddr)
