@@ -189,3 +189,19 @@ fn both_checkpoint_packs_damaged_is_named() {
     let err = Fs::open(&img, &[]).err().unwrap().to_string();
     assert!(err.contains("checkpoint") && err.contains("checksum"), "{err}");
 }
+
+#[test]
+fn inode_checksum_catches_a_flipped_bit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = make_image(tmp.path(), &["-O", "extra_attr,inode_checksum,flexible_inline_xattr"], &[]);
+    let addr = {
+        let fs = Fs::open(&img, &[]).unwrap();
+        assert_eq!(read_all(&fs, "/small").unwrap(), b"hello\n"); // checksums verify
+        fs.node_blkaddr(fs.resolve(b"/small", false).unwrap()).unwrap()
+    };
+    // Byte 100 is inside i_name, which nothing else checks.
+    patch(&img, addr * 4096 + 100, |b| b[0] ^= 0x10);
+    let fs = Fs::open(&img, &[]).unwrap();
+    let err = read_all(&fs, "/small").unwrap_err().to_string();
+    assert!(err.contains("checksum mismatch") && err.contains(&format!("{addr:#x}")), "{err}");
+}

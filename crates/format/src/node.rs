@@ -189,11 +189,20 @@ impl Inode {
             extra_isize,
             inline_xattr_addrs,
             projid: if fits(8) { u32_at(b, I_ADDR_OFFSET + 4) } else { 0 },
-            inode_checksum: if fits(12) { u32_at(b, I_ADDR_OFFSET + 8) } else { 0 },
+            inode_checksum: if fits(12) {
+                u32_at(b, I_INODE_CHECKSUM_OFFSET)
+            } else {
+                0
+            },
             crtime: fits(24).then(|| (u64_at(b, I_ADDR_OFFSET + 12), u32_at(b, I_ADDR_OFFSET + 20))),
             compress,
             nids,
         })
+    }
+
+    /// Whether this inode carries a checksum the superblock says to verify.
+    pub fn has_checksum(&self, sb: &Superblock) -> bool {
+        sb.has(crate::superblock::FEATURE_INODE_CHKSUM) && self.extra_isize >= 12
     }
 
     /// First `i_addr` slot that holds a data address (after extra attributes).
@@ -251,6 +260,28 @@ impl Inode {
     pub fn is_casefold(&self) -> bool {
         self.flags & F2FS_CASEFOLD_FL != 0
     }
+}
+
+/// Byte offset of `i_inode_checksum` in an inode block.
+const I_INODE_CHECKSUM_OFFSET: usize = I_ADDR_OFFSET + 8;
+
+/// Checksum seed of a volume: CRC of its UUID (`s_chksum_seed`).
+pub fn checksum_seed(uuid: &[u8; 16]) -> u32 {
+    crate::crc::crc32_raw(!0, uuid)
+}
+
+/// The inode checksum F2FS stores when the inode_checksum feature is on: a CRC seeded
+/// with the volume seed, the inode number and generation, over the whole block with the
+/// checksum field itself counted as zero.
+pub fn inode_checksum(seed: u32, b: &[u8]) -> Result<u32> {
+    use crate::crc::crc32_raw;
+    FormatError::need("inode", b, BLOCK_SIZE)?;
+    let ino = &b[NODE_FOOTER_OFFSET + 4..NODE_FOOTER_OFFSET + 8];
+    let generation = &b[68..72];
+    let mut crc = crc32_raw(crc32_raw(seed, ino), generation);
+    crc = crc32_raw(crc, &b[..I_INODE_CHECKSUM_OFFSET]);
+    crc = crc32_raw(crc, &[0; 4]);
+    Ok(crc32_raw(crc, &b[I_INODE_CHECKSUM_OFFSET + 4..BLOCK_SIZE]))
 }
 
 /// Entry `i` (0..1018) of a direct node (a block address) or an indirect node (a nid).
