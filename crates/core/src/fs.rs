@@ -19,6 +19,8 @@ pub struct Fs {
     cps: CheckpointState,
     nodes: NodeManager,
     paths: Vec<PathBuf>,
+    /// CRC seed for inode checksums, derived from the volume UUID.
+    checksum_seed: u32,
 }
 
 /// Summary of an image for `uf2fs info`: its `Display` is the human-readable report.
@@ -88,7 +90,9 @@ impl Fs {
         let nodes = NodeManager::new(sb, cps.nat_bitmap.clone(), &cps.nat_journal);
         let mut paths = vec![image.to_path_buf()];
         paths.extend(more_devices.iter().map(|p| p.to_path_buf()));
+        let checksum_seed = uf2fs_format::node::checksum_seed(&sbc.sb.uuid);
         let fs = Fs {
+            checksum_seed,
             dev,
             sbc,
             cps,
@@ -129,8 +133,22 @@ impl Fs {
                 format!("node offset {} (not an inode block)", f.offset()),
             ));
         }
-        let inode = Inode::decode(&block, &self.sbc.sb)
-            .map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+        let sb = &self.sbc.sb;
+        let err = |e: uf2fs_format::FormatError| Error::corrupt(format!("inode {ino}"), None, e.to_string());
+        let inode = Inode::decode(&block, sb).map_err(err)?;
+        if inode.has_checksum(sb) {
+            let computed = uf2fs_format::node::inode_checksum(self.checksum_seed, &block).map_err(err)?;
+            if computed != inode.inode_checksum {
+                return Err(Error::corrupt(
+                    format!("inode {ino}"),
+                    self.node_blkaddr(ino).ok(),
+                    format!(
+                        "checksum mismatch (stored {:#010x}, computed {computed:#010x})",
+                        inode.inode_checksum
+                    ),
+                ));
+            }
+        }
         Ok(InodeRef { ino, inode, block })
     }
 

@@ -42,7 +42,13 @@ fn make_image(tmp: &Path, mkfs_args: &[&str], extra_devices: &[PathBuf]) -> Path
     // sload.f2fs 1.15 leaves i_inline_xattr_size at 0 on flexible_inline_xattr images,
     // repairs that with its built-in fsck and then exits 1; so judge the image by a
     // separate fsck.f2fs -f rather than by sload's exit status.
-    let sload = Command::new("sload.f2fs").arg("-f").arg(&tree).arg("-t").arg("/").arg(&img).output();
+    let sload = Command::new("sload.f2fs")
+        .arg("-f")
+        .arg(&tree)
+        .arg("-t")
+        .arg("/")
+        .arg(&img)
+        .output();
     assert!(sload.is_ok(), "cannot run sload.f2fs (is f2fs-tools installed?)");
     run(Command::new("fsck.f2fs").arg("-f").arg(&img));
     img
@@ -193,7 +199,11 @@ fn both_checkpoint_packs_damaged_is_named() {
 #[test]
 fn inode_checksum_catches_a_flipped_bit() {
     let tmp = tempfile::tempdir().unwrap();
-    let img = make_image(tmp.path(), &["-O", "extra_attr,inode_checksum,flexible_inline_xattr"], &[]);
+    let img = make_image(
+        tmp.path(),
+        &["-O", "extra_attr,inode_checksum,flexible_inline_xattr"],
+        &[],
+    );
     let addr = {
         let fs = Fs::open(&img, &[]).unwrap();
         assert_eq!(read_all(&fs, "/small").unwrap(), b"hello\n"); // checksums verify
@@ -203,5 +213,8 @@ fn inode_checksum_catches_a_flipped_bit() {
     patch(&img, addr * 4096 + 100, |b| b[0] ^= 0x10);
     let fs = Fs::open(&img, &[]).unwrap();
     let err = read_all(&fs, "/small").unwrap_err().to_string();
-    assert!(err.contains("checksum mismatch") && err.contains(&format!("{addr:#x}")), "{err}");
+    assert!(
+        err.contains("checksum mismatch") && err.contains(&format!("{addr:#x}")),
+        "{err}"
+    );
 }
