@@ -8,10 +8,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem,
-    FopenFlags, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    WriteFlags,
 };
 use uf2fs_core::{DirEntry, Fs, Ino};
 
@@ -64,11 +64,7 @@ impl F2fsFuse {
     }
 
     /// Look `name` up in `parent`: `Ok(None)` when it does not exist.
-    fn lookup_entry(
-        &self,
-        parent: INodeNo,
-        name: &OsStr,
-    ) -> Result<Option<(FileAttr, Generation)>, Errno> {
+    fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<Option<(FileAttr, Generation)>, Errno> {
         let dir = self.inos.to_core(parent)?;
         match self.fs.lookup(dir, name.as_bytes()) {
             Ok(ino) => self.attr(ino).map(Some),
@@ -86,12 +82,7 @@ impl F2fsFuse {
     }
 
     /// Fill `reply` with the entries of handle `fh` from `offset` on.
-    fn fill_dir(
-        &self,
-        fh: FileHandle,
-        offset: u64,
-        reply: &mut ReplyDirectory,
-    ) -> Result<(), Errno> {
+    fn fill_dir(&self, fh: FileHandle, offset: u64, reply: &mut ReplyDirectory) -> Result<(), Errno> {
         let snapshot = self.dirs.get(fh)?;
         for (next, entry) in snapshot.entries_from(offset) {
             let node = self.inos.to_fuse(entry.ino);
@@ -106,12 +97,7 @@ impl F2fsFuse {
     /// Fill `reply` with the entries of handle `fh` from `offset` on, with attributes.
     /// An entry whose inode cannot be read is still listed, with placeholder attributes
     /// the kernel must not cache, so that one bad inode does not hide its siblings.
-    fn fill_dir_plus(
-        &self,
-        fh: FileHandle,
-        offset: u64,
-        reply: &mut ReplyDirectoryPlus,
-    ) -> Result<(), Errno> {
+    fn fill_dir_plus(&self, fh: FileHandle, offset: u64, reply: &mut ReplyDirectoryPlus) -> Result<(), Errno> {
         let snapshot = self.dirs.get(fh)?;
         for (next, entry) in snapshot.entries_from(offset) {
             let (attr, generation, ttl) = self.entry_attr(entry);
@@ -140,11 +126,9 @@ impl F2fsFuse {
             Ok(ino) => ino,
             Err(errno) => return reply.error(errno),
         };
-        read_buf::with_buffer(size as usize, |buf| {
-            match self.fs.read(ino, offset, buf).or_errno() {
-                Ok(len) => reply.data(&buf[..len]),
-                Err(errno) => reply.error(errno),
-            }
+        read_buf::with_buffer(size as usize, |buf| match self.fs.read(ino, offset, buf).or_errno() {
+            Ok(len) => reply.data(&buf[..len]),
+            Err(errno) => reply.error(errno),
         });
     }
 
@@ -211,10 +195,7 @@ impl Filesystem for F2fsFuse {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        let target = self
-            .inos
-            .to_core(ino)
-            .and_then(|ino| self.fs.read_link(ino).or_errno());
+        let target = self.inos.to_core(ino).and_then(|ino| self.fs.read_link(ino).or_errno());
         match target {
             Ok(target) => reply.data(&target),
             Err(errno) => reply.error(errno),
@@ -243,86 +224,41 @@ impl Filesystem for F2fsFuse {
         self.read_data(ino, offset, size, reply);
     }
 
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _lock: LockOwner,
-        reply: ReplyEmpty,
-    ) {
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock: LockOwner, reply: ReplyEmpty) {
         reply.ok();
     }
 
-    fn fsync(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
+    fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         reply.ok();
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.open_dir(ino) {
-            Ok(fh) => reply.opened(
-                fh,
-                FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
-            ),
+            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR),
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn readdir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectory,
-    ) {
+    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         match self.fill_dir(fh, offset, &mut reply) {
             Ok(()) => reply.ok(),
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn readdirplus(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectoryPlus,
-    ) {
+    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         match self.fill_dir_plus(fh, offset, &mut reply) {
             Ok(()) => reply.ok(),
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn releasedir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        reply: ReplyEmpty,
-    ) {
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
         self.dirs.remove(fh);
         reply.ok();
     }
 
-    fn fsyncdir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         reply.ok();
     }
 
@@ -395,15 +331,7 @@ impl Filesystem for F2fsFuse {
         reply.error(Errno::EROFS);
     }
 
-    fn mkdir(
-        &self,
-        _req: &Request,
-        _parent: INodeNo,
-        _name: &OsStr,
-        _mode: u32,
-        _umask: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mkdir(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
         reply.error(Errno::EROFS);
     }
 
@@ -415,14 +343,7 @@ impl Filesystem for F2fsFuse {
         reply.error(Errno::EROFS);
     }
 
-    fn symlink(
-        &self,
-        _req: &Request,
-        _parent: INodeNo,
-        _name: &OsStr,
-        _target: &Path,
-        reply: ReplyEntry,
-    ) {
+    fn symlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _target: &Path, reply: ReplyEntry) {
         reply.error(Errno::EROFS);
     }
 
@@ -439,14 +360,7 @@ impl Filesystem for F2fsFuse {
         reply.error(Errno::EROFS);
     }
 
-    fn link(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _newparent: INodeNo,
-        _newname: &OsStr,
-        reply: ReplyEntry,
-    ) {
+    fn link(&self, _req: &Request, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
         reply.error(Errno::EROFS);
     }
 
@@ -537,10 +451,7 @@ mod tests {
     #[test]
     fn only_plain_read_opens_are_allowed() {
         assert_eq!(open_allowed(OpenFlags(libc::O_RDONLY)), Ok(()));
-        assert_eq!(
-            open_allowed(OpenFlags(libc::O_RDONLY | libc::O_NOATIME)),
-            Ok(())
-        );
+        assert_eq!(open_allowed(OpenFlags(libc::O_RDONLY | libc::O_NOATIME)), Ok(()));
         assert_eq!(open_allowed(OpenFlags(libc::O_WRONLY)), Err(Errno::EROFS));
         assert_eq!(open_allowed(OpenFlags(libc::O_RDWR)), Err(Errno::EROFS));
         assert_eq!(

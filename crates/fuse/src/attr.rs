@@ -29,9 +29,7 @@ pub(crate) fn system_time(ts: Timestamp) -> SystemTime {
     } else {
         UNIX_EPOCH.checked_sub(Duration::from_secs(ts.secs.unsigned_abs()))
     };
-    whole
-        .and_then(|t| t.checked_add(nanos))
-        .unwrap_or(UNIX_EPOCH)
+    whole.and_then(|t| t.checked_add(nanos)).unwrap_or(UNIX_EPOCH)
 }
 
 /// `rdev` as FUSE carries it: the kernel's 32-bit device encoding, which is the low half
@@ -148,10 +146,7 @@ mod tests {
         let a = file_attr(INodeNo(5), &s);
         assert_eq!(a.kind, FileType::CharDevice);
         assert_eq!(a.perm, 0o4755);
-        assert_eq!(
-            (a.nlink, a.uid, a.gid, a.size, a.blocks),
-            (2, 1000, 100, 12345, 32)
-        );
+        assert_eq!((a.nlink, a.uid, a.gid, a.size, a.blocks), (2, 1000, 100, 12345, 32));
         assert_eq!(a.blksize, 4096);
         assert_eq!(a.rdev, (4 << 8) | 64);
         assert_eq!(a.atime, UNIX_EPOCH + Duration::new(1_700_000_000, 5));

@@ -132,10 +132,7 @@ mod tests {
         let all: Vec<_> = snap.entries_from(0).collect();
         assert_eq!(names(&all), [".", "..", "f0", "f1"]);
         assert_eq!((all[0].1.ino, all[1].1.ino), (10, 3));
-        assert_eq!(
-            all.iter().map(|(off, _)| *off).collect::<Vec<_>>(),
-            [1, 2, 3, 4]
-        );
+        assert_eq!(all.iter().map(|(off, _)| *off).collect::<Vec<_>>(), [1, 2, 3, 4]);
     }
 
     #[test]

@@ -29,10 +29,7 @@ mod tests {
     fn core_errors_keep_their_errno() {
         assert_eq!(errno(&Error::NotFound("x".into())), Errno::ENOENT);
         assert_eq!(errno(&Error::NotDir("x".into())), Errno::ENOTDIR);
-        assert_eq!(
-            errno(&Error::corrupt("inode 5", Some(9), "bad")).code(),
-            117
-        );
+        assert_eq!(errno(&Error::corrupt("inode 5", Some(9), "bad")).code(), 117);
         let io = Error::Io {
             context: "read".into(),
             source: std::io::Error::other("x"),

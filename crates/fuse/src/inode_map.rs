@@ -81,11 +81,7 @@ mod tests {
         for root in [1, 2, 3, 7, u32::MAX] {
             let map = InoMap::new(root);
             for ino in [0, 1, 2, 3, 4, 7, 8, u32::MAX - 1, u32::MAX] {
-                assert_eq!(
-                    map.to_core(map.to_fuse(ino)),
-                    Ok(ino),
-                    "root {root} ino {ino}"
-                );
+                assert_eq!(map.to_core(map.to_fuse(ino)), Ok(ino), "root {root} ino {ino}");
             }
         }
     }

@@ -86,7 +86,9 @@ fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
     vec![
         MountOption::RO,
         MountOption::FSName(fsname.to_owned()),
-        MountOption::Subtype("f2fs".to_owned()),
+        // As a kernel option rather than `MountOption::Subtype`, which fuser only hands to
+        // fusermount3: this way a direct mount (as root) also shows type "fuse.f2fs".
+        MountOption::CUSTOM("subtype=f2fs".to_owned()),
         MountOption::DefaultPermissions,
         MountOption::NoAtime,
     ]
@@ -115,7 +117,7 @@ mod tests {
         let mount = mount_options(&opts);
         assert!(mount.contains(&MountOption::RO));
         assert!(mount.contains(&MountOption::FSName("uf2fs".into())));
-        assert!(mount.contains(&MountOption::Subtype("f2fs".into())));
+        assert!(mount.contains(&MountOption::CUSTOM("subtype=f2fs".into())));
         assert!(mount.contains(&MountOption::DefaultPermissions));
         assert!(mount.contains(&MountOption::NoAtime));
         let named = MountOptions {

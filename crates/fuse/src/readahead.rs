@@ -78,14 +78,8 @@ mod tests {
 
     #[test]
     fn finds_the_newest_mount_at_a_path() {
-        assert_eq!(
-            mount_device(MOUNTINFO, Path::new("/tmp/mnt")).as_deref(),
-            Some("0:41")
-        );
-        assert_eq!(
-            mount_device(MOUNTINFO, Path::new("/")).as_deref(),
-            Some("259:1")
-        );
+        assert_eq!(mount_device(MOUNTINFO, Path::new("/tmp/mnt")).as_deref(), Some("0:41"));
+        assert_eq!(mount_device(MOUNTINFO, Path::new("/")).as_deref(), Some("259:1"));
     }
 
     #[test]

@@ -82,9 +82,6 @@ mod tests {
             value: b"v".to_vec(),
         };
         assert_eq!(name_list(&[]), b"");
-        assert_eq!(
-            name_list(&[x("user.a"), x("trusted.bc")]),
-            b"user.a\0trusted.bc\0"
-        );
+        assert_eq!(name_list(&[x("user.a"), x("trusted.bc")]), b"user.a\0trusted.bc\0");
     }
 }
