@@ -115,6 +115,7 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
     let [p0, p1] = packs;
     let (cp, other) = if pick == 0 { (p0?, p1) } else { (p1?, p0) };
     let other = match other {
+        Ok(o) if o.checkpoint_ver == cp.checkpoint_ver => "valid, same version (a mirror copy)".to_string(),
         Ok(o) => format!("valid, older (version {})", o.checkpoint_ver),
         Err(e) => format!("not usable: {e}"),
     };

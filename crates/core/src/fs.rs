@@ -170,8 +170,9 @@ impl Fs {
 
     /// Geometry, features, active checkpoint and counts.
     pub fn info(&self) -> Result<FsInfo> {
+        let usage = crate::segment::segment_usage(self.dev.as_ref(), &self.sbc.sb, &self.cps)?;
         Ok(FsInfo {
-            text: crate::info::report(&self.paths, &self.sbc, &self.cps),
+            text: crate::info::report(&self.paths, &self.sbc, &self.cps, &usage),
         })
     }
 

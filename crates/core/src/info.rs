@@ -1,6 +1,7 @@
 //! The `uf2fs info` report.
 
 use crate::checkpoint::{CheckpointState, SuperblockChoice};
+use crate::segment::SegmentUsage;
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -21,7 +22,7 @@ fn mib(blocks: u64) -> String {
 }
 
 /// Builds the report: one `key: value` line each, grouped by subject.
-pub fn report(paths: &[PathBuf], sbc: &SuperblockChoice, cps: &CheckpointState) -> String {
+pub fn report(paths: &[PathBuf], sbc: &SuperblockChoice, cps: &CheckpointState, usage: &SegmentUsage) -> String {
     let sb = &sbc.sb;
     let cp = &cps.cp;
     let mut s = String::new();
@@ -108,6 +109,15 @@ pub fn report(paths: &[PathBuf], sbc: &SuperblockChoice, cps: &CheckpointState) 
     );
     let _ = writeln!(s, "valid blocks:       {} ({used:.1}% used)", cp.valid_block_count);
     let _ = writeln!(s, "free segments:      {}", cp.free_segment_count);
+    let (f, full, part) = (usage.free, usage.full, usage.partial);
+    let _ = writeln!(s, "segments (SIT):     {f} free, {full} full, {part} partly valid");
+    if usage.valid_blocks != cp.valid_block_count {
+        let (a, b) = (usage.valid_blocks, cp.valid_block_count);
+        let _ = writeln!(
+            s,
+            "warning:            SIT counts {a} valid blocks, the checkpoint {b}: run fsck.f2fs"
+        );
+    }
     let _ = writeln!(s, "reserved segments:  {}", cp.rsvd_segment_count);
     let _ = writeln!(s, "overprovisioned:    {} segments", cp.overprov_segment_count);
     let _ = writeln!(s, "valid nodes:        {}", cp.valid_node_count);

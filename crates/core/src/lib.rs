@@ -15,6 +15,7 @@ mod fs;
 mod info;
 mod inode;
 mod node;
+pub mod segment;
 mod xattr;
 
 pub use api::{DirEntry, FileKind, Ino, Stat, StatFs, Timestamp, Xattr};
