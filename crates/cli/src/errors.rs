@@ -59,7 +59,7 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
     if let Some(AlreadyReported(code)) = err.downcast_ref::<AlreadyReported>() {
         return ExitCode::from(*code);
     }
-    print_error_line(&format!("{err:#}"));
+    print_error_line(&chain_message(&err));
     if err.downcast_ref::<UsageError>().is_some() {
         ExitCode::from(EXIT_USAGE)
     } else {
@@ -95,6 +95,24 @@ fn clap_message(rendered: &str) -> String {
         .trim_start();
     let gist = body.split("\n\n").next().unwrap_or(body);
     gist.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The error and its causes joined with ": ", leaving out a cause whose text the message
+/// already holds (errors that print their source in their own `Display`, as the core's
+/// I/O error does, would otherwise say it twice).
+fn chain_message(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
 }
 
 /// Folds a message onto one line (a multi-line message would break "one line on stderr").
@@ -141,6 +159,24 @@ mod tests {
         assert!(is_broken_pipe(&err));
         let err: anyhow::Result<()> = Err(io::Error::from(io::ErrorKind::NotFound)).context("x");
         assert!(!is_broken_pipe(&err.unwrap_err()));
+    }
+
+    #[test]
+    fn repeated_causes_are_said_once() {
+        #[derive(Debug)]
+        struct SaysItsSource(io::Error);
+        impl std::fmt::Display for SaysItsSource {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "cannot open x: {}", self.0)
+            }
+        }
+        impl std::error::Error for SaysItsSource {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let err = anyhow::Error::from(SaysItsSource(io::Error::other("gone"))).context("img");
+        assert_eq!(chain_message(&err), "img: cannot open x: gone");
     }
 
     #[test]

@@ -165,11 +165,11 @@ impl<'a> Extractor<'a> {
         if !self.dirs_seen.insert(ino) {
             bail!("corrupt image: directory inode {ino} reached a second time (directory loop)");
         }
-        dest::ensure_dir(&dest, self.force)?;
         let mut entries = self.fs.read_dir(ino)?;
         for entry in &entries {
             validate_entry_name(&entry.name).map_err(|msg| anyhow!("refusing to extract: {msg}"))?;
         }
+        dest::ensure_dir(&dest, self.force)?;
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         self.stack.push(Task::Finish {
             ino,

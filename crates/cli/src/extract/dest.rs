@@ -25,7 +25,7 @@ pub fn clear_slot(path: &Path, force: bool) -> anyhow::Result<()> {
 /// is reused, a missing one is created, a non-directory is replaced only with `force`.
 pub fn ensure_dir(path: &Path, force: bool) -> anyhow::Result<()> {
     match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(meta) if meta.is_dir() => return make_writable(path, &meta),
         Err(err) if err.kind() == ErrorKind::NotFound => {}
         Err(err) => return Err(err).with_context(|| format!("checking {}", escape_os(path))),
         Ok(_) if force => fs::remove_file(path).with_context(|| format!("removing {}", escape_os(path)))?,
@@ -41,9 +41,23 @@ pub fn ensure_dir(path: &Path, force: bool) -> anyhow::Result<()> {
         .with_context(|| format!("creating directory {}", escape_os(path)))
 }
 
+/// An existing directory (say, from an earlier extraction of a read-only tree) may lack
+/// owner write or search permission; grant them so its contents can be written. The
+/// image's mode replaces this once the directory is finished.
+fn make_writable(path: &Path, meta: &fs::Metadata) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode();
+    if mode & 0o300 == 0o300 {
+        return Ok(());
+    }
+    fs::set_permissions(path, fs::Permissions::from_mode((mode | 0o700) & 0o7777))
+        .with_context(|| format!("making {} writable", escape_os(path)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("uf2fs-cli-dest-{}-{name}", std::process::id()));
@@ -76,6 +90,9 @@ mod tests {
         ensure_dir(&link, true).unwrap();
         assert!(fs::symlink_metadata(&link).unwrap().is_dir());
         ensure_dir(&link, false).unwrap();
+        fs::set_permissions(&link, fs::Permissions::from_mode(0o500)).unwrap();
+        ensure_dir(&link, false).unwrap();
+        assert_eq!(fs::metadata(&link).unwrap().permissions().mode() & 0o777, 0o700);
         fs::remove_dir_all(&dir).unwrap();
     }
 }
