@@ -5,6 +5,10 @@
 //! inode numbers meet in one place (the root is swapped with FUSE's root id 1). Only
 //! read-only mounts exist so far: every modifying request is answered `EROFS`.
 //!
+//! Sequential reads are the common case, so the connection asks for the largest READs the
+//! kernel allows, worker threads serve requests in parallel, and (when run as root) the
+//! mount's readahead window is raised from the kernel's 128 KiB to 1 MiB.
+//!
 //! ```no_run
 //! let fs = uf2fs_core::Fs::open("disk.img".as_ref(), &[])?;
 //! let opts = uf2fs_fuse::MountOptions { read_only: true, ..Default::default() };
