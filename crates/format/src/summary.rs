@@ -137,3 +137,58 @@ pub fn checkpoint_journals(sum_blocks: &[u8], compact: bool) -> Result<Checkpoin
         })
     }
 }
+
+impl Summary {
+    /// Encodes into 7 bytes.
+    pub fn encode(&self, b: &mut [u8]) {
+        b[0..4].copy_from_slice(&self.nid.to_le_bytes());
+        b[4] = self.version;
+        b[5..7].copy_from_slice(&self.ofs_in_node.to_le_bytes());
+    }
+}
+
+/// Where entry `j` of the compacted area lives: (block, byte offset). Entries follow the
+/// two journals and run on into following blocks, never into a block's footer.
+fn compacted_slot(mut j: usize) -> (usize, usize) {
+    let first = (BLOCK_SIZE - SUM_FOOTER_SIZE - 2 * SUM_JOURNAL_SIZE) / SUMMARY_SIZE;
+    if j < first {
+        return (0, 2 * SUM_JOURNAL_SIZE + j * SUMMARY_SIZE);
+    }
+    j -= first;
+    let per = (BLOCK_SIZE - SUM_FOOTER_SIZE) / SUMMARY_SIZE;
+    (1 + j / per, (j % per) * SUMMARY_SIZE)
+}
+
+/// Blocks needed for compacted summaries holding `entries` summary entries in all.
+pub fn compacted_blocks(entries: usize) -> usize {
+    if entries == 0 {
+        1
+    } else {
+        compacted_slot(entries - 1).0 + 1
+    }
+}
+
+/// Decodes the summary entries of the three active data logs from compacted summary
+/// blocks; `counts[i]` entries belong to log i (its next block offset, or 512 for a log
+/// in SSR mode).
+pub fn compacted_data_summaries(blocks: &[u8], counts: [usize; 3]) -> Result<[Vec<Summary>; 3]> {
+    const S: &str = "compacted summaries";
+    if counts.iter().any(|&c| c > ENTRIES_IN_SUM) {
+        return Err(FormatError::invalid(
+            S,
+            format!("entry counts {counts:?} exceed a segment"),
+        ));
+    }
+    let total: usize = counts.iter().sum();
+    FormatError::need(S, blocks, compacted_blocks(total) * BLOCK_SIZE)?;
+    let mut out: [Vec<Summary>; 3] = Default::default();
+    let mut j = 0;
+    for (log, &count) in counts.iter().enumerate() {
+        for _ in 0..count {
+            let (blk, off) = compacted_slot(j);
+            out[log].push(Summary::decode(&blocks[blk * BLOCK_SIZE + off..])?);
+            j += 1;
+        }
+    }
+    Ok(out)
+}
