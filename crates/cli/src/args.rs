@@ -60,7 +60,7 @@ pub enum Command {
         /// List subdirectories recursively.
         #[arg(short = 'R')]
         recursive: bool,
-        /// Also list "." and "..".
+        /// Also list "." and ".." (other names starting with "." are always listed).
         #[arg(short = 'a')]
         all: bool,
         /// Image file or block device.
@@ -81,8 +81,12 @@ pub enum Command {
         /// Path of the file inside the image.
         path: OsString,
     },
-    /// Copy a file or directory tree out of the image, keeping modes, times, links and
-    /// xattrs (and owners and device nodes when run as root).
+    /// Copy a file or a directory tree out of the image.
+    ///
+    /// Keeps data (holes included), permission bits, access and modification times,
+    /// symlinks, hard links and xattrs; owners and device nodes too when run as root.
+    /// Existing files are never overwritten without --force.
+    #[command(override_usage = "uf2fs extract [OPTIONS] <IMAGE> [PATH] <DEST>")]
     Extract {
         /// Replace existing non-directories at destination paths.
         #[arg(long)]
@@ -92,9 +96,10 @@ pub enum Command {
         /// Extra devices.
         #[command(flatten)]
         devices: DeviceArgs,
-        /// [PATH] DEST: what to copy (default: the root) and where to put it. A
-        /// directory's contents go inside DEST, which is created if missing.
-        #[arg(required = true, num_args = 1..=2, value_names = ["PATH", "DEST"])]
+        /// What to copy (an in-image path, default: the root), then where to put it.
+        /// A directory's contents go inside DEST, which is created if missing; a single
+        /// file becomes DEST, or DEST/NAME when DEST is an existing directory.
+        #[arg(required = true, num_args = 1..=2, value_name = "[PATH] DEST")]
         paths: Vec<OsString>,
     },
     /// Mount the image with FUSE (read-only for now: pass -o ro).
