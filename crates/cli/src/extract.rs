@@ -43,9 +43,9 @@ pub fn run(fs: &Fs, path: &OsStr, dest: &Path, opts: &ExtractOptions) -> anyhow:
     };
     let mut extractor = Extractor::new(fs, opts.force);
     extractor.stack.push(Task::Visit { ino, src, dest: target });
-    let result = extractor.run();
-    extractor.meta.report_skipped_nodes();
-    result
+    extractor.run()?;
+    extractor.meta.print_warnings();
+    Ok(())
 }
 
 /// The destination directory for a directory: created when missing.

@@ -29,6 +29,9 @@ pub struct MetadataWriter {
     /// Device nodes not created, with the first one's path.
     skipped_nodes: u64,
     first_skipped: Option<String>,
+    /// Warnings held back until the extraction succeeds: a failed run prints only its
+    /// error line.
+    warnings: Vec<String>,
 }
 
 impl MetadataWriter {
@@ -39,6 +42,7 @@ impl MetadataWriter {
             warned_namespaces: HashSet::new(),
             skipped_nodes: 0,
             first_skipped: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -69,7 +73,7 @@ impl MetadataWriter {
         }
         let namespace = name.split(|&b| b == b'.').next().unwrap_or(name).to_vec();
         if self.warned_namespaces.insert(namespace.clone()) {
-            print_warning(&format!(
+            self.warnings.push(format!(
                 "cannot set {}.* xattrs here (first: {} on {}: {err}); continuing without them",
                 escape_bytes(&namespace),
                 escape_bytes(name),
@@ -113,8 +117,12 @@ impl MetadataWriter {
         }
     }
 
-    /// Prints one warning summarising the device nodes that were not created.
-    pub fn report_skipped_nodes(&self) {
+    /// Prints the warnings gathered: one per refused xattr namespace, and one summing up
+    /// the device nodes that were not created.
+    pub fn print_warnings(&self) {
+        for warning in &self.warnings {
+            print_warning(warning);
+        }
         if let Some(first) = &self.first_skipped {
             let count = self.skipped_nodes;
             let noun = if count == 1 { "device node" } else { "device nodes" };

@@ -97,15 +97,43 @@ fn relay_failure(status: ExitStatus, stderr: &mpsc::Receiver<Vec<u8>>, mountpoin
             escape_os(mountpoint)
         );
     }
-    let mut err = std::io::stderr().lock();
-    for line in lines {
-        let _ = err.write_all(line);
-        let _ = err.write_all(b"\n");
-    }
+    let _ = std::io::stderr().lock().write_all(&one_error_line(&lines));
     let code = status
         .code()
         .and_then(|c| u8::try_from(c).ok())
         .filter(|&c| c != 0)
         .unwrap_or(1);
     Err(AlreadyReported(code).into())
+}
+
+/// The child's stderr as the one line to show: its own `uf2fs: ` line, with anything
+/// else it printed (say, fusermount3's complaint) added in parentheses.
+fn one_error_line(lines: &[&[u8]]) -> Vec<u8> {
+    let (ours, others): (Vec<&[u8]>, Vec<&[u8]>) = lines.iter().partition(|l| l.starts_with(b"uf2fs: "));
+    let mut line = match ours.last() {
+        Some(last) => last.to_vec(),
+        None => b"uf2fs: mount failed".to_vec(),
+    };
+    if !others.is_empty() {
+        line.extend_from_slice(b" (");
+        line.extend_from_slice(&others.join(&b"; "[..]));
+        line.push(b')');
+    }
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_error_line;
+
+    #[test]
+    fn child_errors_become_one_line() {
+        assert_eq!(one_error_line(&[b"uf2fs: bad image"]), b"uf2fs: bad image\n");
+        assert_eq!(
+            one_error_line(&[b"fusermount3: denied", b"uf2fs: mounting on /m: denied"]),
+            b"uf2fs: mounting on /m: denied (fusermount3: denied)\n"
+        );
+        assert_eq!(one_error_line(&[b"odd"]), b"uf2fs: mount failed (odd)\n");
+    }
 }
