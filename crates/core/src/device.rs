@@ -140,9 +140,96 @@ impl BlockDevice for ConcatDevice {
     }
 }
 
+/// An image held in memory, for tests and fuzzing. A trailing partial block is ignored,
+/// as [`FileDevice`] ignores it.
+pub struct MemDevice(Vec<u8>);
+
+impl MemDevice {
+    /// Wraps the bytes of an image.
+    pub fn new(bytes: Vec<u8>) -> MemDevice {
+        MemDevice(bytes)
+    }
+}
+
+impl BlockDevice for MemDevice {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
+        let n = buf.len().div_ceil(BLOCK) as u64;
+        let start = blkaddr.checked_mul(BLOCK as u64);
+        if start.is_none() || blkaddr.checked_add(n).is_none_or(|end| end > self.block_count()) {
+            return Err(Error::corrupt(
+                "block address",
+                Some(blkaddr),
+                format!(
+                    "beyond the end of the in-memory image ({} blocks); is the image truncated?",
+                    self.block_count()
+                ),
+            ));
+        }
+        let start = start.unwrap_or(0) as usize;
+        buf.copy_from_slice(&self.0[start..start + buf.len()]);
+        Ok(())
+    }
+
+    fn block_count(&self) -> u64 {
+        (self.0.len() / BLOCK) as u64
+    }
+}
+
 /// Reads one block into a fresh buffer.
 pub fn read_block(dev: &dyn BlockDevice, blkaddr: u64) -> Result<Vec<u8>> {
     let mut b = vec![0u8; BLOCK];
     dev.read_blocks(blkaddr, &mut b)?;
     Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Fs;
+
+    #[test]
+    fn mem_device_reads_whole_blocks_and_refuses_past_the_end() {
+        let mut bytes = vec![0u8; 2 * BLOCK + 100];
+        bytes[BLOCK] = 7;
+        let dev = MemDevice::new(bytes);
+        assert_eq!(dev.block_count(), 2);
+        assert_eq!(read_block(&dev, 1).unwrap()[0], 7);
+        for addr in [2, u64::MAX / 2, u64::MAX] {
+            let err = read_block(&dev, addr).unwrap_err().to_string();
+            assert!(err.contains("block address") && err.contains("beyond the end"), "{err}");
+        }
+        let mut two = vec![0u8; 2 * BLOCK];
+        assert!(dev.read_blocks(1, &mut two).is_err());
+    }
+
+    #[test]
+    fn open_device_names_the_bad_structure() {
+        let err = Fs::open_device(Box::new(MemDevice::new(vec![0; 64 * BLOCK])), "zeros")
+            .err()
+            .expect("an all-zero image does not open")
+            .to_string();
+        assert!(err.contains("superblock") && err.contains("bad magic"), "{err}");
+        let err = Fs::open_device(Box::new(MemDevice::new(vec![0; BLOCK])), "tiny")
+            .err()
+            .expect("a one-block image does not open")
+            .to_string();
+        assert!(err.contains("superblock") && err.contains("too small"), "{err}");
+    }
+
+    #[test]
+    fn open_device_opens_an_image_held_in_memory() {
+        // Needs mkfs.f2fs (f2fs-tools), like tests/images.rs.
+        let tmp = tempfile::tempdir().unwrap();
+        let img = tmp.path().join("img");
+        std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+        let status = std::process::Command::new("mkfs.f2fs")
+            .args(["-q", "-f"])
+            .arg(&img)
+            .status()
+            .expect("cannot run mkfs.f2fs (is f2fs-tools installed?)");
+        assert!(status.success());
+        let fs = Fs::open_device(Box::new(MemDevice::new(std::fs::read(&img).unwrap())), "memory").unwrap();
+        assert_eq!(fs.stat(fs.root()).unwrap().kind, crate::FileKind::Dir);
+        assert!(fs.info().unwrap().text.contains("memory"));
+    }
 }

@@ -77,6 +77,28 @@ impl Fs {
     /// F2FS follow in `more_devices`, in superblock order.
     pub fn open(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
         let (dev, sbc) = open_devices(image, more_devices)?;
+        let mut paths = vec![image.to_path_buf()];
+        paths.extend(more_devices.iter().map(|p| p.to_path_buf()));
+        Fs::mount(dev, sbc, paths)
+    }
+
+    /// Open a single-device F2FS from any [`BlockDevice`], e.g. a
+    /// [`MemDevice`](crate::device::MemDevice) holding an image in memory (tests and
+    /// fuzzing). `name` stands for the image path in [`Fs::info`].
+    pub fn open_device(dev: Box<dyn BlockDevice>, name: &str) -> Result<Fs> {
+        let sbc = load_superblock(dev.as_ref())?;
+        if sbc.sb.devices.len() > 1 {
+            return Err(Error::Invalid(format!(
+                "{name} is the first of {} devices; open multi-device images with Fs::open",
+                sbc.sb.devices.len()
+            )));
+        }
+        Fs::mount(dev, sbc, vec![PathBuf::from(name)])
+    }
+
+    /// What [`Fs::open`] and [`Fs::open_device`] share once the superblock is chosen:
+    /// size check, checkpoint, root inode.
+    fn mount(dev: Box<dyn BlockDevice>, sbc: SuperblockChoice, paths: Vec<PathBuf>) -> Result<Fs> {
         let sb = &sbc.sb;
         let need = sb.main_end_blkaddr();
         if dev.block_count() < need {
@@ -88,8 +110,6 @@ impl Fs {
         }
         let cps = load_checkpoint(dev.as_ref(), sb)?;
         let nodes = NodeManager::new(sb, cps.nat_bitmap.clone(), &cps.nat_journal);
-        let mut paths = vec![image.to_path_buf()];
-        paths.extend(more_devices.iter().map(|p| p.to_path_buf()));
         let checksum_seed = uf2fs_format::node::checksum_seed(&sbc.sb.uuid);
         let fs = Fs {
             checksum_seed,
