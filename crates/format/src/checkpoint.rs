@@ -6,7 +6,7 @@
 
 use crate::consts::*;
 use crate::crc::{crc32_raw, f2fs_crc32};
-use crate::le::{u16_at, u32_at, u64_at};
+use crate::le::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
 use crate::superblock::Superblock;
 use crate::{FormatError, Result};
 
@@ -42,6 +42,10 @@ pub const CP_ORPHAN_PRESENT_FLAG: u32 = 0x0002;
 pub const CP_COMPACT_SUM_FLAG: u32 = 0x0004;
 /// The file system hit an error.
 pub const CP_ERROR_FLAG: u32 = 0x0008;
+/// Data summaries were trimmed (discarded) at format time.
+pub const CP_TRIMMED_FLAG: u32 = 0x0100;
+/// The pack ends with NAT bits (full/empty NAT block bitmaps).
+pub const CP_NAT_BITS_FLAG: u32 = 0x0080;
 /// NAT bitmap stored after the checksum at the minimal offset.
 pub const CP_LARGE_NAT_BITMAP_FLAG: u32 = 0x0400;
 
@@ -283,5 +287,167 @@ impl OrphanBlock {
             blk_count,
             entry_count,
         })
+    }
+}
+
+impl Checkpoint {
+    /// Encodes into a 4096-byte checkpoint block with zeroed version bitmaps and the
+    /// checksum at `checksum_offset` (which must lie in 192..=4092).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; BLOCK_SIZE];
+        self.encode_fields(&mut b)?;
+        self.seal(&mut b);
+        Ok(b)
+    }
+
+    /// Encodes the checkpoint block followed by its `cp_payload` payload blocks, with
+    /// the NAT and SIT version bitmaps placed as [`Checkpoint::version_bitmaps`] reads
+    /// them. The bitmaps must be `nat_ver_bitmap_bytesize` and `sit_ver_bitmap_bytesize`
+    /// bytes long.
+    pub fn encode_with_bitmaps(&self, nat_bitmap: &[u8], sit_bitmap: &[u8], cp_payload: u32) -> Result<Vec<u8>> {
+        let (nat_len, sit_len) = (
+            self.nat_ver_bitmap_bytesize as usize,
+            self.sit_ver_bitmap_bytesize as usize,
+        );
+        if nat_bitmap.len() != nat_len || sit_bitmap.len() != sit_len {
+            return Err(FormatError::invalid(
+                S,
+                format!(
+                    "bitmaps of {} and {} bytes (expected {nat_len} and {sit_len})",
+                    nat_bitmap.len(),
+                    sit_bitmap.len()
+                ),
+            ));
+        }
+        let mut b = vec![0u8; BLOCK_SIZE * (1 + cp_payload as usize)];
+        self.encode_fields(&mut b)?;
+        let base = CP_MIN_CHKSUM_OFFSET;
+        let (nat_at, sit_at) = if self.has_flag(CP_LARGE_NAT_BITMAP_FLAG) {
+            (base + 4, base + 4 + nat_len)
+        } else if cp_payload > 0 {
+            (base, BLOCK_SIZE)
+        } else {
+            (base + sit_len, base)
+        };
+        let crc_at = self.checksum_offset as usize;
+        for (at, bits, what) in [(nat_at, nat_bitmap, "NAT"), (sit_at, sit_bitmap, "SIT")] {
+            let end = at + bits.len();
+            if end > b.len() || (at < crc_at + 4 && crc_at < end) {
+                return Err(FormatError::invalid(
+                    S,
+                    format!("{what} version bitmap of {} bytes does not fit the pack", bits.len()),
+                ));
+            }
+            b[at..end].copy_from_slice(bits);
+        }
+        self.seal(&mut b[..BLOCK_SIZE]);
+        Ok(b)
+    }
+
+    /// Writes the fixed fields (everything before the version bitmaps).
+    fn encode_fields(&self, b: &mut [u8]) -> Result<()> {
+        let ofs = self.checksum_offset as usize;
+        if !(CP_MIN_CHKSUM_OFFSET..=CP_CHKSUM_OFFSET).contains(&ofs) {
+            return Err(FormatError::invalid(S, format!("checksum offset {ofs} out of range")));
+        }
+        put_u64(b, 0, self.checkpoint_ver);
+        put_u64(b, 8, self.user_block_count);
+        put_u64(b, 16, self.valid_block_count);
+        put_u32(b, 24, self.rsvd_segment_count);
+        put_u32(b, 28, self.overprov_segment_count);
+        put_u32(b, 32, self.free_segment_count);
+        for i in 0..MAX_ACTIVE_NODE_LOGS {
+            put_u32(b, 36 + 4 * i, self.cur_node_segno[i]);
+            put_u16(b, 68 + 2 * i, self.cur_node_blkoff[i]);
+            put_u32(b, 84 + 4 * i, self.cur_data_segno[i]);
+            put_u16(b, 116 + 2 * i, self.cur_data_blkoff[i]);
+        }
+        let words = [
+            (132, self.ckpt_flags),
+            (136, self.cp_pack_total_block_count),
+            (140, self.cp_pack_start_sum),
+            (144, self.valid_node_count),
+            (148, self.valid_inode_count),
+            (152, self.next_free_nid),
+            (156, self.sit_ver_bitmap_bytesize),
+            (160, self.nat_ver_bitmap_bytesize),
+            (164, self.checksum_offset),
+        ];
+        for (off, v) in words {
+            put_u32(b, off, v);
+        }
+        put_u64(b, 168, self.elapsed_time);
+        b[176..192].copy_from_slice(&self.alloc_type);
+        Ok(())
+    }
+
+    /// Stores the checksum of a fully written checkpoint block.
+    fn seal(&self, block: &mut [u8]) {
+        let ofs = self.checksum_offset as usize;
+        put_u32(block, ofs, 0);
+        let crc = checkpoint_crc(block, ofs);
+        put_u32(block, ofs, crc);
+    }
+}
+
+/// Blocks of NAT bits a pack ends with, for a NAT area of `segment_count_nat` segments
+/// (both copies counted): an 8-byte header, then the full and the empty bitmaps.
+pub fn nat_bits_blocks(segment_count_nat: u32) -> u32 {
+    let bytes = nat_bits_bytes(segment_count_nat);
+    (2 * bytes + 8).div_ceil(BLOCK_SIZE) as u32
+}
+
+/// Bytes of each NAT-bits bitmap: one bit per NAT block.
+pub fn nat_bits_bytes(segment_count_nat: u32) -> usize {
+    ((segment_count_nat as usize / 2) << LOG_BLOCKS_PER_SEG) / 8
+}
+
+/// The NAT bits at the end of a checkpoint pack (`CP_NAT_BITS_FLAG`): which NAT blocks
+/// are completely full and which completely empty, so a mount can skip scanning them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatBits {
+    /// `checkpoint_ver | crc << 32` of the checkpoint the bits belong to.
+    pub cp_ver_crc: u64,
+    /// Bit `i` (little-endian order) set: NAT block `i` has every entry in use.
+    pub full: Vec<u8>,
+    /// Bit `i` (little-endian order) set: NAT block `i` has no entry in use.
+    pub empty: Vec<u8>,
+}
+
+impl NatBits {
+    /// The header value that ties NAT bits to the checkpoint they belong to.
+    pub fn header(checkpoint_ver: u64, checkpoint_crc: u32) -> u64 {
+        checkpoint_ver | ((checkpoint_crc as u64) << 32)
+    }
+
+    /// Decodes the NAT bits blocks of a NAT area of `segment_count_nat` segments.
+    pub fn decode(b: &[u8], segment_count_nat: u32) -> Result<NatBits> {
+        let bytes = nat_bits_bytes(segment_count_nat);
+        FormatError::need("NAT bits", b, nat_bits_blocks(segment_count_nat) as usize * BLOCK_SIZE)?;
+        Ok(NatBits {
+            cp_ver_crc: u64_at(b, 0),
+            full: b[8..8 + bytes].to_vec(),
+            empty: b[8 + bytes..8 + 2 * bytes].to_vec(),
+        })
+    }
+
+    /// Encodes into whole blocks; both bitmaps must be `nat_bits_bytes` long.
+    pub fn encode(&self, segment_count_nat: u32) -> Result<Vec<u8>> {
+        let bytes = nat_bits_bytes(segment_count_nat);
+        if self.full.len() != bytes || self.empty.len() != bytes {
+            return Err(FormatError::invalid(
+                "NAT bits",
+                format!(
+                    "bitmaps of {} and {} bytes (expected {bytes})",
+                    self.full.len(),
+                    self.empty.len()
+                ),
+            ));
+        }
+        let mut b = vec![0u8; nat_bits_blocks(segment_count_nat) as usize * BLOCK_SIZE];
+        put_u64(&mut b, 0, self.cp_ver_crc);
+        b[8..8 + bytes].copy_from_slice(&self.full);
+        b[8 + bytes..8 + 2 * bytes].copy_from_slice(&self.empty);
+        Ok(b)
     }
 }

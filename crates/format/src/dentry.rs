@@ -1,7 +1,8 @@
 //! Directory entries: dentry blocks, inline dentries and the multi-level hash layout.
 
 use crate::consts::*;
-use crate::le::{test_bit_le, u16_at, u32_at};
+use crate::hash::dentry_hash;
+use crate::le::{put_u16, put_u32, test_bit_le, u16_at, u32_at};
 use crate::{FormatError, Result};
 
 /// Dentry file types (`F2FS_FT_*`).
@@ -53,27 +54,39 @@ pub fn nr_inline_dentry(bytes: usize) -> usize {
     bytes * 8 / ((SIZE_OF_DIR_ENTRY + F2FS_SLOT_LEN) * 8 + 1)
 }
 
+/// Where the parts of a dentry area lie: (slots, bitmap bytes, first dentry byte,
+/// first name byte). A block has a fixed layout; an inline area of `len` bytes fits as
+/// many slots as it can, with reserved bytes between the bitmap and the dentries.
+fn area_layout(len: usize, block: bool) -> (usize, usize, usize, usize) {
+    if block {
+        let d0 = SIZE_OF_DENTRY_BITMAP + SIZE_OF_DENTRY_RESERVED;
+        return (
+            NR_DENTRY_IN_BLOCK,
+            SIZE_OF_DENTRY_BITMAP,
+            d0,
+            d0 + SIZE_OF_DIR_ENTRY * NR_DENTRY_IN_BLOCK,
+        );
+    }
+    let nr = nr_inline_dentry(len);
+    let bitmap_len = nr.div_ceil(8);
+    let reserved = len - (nr * (SIZE_OF_DIR_ENTRY + F2FS_SLOT_LEN) + bitmap_len);
+    let d0 = bitmap_len + reserved;
+    (nr, bitmap_len, d0, d0 + SIZE_OF_DIR_ENTRY * nr)
+}
+
 impl<'a> DentryArea<'a> {
     /// A regular 4 KiB dentry block.
     pub fn block(b: &'a [u8]) -> Result<DentryArea<'a>> {
         FormatError::need("dentry block", b, BLOCK_SIZE)?;
-        let d0 = SIZE_OF_DENTRY_BITMAP + SIZE_OF_DENTRY_RESERVED;
-        let n0 = d0 + SIZE_OF_DIR_ENTRY * NR_DENTRY_IN_BLOCK;
-        Ok(DentryArea {
-            bitmap: &b[..SIZE_OF_DENTRY_BITMAP],
-            dentries: &b[d0..n0],
-            names: &b[n0..BLOCK_SIZE],
-            nr: NR_DENTRY_IN_BLOCK,
-        })
+        Ok(Self::with_layout(&b[..BLOCK_SIZE], area_layout(BLOCK_SIZE, true)))
     }
 
     /// The inline dentry area of an inode (the whole inline data range).
     pub fn inline(area: &'a [u8]) -> DentryArea<'a> {
-        let nr = nr_inline_dentry(area.len());
-        let bitmap_len = nr.div_ceil(8);
-        let reserved = area.len() - (nr * (SIZE_OF_DIR_ENTRY + F2FS_SLOT_LEN) + bitmap_len);
-        let d0 = bitmap_len + reserved;
-        let n0 = d0 + SIZE_OF_DIR_ENTRY * nr;
+        Self::with_layout(area, area_layout(area.len(), false))
+    }
+
+    fn with_layout(area: &'a [u8], (nr, bitmap_len, d0, n0): (usize, usize, usize, usize)) -> DentryArea<'a> {
         DentryArea {
             bitmap: &area[..bitmap_len],
             dentries: &area[d0..n0],
@@ -135,6 +148,85 @@ impl<'a> DentryArea<'a> {
     /// Finds `name` with hash `hash`.
     pub fn find(&self, name: &[u8], hash: u32) -> Result<Option<RawDentry<'a>>> {
         Ok(self.entries()?.into_iter().find(|e| e.hash == hash && e.name == name))
+    }
+}
+
+/// A writable dentry area (a dentry block or an inode's inline dentry area) to insert
+/// entries into, laid out exactly as [`DentryArea`] reads it.
+#[derive(Debug)]
+pub struct DentryAreaMut<'a> {
+    area: &'a mut [u8],
+    layout: (usize, usize, usize, usize),
+}
+
+impl<'a> DentryAreaMut<'a> {
+    /// A regular 4 KiB dentry block.
+    pub fn block(b: &'a mut [u8]) -> Result<DentryAreaMut<'a>> {
+        FormatError::need("dentry block", b, BLOCK_SIZE)?;
+        Ok(DentryAreaMut {
+            area: &mut b[..BLOCK_SIZE],
+            layout: area_layout(BLOCK_SIZE, true),
+        })
+    }
+
+    /// The inline dentry area of an inode (the whole inline data range).
+    pub fn inline(area: &'a mut [u8]) -> DentryAreaMut<'a> {
+        let layout = area_layout(area.len(), false);
+        DentryAreaMut { area, layout }
+    }
+
+    /// A read-only view of the area.
+    pub fn view(&self) -> DentryArea<'_> {
+        DentryArea::with_layout(self.area, self.layout)
+    }
+
+    /// First run of `slots` free slots, if any.
+    pub fn find_free(&self, slots: usize) -> Option<usize> {
+        let (nr, ..) = self.layout;
+        let mut run = 0;
+        for slot in 0..nr {
+            run = if test_bit_le(self.area, slot) { 0 } else { run + 1 };
+            if run == slots {
+                return Some(slot + 1 - slots);
+            }
+        }
+        None
+    }
+
+    /// Inserts `name` (hashed with [`dentry_hash`]) in the first free run of slots and
+    /// returns its first slot. Fails when the name is empty or too long, or the area is
+    /// full.
+    pub fn insert(&mut self, name: &[u8], ino: u32, file_type: u8) -> Result<usize> {
+        let slots = name.len().div_ceil(F2FS_SLOT_LEN).max(1);
+        let slot = self
+            .find_free(slots)
+            .ok_or_else(|| FormatError::invalid("dentry", format!("no room for a name of {} bytes", name.len())))?;
+        self.insert_at(slot, dentry_hash(name), name, ino, file_type)?;
+        Ok(slot)
+    }
+
+    /// Writes an entry at `slot` with a given hash, marking its slots used.
+    pub fn insert_at(&mut self, slot: usize, hash: u32, name: &[u8], ino: u32, file_type: u8) -> Result<()> {
+        let (nr, _, d0, n0) = self.layout;
+        let used = name.len().div_ceil(F2FS_SLOT_LEN);
+        if name.is_empty() || name.len() > F2FS_NAME_LEN || slot + used > nr {
+            return Err(FormatError::invalid(
+                "dentry",
+                format!("slot {slot}: name of {} bytes in {nr} slots", name.len()),
+            ));
+        }
+        let d = d0 + slot * SIZE_OF_DIR_ENTRY;
+        put_u32(self.area, d, hash);
+        put_u32(self.area, d + 4, ino);
+        put_u16(self.area, d + 8, name.len() as u16);
+        self.area[d + 10] = file_type;
+        let at = n0 + slot * F2FS_SLOT_LEN;
+        self.area[at..at + used * F2FS_SLOT_LEN].fill(0);
+        self.area[at..at + name.len()].copy_from_slice(name);
+        for s in slot..slot + used {
+            self.area[s / 8] |= 1 << (s % 8);
+        }
+        Ok(())
     }
 }
 

@@ -1,8 +1,8 @@
 //! Node blocks: inodes, direct nodes and indirect nodes, each ending with a footer.
 
 use crate::consts::*;
-use crate::le::{u16_at, u32_at, u64_at};
-use crate::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR};
+use crate::le::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
+use crate::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM};
 use crate::{FormatError, Result};
 
 /// `i_inline`: inline xattrs present.
@@ -58,6 +58,18 @@ impl NodeFooter {
             cp_ver: u64_at(b, f + 12),
             next_blkaddr: u32_at(b, f + 20),
         })
+    }
+
+    /// Encodes into the last 24 bytes of node block `b` (4096 bytes).
+    pub fn encode(&self, b: &mut [u8]) -> Result<()> {
+        FormatError::need("node block", b, BLOCK_SIZE)?;
+        let f = NODE_FOOTER_OFFSET;
+        put_u32(b, f, self.nid);
+        put_u32(b, f + 4, self.ino);
+        put_u32(b, f + 8, self.flag);
+        put_u64(b, f + 12, self.cp_ver);
+        put_u32(b, f + 20, self.next_blkaddr);
+        Ok(())
     }
 
     /// The node's logical offset in its inode's tree (0 for the inode itself).
@@ -282,6 +294,137 @@ pub fn inode_checksum(seed: u32, b: &[u8]) -> Result<u32> {
     crc = crc32_raw(crc, &b[..I_INODE_CHECKSUM_OFFSET]);
     crc = crc32_raw(crc, &[0; 4]);
     Ok(crc32_raw(crc, &b[I_INODE_CHECKSUM_OFFSET + 4..BLOCK_SIZE]))
+}
+
+impl Inode {
+    /// Writes the inode's own fields, extra attributes and node ids into node block `b`
+    /// (4096 bytes). Data slots, inline data and the footer are left untouched; the
+    /// stored `inode_checksum` is written as is (see [`seal_inode_checksum`]).
+    ///
+    /// Extra attributes are written when `inline` has [`F2FS_EXTRA_ATTR`], each only if
+    /// `extra_isize` covers it; the inline xattr size only under flexible_inline_xattr,
+    /// as [`Inode::decode`] reads them back.
+    pub fn encode_fields(&self, b: &mut [u8], sb: &Superblock) -> Result<()> {
+        const S: &str = "inode";
+        FormatError::need(S, b, BLOCK_SIZE)?;
+        let has_extra = self.inline & F2FS_EXTRA_ATTR != 0;
+        let extra = self.extra_isize as usize;
+        if self.name.len() > F2FS_NAME_LEN
+            || extra % 4 != 0
+            || extra > F2FS_TOTAL_EXTRA_ATTR_SIZE
+            || (has_extra && !sb.has(FEATURE_EXTRA_ATTR))
+            || self.inline_xattr_addrs as usize > MAX_INLINE_XATTR_ADDRS
+        {
+            return Err(FormatError::invalid(
+                S,
+                format!(
+                    "name of {} bytes, extra_isize {extra}, inline {:#x}, inline xattr {} slots",
+                    self.name.len(),
+                    self.inline,
+                    self.inline_xattr_addrs
+                ),
+            ));
+        }
+        put_u16(b, 0, self.mode);
+        b[2] = self.advise;
+        b[3] = self.inline;
+        let words = [
+            (4, self.uid),
+            (8, self.gid),
+            (12, self.links),
+            (56, self.atime.1),
+            (60, self.ctime.1),
+            (64, self.mtime.1),
+            (68, self.generation),
+            (72, self.current_depth),
+            (76, self.xattr_nid),
+            (80, self.flags),
+            (84, self.pino),
+            (88, self.name.len() as u32),
+            (348, self.ext.0),
+            (352, self.ext.1),
+            (356, self.ext.2),
+        ];
+        for (off, v) in words {
+            put_u32(b, off, v);
+        }
+        for (off, v) in [
+            (16, self.size),
+            (24, self.blocks),
+            (32, self.atime.0),
+            (40, self.ctime.0),
+            (48, self.mtime.0),
+        ] {
+            put_u64(b, off, v);
+        }
+        b[92..92 + F2FS_NAME_LEN].fill(0);
+        b[92..92 + self.name.len()].copy_from_slice(&self.name);
+        b[347] = self.dir_level;
+        for (i, nid) in self.nids.iter().enumerate() {
+            put_u32(b, I_NID_OFFSET + 4 * i, *nid);
+        }
+        if has_extra {
+            self.encode_extra(b, sb);
+        }
+        Ok(())
+    }
+
+    /// The extra attributes at the start of `i_addr`, as far as `extra_isize` reaches.
+    fn encode_extra(&self, b: &mut [u8], sb: &Superblock) {
+        let a = I_ADDR_OFFSET;
+        let fits = |end: usize| end <= self.extra_isize as usize;
+        put_u16(b, a, self.extra_isize);
+        if sb.has(FEATURE_FLEXIBLE_INLINE_XATTR) {
+            put_u16(b, a + 2, self.inline_xattr_addrs);
+        }
+        if fits(8) {
+            put_u32(b, a + 4, self.projid);
+        }
+        if fits(12) {
+            put_u32(b, I_INODE_CHECKSUM_OFFSET, self.inode_checksum);
+        }
+        if let (Some((sec, nsec)), true) = (self.crtime, fits(24)) {
+            put_u64(b, a + 12, sec);
+            put_u32(b, a + 20, nsec);
+        }
+        if let (Some((algorithm, log_cluster)), true) = (self.compress, fits(36)) {
+            b[a + 32] = algorithm;
+            b[a + 33] = log_cluster;
+        }
+    }
+
+    /// Encodes a whole inode block: the fields, data addresses `addrs` from the first
+    /// data slot on (at most [`Inode::addrs_per_inode`]), the footer, and the checksum
+    /// when the volume keeps inode checksums.
+    pub fn encode(&self, sb: &Superblock, addrs: &[u32], footer: &NodeFooter) -> Result<Vec<u8>> {
+        if addrs.len() > self.addrs_per_inode() {
+            return Err(FormatError::invalid(
+                "inode",
+                format!("{} addresses, room for {}", addrs.len(), self.addrs_per_inode()),
+            ));
+        }
+        let mut b = vec![0u8; BLOCK_SIZE];
+        self.encode_fields(&mut b, sb)?;
+        for (i, addr) in addrs.iter().enumerate() {
+            put_u32(&mut b, I_ADDR_OFFSET + 4 * (self.addr_start() + i), *addr);
+        }
+        footer.encode(&mut b)?;
+        seal_inode_checksum(&mut b, sb)?;
+        Ok(b)
+    }
+}
+
+/// Stores the inode checksum of a finished inode block (footer, data and inline areas
+/// written) when the volume keeps inode checksums and the inode has room for one.
+pub fn seal_inode_checksum(b: &mut [u8], sb: &Superblock) -> Result<()> {
+    FormatError::need("inode", b, BLOCK_SIZE)?;
+    let has_extra = b[3] & F2FS_EXTRA_ATTR != 0;
+    if !sb.has(FEATURE_INODE_CHKSUM) || !has_extra || u16_at(b, I_ADDR_OFFSET) < 12 {
+        return Ok(());
+    }
+    let crc = inode_checksum(checksum_seed(&sb.uuid), b)?;
+    put_u32(b, I_INODE_CHECKSUM_OFFSET, crc);
+    Ok(())
 }
 
 /// Entry `i` (0..1018) of a direct node (a block address) or an indirect node (a nid).

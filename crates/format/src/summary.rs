@@ -1,7 +1,7 @@
 //! Segment summaries (SSA) and the NAT/SIT journals kept in checkpoint summaries.
 
 use crate::consts::*;
-use crate::le::{u16_at, u32_at};
+use crate::le::{put_u16, put_u32, u16_at, u32_at};
 use crate::nat::NatEntry;
 use crate::sit::SitEntry;
 use crate::{FormatError, Result};
@@ -191,4 +191,90 @@ pub fn compacted_data_summaries(blocks: &[u8], counts: [usize; 3]) -> Result<[Ve
         }
     }
     Ok(out)
+}
+
+impl SummaryBlock {
+    /// Encodes into a 4096-byte summary block: at most 512 entries (missing ones are
+    /// zero), a journal of at most `SUM_JOURNAL_SIZE` bytes (zero-padded), the footer
+    /// type. The footer checksum is left zero, as F2FS leaves it.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        if self.entries.len() > ENTRIES_IN_SUM || self.journal.len() > SUM_JOURNAL_SIZE {
+            return Err(FormatError::invalid(
+                "summary block",
+                format!(
+                    "{} entries and a journal of {} bytes",
+                    self.entries.len(),
+                    self.journal.len()
+                ),
+            ));
+        }
+        let mut b = vec![0u8; BLOCK_SIZE];
+        for (i, e) in self.entries.iter().enumerate() {
+            e.encode(&mut b[i * SUMMARY_SIZE..]);
+        }
+        b[SUM_JOURNAL_OFFSET..SUM_JOURNAL_OFFSET + self.journal.len()].copy_from_slice(&self.journal);
+        b[BLOCK_SIZE - SUM_FOOTER_SIZE] = self.entry_type;
+        Ok(b)
+    }
+}
+
+/// Encodes a NAT journal (`SUM_JOURNAL_SIZE` bytes) holding `entries`.
+pub fn encode_nat_journal(entries: &[(u32, NatEntry)]) -> Result<Vec<u8>> {
+    if entries.len() > NAT_JOURNAL_ENTRIES {
+        return Err(FormatError::invalid(
+            "NAT journal",
+            format!("{} entries (at most {NAT_JOURNAL_ENTRIES})", entries.len()),
+        ));
+    }
+    let mut j = vec![0u8; SUM_JOURNAL_SIZE];
+    put_u16(&mut j, 0, entries.len() as u16);
+    for (i, (nid, e)) in entries.iter().enumerate() {
+        let at = 2 + i * 13;
+        put_u32(&mut j, at, *nid);
+        e.encode(&mut j[at + 4..at + 13]);
+    }
+    Ok(j)
+}
+
+/// Encodes a SIT journal (`SUM_JOURNAL_SIZE` bytes) holding `entries`.
+pub fn encode_sit_journal(entries: &[(u32, SitEntry)]) -> Result<Vec<u8>> {
+    if entries.len() > SIT_JOURNAL_ENTRIES {
+        return Err(FormatError::invalid(
+            "SIT journal",
+            format!("{} entries (at most {SIT_JOURNAL_ENTRIES})", entries.len()),
+        ));
+    }
+    let mut j = vec![0u8; SUM_JOURNAL_SIZE];
+    put_u16(&mut j, 0, entries.len() as u16);
+    for (i, (segno, e)) in entries.iter().enumerate() {
+        let at = 2 + i * 78;
+        put_u32(&mut j, at, *segno);
+        e.encode(&mut j[at + 4..at + 78]);
+    }
+    Ok(j)
+}
+
+/// Encodes compacted data summaries (`CP_COMPACT_SUM_FLAG`): the NAT journal, the SIT
+/// journal, then the entries of the hot, warm and cold data logs in a row, spilling into
+/// further blocks as [`compacted_data_summaries`] reads them.
+pub fn encode_compacted_summaries(
+    nat: &[(u32, NatEntry)],
+    sit: &[(u32, SitEntry)],
+    logs: [&[Summary]; 3],
+) -> Result<Vec<u8>> {
+    if logs.iter().any(|l| l.len() > ENTRIES_IN_SUM) {
+        return Err(FormatError::invalid(
+            "compacted summaries",
+            "more entries than a segment has blocks",
+        ));
+    }
+    let total: usize = logs.iter().map(|l| l.len()).sum();
+    let mut b = vec![0u8; compacted_blocks(total) * BLOCK_SIZE];
+    b[..SUM_JOURNAL_SIZE].copy_from_slice(&encode_nat_journal(nat)?);
+    b[SUM_JOURNAL_SIZE..2 * SUM_JOURNAL_SIZE].copy_from_slice(&encode_sit_journal(sit)?);
+    for (j, e) in logs.iter().flat_map(|l| l.iter()).enumerate() {
+        let (blk, off) = compacted_slot(j);
+        e.encode(&mut b[blk * BLOCK_SIZE + off..]);
+    }
+    Ok(b)
 }

@@ -2,7 +2,7 @@
 
 use crate::consts::*;
 use crate::crc::f2fs_crc32;
-use crate::le::{u16_at, u32_at, u64_at};
+use crate::le::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
 use crate::{FormatError, Result};
 
 const S: &str = "superblock";
@@ -31,18 +31,33 @@ pub const FEATURES: &[(u32, &str)] = &[
     (0x8000, "device_alias"),
 ];
 
+/// Extension slots in the superblock (`F2FS_MAX_EXTENSION`).
+pub const F2FS_MAX_EXTENSION: usize = 64;
+/// Bytes of one extension slot (`F2FS_EXTENSION_LEN`), NUL included.
+pub const F2FS_EXTENSION_LEN: usize = 8;
+/// UTF-16 units of the volume name (`MAX_VOLUME_NAME`).
+pub const MAX_VOLUME_NAME: usize = 512;
+/// Bytes of the version strings (`VERSION_LEN`).
+pub const VERSION_LEN: usize = 256;
+
 /// Feature bit: file-based encryption.
 pub const FEATURE_ENCRYPT: u32 = 0x0001;
 /// Feature bit: zoned block device.
 pub const FEATURE_BLKZONED: u32 = 0x0002;
 /// Feature bit: extra inode attributes.
 pub const FEATURE_EXTRA_ATTR: u32 = 0x0008;
+/// Feature bit: project quota.
+pub const FEATURE_PRJQUOTA: u32 = 0x0010;
 /// Feature bit: inode checksums.
 pub const FEATURE_INODE_CHKSUM: u32 = 0x0020;
 /// Feature bit: per-inode inline xattr size.
 pub const FEATURE_FLEXIBLE_INLINE_XATTR: u32 = 0x0040;
+/// Feature bit: quota files as hidden inodes.
+pub const FEATURE_QUOTA_INO: u32 = 0x0080;
 /// Feature bit: inode creation time.
 pub const FEATURE_INODE_CRTIME: u32 = 0x0100;
+/// Feature bit: a lost+found directory made at format time.
+pub const FEATURE_LOST_FOUND: u32 = 0x0200;
 /// Feature bit: fs-verity.
 pub const FEATURE_VERITY: u32 = 0x0400;
 /// Feature bit: superblock checksum.
@@ -120,7 +135,8 @@ pub struct Superblock {
     pub uuid: [u8; 16],
     /// Volume label.
     pub volume_name: String,
-    /// Cold-file extensions (first `extension_count - hot_ext_count`) then hot ones.
+    /// Cold-file extensions (the on-disk `extension_count` of them), then the
+    /// `hot_ext_count` hot ones.
     pub extensions: Vec<String>,
     /// Extra checkpoint blocks holding large SIT version bitmaps.
     pub cp_payload: u32,
@@ -190,9 +206,13 @@ impl Superblock {
                 });
             }
         }
-        let ext_count = u32_at(b, 1148) as usize;
-        if ext_count > 64 {
-            return Err(FormatError::invalid(S, format!("extension_count {ext_count} > 64")));
+        // extension_count counts the cold extensions; the hot ones follow them.
+        let ext_count = u32_at(b, 1148) as usize + b[2757] as usize;
+        if ext_count > F2FS_MAX_EXTENSION {
+            return Err(FormatError::invalid(
+                S,
+                format!("{ext_count} extensions (cold and hot) > {F2FS_MAX_EXTENSION}"),
+            ));
         }
         let extensions = (0..ext_count).map(|i| cstr(&b[1152 + i * 8..1160 + i * 8])).collect();
         let mut devices = Vec::new();
@@ -404,5 +424,119 @@ impl Superblock {
     pub fn max_nid(&self) -> u64 {
         // Half the NAT segments hold one copy of each NAT block.
         ((self.segment_count_nat as u64 / 2) << self.log_blocks_per_seg) * NAT_ENTRY_PER_BLOCK as u64
+    }
+}
+
+/// Copies `text` into a NUL-padded slot, failing when it does not fit with its NUL.
+fn put_cstr(b: &mut [u8], text: &str, what: &str) -> Result<()> {
+    if text.len() >= b.len() || text.as_bytes().contains(&0) {
+        return Err(FormatError::invalid(
+            S,
+            format!("{what} {text:?} does not fit in {} bytes", b.len() - 1),
+        ));
+    }
+    b[..text.len()].copy_from_slice(text.as_bytes());
+    Ok(())
+}
+
+impl Superblock {
+    /// Encodes into the 3072 bytes stored at offset 1024 of blocks 0 and 1. With the
+    /// sb_checksum feature the checksum offset and CRC are filled in (the `crc` field is
+    /// ignored); without it `crc` is stored as is. Fails when a string or list does not
+    /// fit its on-disk slot.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; SUPERBLOCK_SIZE];
+        put_u32(&mut b, 0, F2FS_SUPER_MAGIC);
+        put_u16(&mut b, 4, self.major_ver);
+        put_u16(&mut b, 6, self.minor_ver);
+        let words = [
+            (8, self.log_sectorsize),
+            (12, self.log_sectors_per_block),
+            (16, self.log_blocksize),
+            (20, self.log_blocks_per_seg),
+            (24, self.segs_per_sec),
+            (28, self.secs_per_zone),
+            (44, self.section_count),
+            (48, self.segment_count),
+            (52, self.segment_count_ckpt),
+            (56, self.segment_count_sit),
+            (60, self.segment_count_nat),
+            (64, self.segment_count_ssa),
+            (68, self.segment_count_main),
+            (72, self.segment0_blkaddr),
+            (76, self.cp_blkaddr),
+            (80, self.sit_blkaddr),
+            (84, self.nat_blkaddr),
+            (88, self.ssa_blkaddr),
+            (92, self.main_blkaddr),
+            (96, self.root_ino),
+            (100, self.node_ino),
+            (104, self.meta_ino),
+            (1664, self.cp_payload),
+            (2180, self.feature),
+            (2745, self.qf_ino[0]),
+            (2749, self.qf_ino[1]),
+            (2753, self.qf_ino[2]),
+        ];
+        for (off, v) in words {
+            put_u32(&mut b, off, v);
+        }
+        put_u64(&mut b, 36, self.block_count);
+        b[108..124].copy_from_slice(&self.uuid);
+        self.encode_names(&mut b)?;
+        b[2757] = self.hot_ext_count;
+        put_u16(&mut b, 2758, self.s_encoding);
+        put_u16(&mut b, 2760, self.s_encoding_flags);
+        if self.has(FEATURE_SB_CHKSUM) {
+            put_u32(&mut b, 32, SB_CRC_OFFSET as u32);
+            let crc = f2fs_crc32(&b[..SB_CRC_OFFSET]);
+            put_u32(&mut b, SB_CRC_OFFSET, crc);
+        } else {
+            put_u32(&mut b, SB_CRC_OFFSET, self.crc);
+        }
+        Ok(b)
+    }
+
+    /// The variable-length parts: volume name, extensions, versions, devices.
+    fn encode_names(&self, b: &mut [u8]) -> Result<()> {
+        let name: Vec<u16> = self.volume_name.encode_utf16().collect();
+        if name.len() > MAX_VOLUME_NAME || name.contains(&0) {
+            return Err(FormatError::invalid(
+                S,
+                format!("volume name of {} UTF-16 units (at most {MAX_VOLUME_NAME})", name.len()),
+            ));
+        }
+        for (i, unit) in name.iter().enumerate() {
+            put_u16(b, 124 + 2 * i, *unit);
+        }
+        let n = self.extensions.len();
+        if n > F2FS_MAX_EXTENSION || (self.hot_ext_count as usize) > n {
+            return Err(FormatError::invalid(
+                S,
+                format!(
+                    "{n} extensions ({} hot), at most {F2FS_MAX_EXTENSION}",
+                    self.hot_ext_count
+                ),
+            ));
+        }
+        put_u32(b, 1148, (n - self.hot_ext_count as usize) as u32);
+        for (i, ext) in self.extensions.iter().enumerate() {
+            let at = 1152 + i * F2FS_EXTENSION_LEN;
+            put_cstr(&mut b[at..at + F2FS_EXTENSION_LEN], ext, "extension")?;
+        }
+        put_cstr(&mut b[1668..1924], &self.version, "version")?;
+        put_cstr(&mut b[1924..2180], &self.init_version, "init_version")?;
+        if self.devices.len() > MAX_DEVICES {
+            return Err(FormatError::invalid(S, format!("{} devices", self.devices.len())));
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            let at = 2201 + i * 68;
+            if d.path.is_empty() {
+                return Err(FormatError::invalid(S, format!("device {i} has an empty path")));
+            }
+            put_cstr(&mut b[at..at + 64], &d.path, "device path")?;
+            put_u32(b, at + 64, d.total_segments);
+        }
+        Ok(())
     }
 }
