@@ -32,11 +32,17 @@ impl Mapper<'_> {
                 blk,
                 format!(
                     "entry {:?} has file type {}",
-                    String::from_utf8_lossy(d.name),
+                    crate::error::show_name(d.name),
                     d.file_type
                 ),
             )
         })?;
+        // A name with '/' or NUL can never be created through the VFS: only a damaged or
+        // hostile image holds one, and handing it on would let a path escape.
+        if d.name.iter().any(|&c| c == b'/' || c == 0) {
+            let shown = crate::error::show_name(d.name);
+            return Err(self.dir_err(blk, format!("entry name {shown:?} contains '/' or NUL")));
+        }
         Ok(DirEntry {
             name: d.name.to_vec(),
             ino: d.ino,
@@ -100,7 +106,7 @@ impl Mapper<'_> {
     /// Looks `name` up the way F2FS does: hash, then one bucket per level.
     pub fn lookup(&self, name: &[u8]) -> Result<Option<Ino>> {
         if name.len() > F2FS_NAME_LEN {
-            return Err(Error::NameTooLong(String::from_utf8_lossy(name).into_owned()));
+            return Err(Error::NameTooLong(crate::error::show_name(name)));
         }
         self.inode.check_decodable()?;
         let i = &self.inode.inode;

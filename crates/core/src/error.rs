@@ -9,7 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The device failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: String,
@@ -56,6 +56,21 @@ pub enum Error {
     /// A bad argument from the caller.
     #[error("{0}")]
     Invalid(String),
+}
+
+/// Shows raw name bytes in an error message: lossy UTF-8 with control characters
+/// escaped, so a hostile name cannot forge extra lines on a terminal.
+pub fn show_name(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 impl Error {

@@ -210,7 +210,7 @@ impl Fs {
         match self.mapper(&d).lookup(name)? {
             Some(ino) => Ok(ino),
             None if name == b".." && dir == self.root() => Ok(dir),
-            None => Err(Error::NotFound(String::from_utf8_lossy(name).into_owned())),
+            None => Err(Error::NotFound(crate::error::show_name(name))),
         }
     }
 
@@ -218,7 +218,7 @@ impl Fs {
     /// are followed (relative to the image's root); the last component is followed only
     /// when `follow_last` is true.
     pub fn resolve(&self, path: &[u8], follow_last: bool) -> Result<Ino> {
-        let shown = || String::from_utf8_lossy(path).into_owned();
+        let shown = || crate::error::show_name(path);
         // Components still to walk, last first; symlink targets are spliced in.
         let mut todo: Vec<Vec<u8>> = path
             .split(|&c| c == b'/')

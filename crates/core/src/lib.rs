@@ -19,5 +19,5 @@ pub mod segment;
 mod xattr;
 
 pub use api::{DirEntry, FileKind, Ino, Stat, StatFs, Timestamp, Xattr};
-pub use error::{Error, Result};
+pub use error::{show_name, Error, Result};
 pub use fs::{Fs, FsInfo};
