@@ -11,7 +11,7 @@
 //! searched for the largest user space when not given.
 
 use crate::{Error, Result};
-use uf2fs_format::consts::{BLOCK_SIZE, BLOCKS_PER_SEG, NAT_ENTRY_PER_BLOCK, SIT_ENTRY_PER_BLOCK};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE, NAT_ENTRY_PER_BLOCK, SIT_ENTRY_PER_BLOCK};
 
 /// Bytes in a segment.
 const SEGMENT_BYTES: u64 = BLOCK_SIZE as u64 * BLOCKS_PER_SEG as u64;
@@ -182,7 +182,10 @@ pub fn check_options(input: &LayoutInput) -> Result<()> {
         }
     }
     if !input.sector_size.is_power_of_two() || !(512..=4096).contains(&input.sector_size) {
-        return Err(Error::Invalid(format!("sector size {} not supported", input.sector_size)));
+        return Err(Error::Invalid(format!(
+            "sector size {} not supported",
+            input.sector_size
+        )));
     }
     Ok(())
 }
@@ -196,21 +199,32 @@ pub fn compute(input: &LayoutInput) -> Result<Layout> {
             human_bytes(input.bytes)
         )));
     }
+    try_layout(input).map_err(|why| too_small(input, why))
+}
+
+/// The layout, or in a few words why the volume is too small for one.
+fn try_layout(input: &LayoutInput) -> std::result::Result<Layout, &'static str> {
     let sectors = input.bytes / input.sector_size as u64;
     let dev_bytes = sectors * input.sector_size as u64;
     let segs_per_zone = input.segs_per_sec * input.secs_per_zone;
     let zone_bytes = segs_per_zone as u64 * SEGMENT_BYTES;
     // Segment 0 starts at the first zone boundary past the two superblock blocks.
     let segment0_bytes = (2 * BLOCK_SIZE as u64).div_ceil(zone_bytes) * zone_bytes;
-    if dev_bytes < segment0_bytes {
-        return Err(too_small(input, "no room for the first zone"));
-    }
-    let total_segments = (dev_bytes - segment0_bytes) / SEGMENT_BYTES;
+    let total_segments = dev_bytes
+        .checked_sub(segment0_bytes)
+        .ok_or("no room for the first zone")?
+        / SEGMENT_BYTES;
     if total_segments < MIN_SEGMENTS {
-        return Err(too_small(input, "fewer than 9 segments"));
+        return Err("fewer than 9 segments");
     }
     let segment_count = (total_segments / segs_per_zone as u64 * segs_per_zone as u64) as u32;
     let meta = meta_areas(segment_count, segs_per_zone);
+    let meta_zones = (CKPT_SEGMENTS + meta.sit + meta.nat + meta.ssa) / segs_per_zone;
+    let total_zones = (segment_count / segs_per_zone).saturating_sub(meta_zones);
+    if total_zones <= NR_CURSEG_TYPE {
+        return Err("fewer zones in the main area than the six active logs need");
+    }
+    let section_count = total_zones * input.secs_per_zone;
     let mut layout = Layout {
         log_sectorsize: input.sector_size.trailing_zeros(),
         block_count: dev_bytes / BLOCK_SIZE as u64,
@@ -221,8 +235,8 @@ pub fn compute(input: &LayoutInput) -> Result<Layout> {
         segment_count_sit: meta.sit,
         segment_count_nat: meta.nat,
         segment_count_ssa: meta.ssa,
-        segment_count_main: 0,
-        section_count: 0,
+        segment_count_main: section_count * input.segs_per_sec,
+        section_count,
         cp_payload: meta.cp_payload,
         overprovision_pct: 0.0,
         reserved_segments: 0,
@@ -230,14 +244,7 @@ pub fn compute(input: &LayoutInput) -> Result<Layout> {
         cur_node_segno: [0; 3],
         cur_data_segno: [0; 3],
     };
-    let meta_zones = (CKPT_SEGMENTS + meta.sit + meta.nat + meta.ssa) / segs_per_zone;
-    let total_zones = (segment_count / segs_per_zone).saturating_sub(meta_zones);
-    layout.section_count = total_zones * input.secs_per_zone;
-    layout.segment_count_main = layout.section_count * input.segs_per_sec;
-    if total_zones <= NR_CURSEG_TYPE {
-        return Err(too_small(input, "fewer zones in the main area than the six active logs need"));
-    }
-    set_overprovision(&mut layout, input)?;
+    set_overprovision(&mut layout, input.overprovision_pct)?;
     layout.place_active_logs(total_zones);
     Ok(layout)
 }
@@ -287,7 +294,11 @@ fn meta_areas(segment_count: u32, segs_per_zone: u32) -> MetaAreas {
 /// SIT bitmap bytes of the largest volume.
 fn max_sit_bitmap_size() -> u32 {
     let max_segments = (MAX_VOLUME_BYTES / SEGMENT_BYTES) as u32;
-    max_segments.div_ceil(SIT_ENTRY_PER_BLOCK as u32).div_ceil(BLOCKS_PER_SEG) * BLOCKS_PER_SEG / 8
+    max_segments
+        .div_ceil(SIT_ENTRY_PER_BLOCK as u32)
+        .div_ceil(BLOCKS_PER_SEG)
+        * BLOCKS_PER_SEG
+        / 8
 }
 
 /// Segments reserved for GC at overprovision ratio `pct`, as a float (the caller
@@ -322,25 +333,21 @@ pub fn best_overprovision(segment_count_main: u32, section_count: u32) -> f64 {
     best
 }
 
-fn set_overprovision(layout: &mut Layout, input: &LayoutInput) -> Result<()> {
+fn set_overprovision(layout: &mut Layout, wanted_pct: Option<f64>) -> std::result::Result<(), &'static str> {
     let main = layout.segment_count_main;
-    let pct = match input.overprovision_pct {
-        Some(p) => p,
-        None => best_overprovision(main, layout.section_count),
-    };
+    let pct = wanted_pct.unwrap_or_else(|| best_overprovision(main, layout.section_count));
     if pct <= 0.0 {
-        return Err(too_small(input, "no overprovision ratio leaves room for files"));
+        return Err("no overprovision ratio leaves room for files");
     }
     let segs_per_sec = main.div_ceil(layout.section_count);
-    let reserved = reserved_for(pct, segs_per_sec);
     // Float to integer truncates, as the C assignment does (and saturates when huge).
-    let reserved = reserved as u32;
+    let reserved = reserved_for(pct, segs_per_sec) as u32;
     if main - NR_CURSEG_TYPE < reserved {
-        return Err(too_small(input, "the GC reserve does not fit in the main area"));
+        return Err("the GC reserve does not fit in the main area");
     }
     let overprov = ((main - reserved) as f64 * pct / 100.0) as u32 + reserved;
     if main <= overprov {
-        return Err(too_small(input, "overprovisioning takes the whole main area"));
+        return Err("overprovisioning takes the whole main area");
     }
     layout.overprovision_pct = pct;
     layout.reserved_segments = reserved;
@@ -366,41 +373,126 @@ impl Layout {
 }
 
 /// Smallest volume (in bytes, a whole number of segments) that takes an F2FS with
-/// these options, or `None` when none up to 1 GiB past the first zone does.
+/// these options, or `None` when no size up to about 1 GiB past the smallest candidate
+/// does.
 pub fn min_bytes(segs_per_sec: u32, secs_per_zone: u32, overprovision_pct: Option<f64>) -> Option<u64> {
     let zone_segs = segs_per_sec as u64 * secs_per_zone as u64;
     if zone_segs == 0 || zone_segs * SEGMENT_BYTES > MAX_VOLUME_BYTES {
         return None;
     }
-    let first = (2 * BLOCK_SIZE as u64).div_ceil(zone_segs * SEGMENT_BYTES) * zone_segs * SEGMENT_BYTES;
-    // Sizes grow a segment at a time; the search is bounded (512 steps of 2 MiB) past
-    // the smallest whole number of zones that could work.
-    let start = MIN_SEGMENTS.max(NR_CURSEG_TYPE as u64 * zone_segs);
-    (start..start + 512 + 8 * zone_segs).map(|segs| first + segs * SEGMENT_BYTES).find(|&bytes| {
-        let input = LayoutInput {
+    let zone_bytes = zone_segs * SEGMENT_BYTES;
+    let first = (2 * BLOCK_SIZE as u64).div_ceil(zone_bytes) * zone_bytes;
+    // Grow a segment at a time from the fewest segments that could hold the six logs.
+    let start = MIN_SEGMENTS.max((NR_CURSEG_TYPE as u64 + 1) * zone_segs);
+    (start..start + 512 + 8 * zone_segs)
+        .map(|segs| first + segs * SEGMENT_BYTES)
+        .find(|&bytes| {
+            let input = LayoutInput {
+                bytes,
+                sector_size: 512,
+                segs_per_sec,
+                secs_per_zone,
+                overprovision_pct,
+            };
+            try_layout(&input).is_ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(bytes: u64, segs_per_sec: u32) -> Layout {
+        compute(&LayoutInput {
             bytes,
             sector_size: 512,
             segs_per_sec,
-            secs_per_zone,
-            overprovision_pct,
-        };
-        compute_quiet(&input).is_some()
-    })
-}
-
-/// `compute` without the error text (which would recurse into `min_bytes`).
-fn compute_quiet(input: &LayoutInput) -> Option<Layout> {
-    let sectors = input.bytes / input.sector_size as u64;
-    let segs_per_zone = input.segs_per_sec * input.secs_per_zone;
-    let zone_bytes = segs_per_zone as u64 * SEGMENT_BYTES;
-    let segment0_bytes = (2 * BLOCK_SIZE as u64).div_ceil(zone_bytes) * zone_bytes;
-    let dev_bytes = sectors * input.sector_size as u64;
-    let total_segments = dev_bytes.checked_sub(segment0_bytes)? / SEGMENT_BYTES;
-    if total_segments < MIN_SEGMENTS {
-        return None;
+            secs_per_zone: 1,
+            overprovision_pct: None,
+        })
+        .unwrap()
     }
-    // Cheap pre-checks passed: the full computation decides (its errors only build
-    // text through `too_small`, which is not reached when the layout fits).
-    std::panic::catch_unwind(|| ()).ok()?;
-    compute_inner(input)
+
+    /// Figures read from images mkfs.f2fs 1.15 made of the same sizes.
+    #[test]
+    fn matches_mkfs_f2fs_figures() {
+        let l = layout(64 << 20, 1);
+        assert_eq!(
+            (l.segment0_blkaddr, l.segment_count, l.segment_count_main),
+            (512, 31, 24)
+        );
+        assert_eq!(
+            (l.segment_count_sit, l.segment_count_nat, l.segment_count_ssa),
+            (2, 2, 1)
+        );
+        assert_eq!(
+            (l.reserved_segments, l.overprov_segments, l.overprovision_pct),
+            (13, 16, 35.0)
+        );
+        assert_eq!((l.cur_node_segno, l.cur_data_segno), ([0, 1, 2], [3, 11, 5]));
+        assert_eq!(l.user_block_count(), 4096);
+
+        let l = layout(1 << 30, 1);
+        assert_eq!(
+            (l.segment_count, l.segment_count_main, l.main_blkaddr()),
+            (511, 502, 0x1400)
+        );
+        assert_eq!(
+            (l.segment_count_sit, l.segment_count_nat, l.segment_count_ssa),
+            (2, 4, 1)
+        );
+        assert_eq!((l.reserved_segments, l.overprov_segments), (39, 68));
+        assert_eq!(l.user_block_count(), 222_208);
+
+        let l = layout(5 << 30, 4);
+        assert_eq!(
+            (l.segment0_blkaddr, l.segment_count, l.segment_count_main),
+            (0x800, 2556, 2532)
+        );
+        assert_eq!(
+            (l.section_count, l.nat_blkaddr(), l.ssa_blkaddr(), l.main_blkaddr()),
+            (633, 0x1000, 0x2800, 0x3800)
+        );
+        assert_eq!((l.reserved_segments, l.overprov_segments), (173, 306));
+        assert_eq!(l.user_block_count(), 1_139_712);
+        assert!(l.cur_node_segno.iter().chain(&l.cur_data_segno).all(|s| s % 4 == 0));
+    }
+
+    #[test]
+    fn too_small_names_the_minimum() {
+        let min = min_bytes(1, 1, None).unwrap();
+        let input = |bytes| LayoutInput {
+            bytes,
+            sector_size: 512,
+            segs_per_sec: 1,
+            secs_per_zone: 1,
+            overprovision_pct: None,
+        };
+        assert!(compute(&input(min)).is_ok());
+        let err = compute(&input(min - BLOCK_SIZE as u64)).unwrap_err().to_string();
+        assert!(err.contains(&format!("{min} bytes")), "{err}");
+        assert!(compute(&input(4096)).is_err());
+    }
+
+    #[test]
+    fn rejects_bad_options() {
+        let mut input = LayoutInput {
+            bytes: 1 << 30,
+            sector_size: 512,
+            segs_per_sec: 0,
+            secs_per_zone: 1,
+            overprovision_pct: None,
+        };
+        assert!(compute(&input).is_err());
+        input.segs_per_sec = 1;
+        for bad in [0.0, -1.0, 100.0, f64::NAN] {
+            input.overprovision_pct = Some(bad);
+            assert!(compute(&input).unwrap_err().to_string().contains("overprovision"));
+        }
+        input.overprovision_pct = Some(5.0);
+        let l = compute(&input).unwrap();
+        assert_eq!(l.overprovision_pct, 5.0);
+        input.bytes = MAX_VOLUME_BYTES + 1;
+        assert!(compute(&input).is_err());
+    }
 }

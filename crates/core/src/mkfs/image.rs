@@ -1,0 +1,288 @@
+//! The blocks of a fresh volume: superblock, root directory (and lost+found), NAT,
+//! and the two checkpoint packs, laid out as mkfs.f2fs 1.15 lays them out.
+//!
+//! What a new volume holds (with lost+found; without it, drop the second of each):
+//!
+//! | where                          | what                                          |
+//! |--------------------------------|-----------------------------------------------|
+//! | blocks 0 and 1, byte 1024      | superblock copies                             |
+//! | CP pack 0 (segment 0)          | CP block, payload, compact data summaries,    |
+//! |                                | hot/warm/cold node summaries, CP block again; |
+//! |                                | NAT bits in the last blocks of the segment    |
+//! | CP pack 1 (segment 1)          | CP block with version 0, payload, CP block    |
+//! | NAT block 0 (first copy)       | node ino 1, meta ino 2, root ino 3            |
+//! | hot node log, blocks 0 and 1   | root inode, lost+found inode                  |
+//! | hot data log, blocks 0 and 1   | root dentry block, lost+found dentry block    |
+//!
+//! The SIT area stays zero: the six active logs' SIT entries live in the checkpoint's
+//! SIT journal, and the NAT entries of root and lost+found in its NAT journal.
+
+use super::layout::Layout;
+use crate::Result;
+use uf2fs_format::checkpoint::Checkpoint;
+use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE, F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
+use uf2fs_format::dentry::{ft, DentryAreaMut};
+use uf2fs_format::nat::{NatEntry, NAT_ENTRY_SIZE};
+use uf2fs_format::node::{Inode, NodeFooter, F2FS_EXTRA_ATTR};
+use uf2fs_format::superblock::*;
+
+/// Node id of the node inode (internal).
+const NODE_INO: u32 = 1;
+/// Node id of the meta inode (internal).
+const META_INO: u32 = 2;
+/// Inode number of the root directory.
+pub const ROOT_INO: u32 = 3;
+/// Name of the lost+found directory.
+const LOST_FOUND: &[u8] = b"lost+found";
+
+/// Extensions of files written to cold data logs: mkfs.f2fs 1.15's default list.
+const COLD_EXTENSIONS: &[&str] = &[
+    "mp", "wm", "og", "jp", "avi", "m4v", "m4p", "mkv", "mov", "webm", "wav", "m4a", "3gp", "opus", "flac", "gif",
+    "png", "svg", "webp", "jar", "deb", "iso", "gz", "xz", "zst", "pdf", "pyc", "ttc", "ttf", "exe", "apk", "cnt",
+    "exo", "odex", "vdex", "so",
+];
+/// Extensions of files written to hot data logs.
+const HOT_EXTENSIONS: &[&str] = &["db", "vmdk", "vdi", "qcow2"];
+
+/// Everything besides the layout that goes into the blocks.
+#[derive(Debug, Clone)]
+pub struct Params<'a> {
+    /// Geometry.
+    pub layout: &'a Layout,
+    /// Superblock feature bits (already checked).
+    pub features: u32,
+    /// Volume UUID.
+    pub uuid: [u8; 16],
+    /// Volume label.
+    pub label: &'a str,
+    /// Version string stored as `version` and `init_version`.
+    pub version: &'a str,
+    /// Seconds since the epoch for the inodes' times.
+    pub time_secs: u64,
+    /// Owner of the root directory (and lost+found).
+    pub root_uid: u32,
+    /// Group of the root directory (and lost+found).
+    pub root_gid: u32,
+    /// Version of the first checkpoint pack.
+    pub cp_ver: u64,
+    /// Whether the whole device was discarded first (sets `CP_TRIMMED_FLAG`).
+    pub trimmed: bool,
+}
+
+/// A block to write, by block address.
+pub type BlockWrite = (u64, Vec<u8>);
+
+/// The blocks of a new volume, superblocks last, plus what they describe.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Block writes in order; the superblock copies come last.
+    pub writes: Vec<BlockWrite>,
+    /// The superblock written.
+    pub superblock: Superblock,
+    /// The checkpoint of the valid pack.
+    pub checkpoint: Checkpoint,
+}
+
+impl Params<'_> {
+    pub(super) fn has(&self, bit: u32) -> bool {
+        self.features & bit != 0
+    }
+
+    /// Inode number of lost+found, if made.
+    pub(super) fn lost_found_ino(&self) -> Option<u32> {
+        self.has(FEATURE_LOST_FOUND).then_some(ROOT_INO + 1)
+    }
+
+    /// Inodes made: root, and lost+found.
+    pub(super) fn inodes(&self) -> u32 {
+        1 + u32::from(self.lost_found_ino().is_some())
+    }
+
+    /// Block address of block `i` of the hot node log.
+    pub(super) fn hot_node_blk(&self, i: u32) -> u32 {
+        self.layout.main_blkaddr() + self.layout.cur_node_segno[0] * BLOCKS_PER_SEG + i
+    }
+
+    /// Block address of block `i` of the hot data log.
+    pub(super) fn hot_data_blk(&self, i: u32) -> u32 {
+        self.layout.main_blkaddr() + self.layout.cur_data_segno[0] * BLOCKS_PER_SEG + i
+    }
+}
+
+/// Builds every block of the new volume.
+pub fn plan(p: &Params) -> Result<Plan> {
+    let sb = superblock(p);
+    let mut writes = root_directory(p, &sb)?;
+    writes.push((p.layout.nat_blkaddr() as u64, nat_block(p)));
+    let (checkpoint, packs) = super::cp::checkpoint_packs(p)?;
+    writes.extend(packs);
+    let mut block = vec![0u8; BLOCK_SIZE];
+    block[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE].copy_from_slice(&encode(sb.encode())?);
+    writes.push((0, block.clone()));
+    writes.push((1, block));
+    Ok(Plan {
+        writes,
+        superblock: sb,
+        checkpoint,
+    })
+}
+
+pub(super) fn encode<T>(r: uf2fs_format::Result<T>) -> Result<T> {
+    r.map_err(|e| crate::Error::Invalid(format!("cannot encode the new volume: {e}")))
+}
+
+/// The superblock of the new volume.
+pub fn superblock(p: &Params) -> Superblock {
+    let l = p.layout;
+    let mut extensions: Vec<String> = COLD_EXTENSIONS.iter().map(|e| e.to_string()).collect();
+    extensions.extend(HOT_EXTENSIONS.iter().map(|e| e.to_string()));
+    Superblock {
+        major_ver: 1,
+        minor_ver: 15,
+        log_sectorsize: l.log_sectorsize,
+        log_sectors_per_block: 12 - l.log_sectorsize,
+        log_blocksize: 12,
+        log_blocks_per_seg: 9,
+        segs_per_sec: l.segs_per_sec,
+        secs_per_zone: l.secs_per_zone,
+        block_count: l.block_count,
+        section_count: l.section_count,
+        segment_count: l.segment_count,
+        segment_count_ckpt: l.segment_count_ckpt(),
+        segment_count_sit: l.segment_count_sit,
+        segment_count_nat: l.segment_count_nat,
+        segment_count_ssa: l.segment_count_ssa,
+        segment_count_main: l.segment_count_main,
+        segment0_blkaddr: l.segment0_blkaddr,
+        cp_blkaddr: l.segment0_blkaddr,
+        sit_blkaddr: l.sit_blkaddr(),
+        nat_blkaddr: l.nat_blkaddr(),
+        ssa_blkaddr: l.ssa_blkaddr(),
+        main_blkaddr: l.main_blkaddr(),
+        root_ino: ROOT_INO,
+        node_ino: NODE_INO,
+        meta_ino: META_INO,
+        uuid: p.uuid,
+        volume_name: p.label.to_string(),
+        extensions,
+        cp_payload: l.cp_payload,
+        version: p.version.to_string(),
+        init_version: p.version.to_string(),
+        feature: p.features,
+        devices: Vec::new(),
+        qf_ino: [0; 3],
+        hot_ext_count: HOT_EXTENSIONS.len() as u8,
+        s_encoding: 0,
+        s_encoding_flags: 0,
+        crc: 0,
+    }
+}
+
+/// Bytes of extra inode attributes the features call for (`i_extra_isize`).
+fn extra_isize(features: u32) -> u16 {
+    if features & FEATURE_INODE_CRTIME != 0 {
+        24
+    } else if features & FEATURE_INODE_CHKSUM != 0 {
+        12
+    } else if features & FEATURE_PRJQUOTA != 0 {
+        8
+    } else {
+        4
+    }
+}
+
+/// A directory inode with one dentry block, as mkfs makes root and lost+found.
+fn dir_inode(p: &Params, sb: &Superblock, ino: u32, parent: u32, mode: u16, links: u32) -> Inode {
+    let time = (p.time_secs, 0);
+    let extra = p.has(FEATURE_EXTRA_ATTR);
+    Inode {
+        mode,
+        advise: 0,
+        inline: if extra { F2FS_EXTRA_ATTR } else { 0 },
+        uid: p.root_uid,
+        gid: p.root_gid,
+        links,
+        size: BLOCK_SIZE as u64,
+        blocks: 2,
+        atime: time,
+        ctime: time,
+        mtime: time,
+        generation: 0,
+        current_depth: 1,
+        xattr_nid: 0,
+        flags: 0,
+        pino: parent,
+        name: if ino == ROOT_INO {
+            Vec::new()
+        } else {
+            LOST_FOUND.to_vec()
+        },
+        dir_level: 0,
+        ext: (0, 0, 0),
+        extra_isize: if extra { extra_isize(sb.feature) } else { 0 },
+        inline_xattr_addrs: 0,
+        projid: 0,
+        inode_checksum: 0,
+        crtime: p.has(FEATURE_INODE_CRTIME).then_some(time),
+        compress: None,
+        nids: [0; 5],
+    }
+}
+
+/// A dentry block with "." and "..", and `more` entries after them.
+fn dentry_block(ino: u32, parent: u32, more: &[(&[u8], u32)]) -> Result<Vec<u8>> {
+    let mut b = vec![0u8; BLOCK_SIZE];
+    let mut area = encode(DentryAreaMut::block(&mut b))?;
+    encode(area.insert_at(0, 0, b".", ino, ft::DIR))?;
+    encode(area.insert_at(1, 0, b"..", parent, ft::DIR))?;
+    for (name, child) in more {
+        encode(area.insert(name, *child, ft::DIR))?;
+    }
+    Ok(b)
+}
+
+/// Root (and lost+found): inodes in the hot node log, dentry blocks in the hot data log.
+fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
+    let lpf = p.lost_found_ino();
+    let mut dirs = vec![(ROOT_INO, 0, 0o040755, 2 + u32::from(lpf.is_some()))];
+    if let Some(ino) = lpf {
+        dirs.push((ino, ROOT_INO, 0o040700, 2));
+    }
+    let mut writes = Vec::new();
+    for (i, &(ino, parent, mode, links)) in dirs.iter().enumerate() {
+        let node_blk = p.hot_node_blk(i as u32);
+        let data_blk = p.hot_data_blk(i as u32);
+        let inode = dir_inode(p, sb, ino, parent, mode, links);
+        let footer = NodeFooter {
+            nid: ino,
+            ino,
+            flag: 0,
+            cp_ver: 1,
+            next_blkaddr: node_blk + 1,
+        };
+        writes.push((node_blk as u64, encode(inode.encode(sb, &[data_blk], &footer))?));
+        let (dot_dot, more): (u32, Vec<(&[u8], u32)>) = match (ino, lpf) {
+            (ROOT_INO, Some(l)) => (ROOT_INO, vec![(LOST_FOUND, l)]),
+            _ => (if ino == ROOT_INO { ROOT_INO } else { parent }, Vec::new()),
+        };
+        writes.push((data_blk as u64, dentry_block(ino, dot_dot, &more)?));
+    }
+    Ok(writes)
+}
+
+/// NAT block 0 (first copy): the two internal inodes (at block address 1, by
+/// convention) and the root. lost+found is only in the checkpoint's NAT journal.
+fn nat_block(p: &Params) -> Vec<u8> {
+    let mut b = vec![0u8; BLOCK_SIZE];
+    const _: () = assert!((ROOT_INO as usize) < NAT_ENTRY_PER_BLOCK);
+    let entries = [(NODE_INO, 1), (META_INO, 1), (ROOT_INO, p.hot_node_blk(0))];
+    for (nid, block_addr) in entries {
+        let e = NatEntry {
+            version: 0,
+            ino: nid,
+            block_addr,
+        };
+        e.encode(&mut b[nid as usize * NAT_ENTRY_SIZE..]);
+    }
+    b
+}
