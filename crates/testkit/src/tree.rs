@@ -430,6 +430,13 @@ impl Tree {
         b.finish()
     }
 
+    /// One regular file at the root.
+    pub fn single_file(name: &[u8], data: FileData) -> Tree {
+        let mut b = Builder::new(data.seed);
+        b.file_with(name, data, 0o644);
+        b.finish()
+    }
+
     /// A stable fingerprint of the whole spec (cache key for built images).
     pub fn fingerprint(&self) -> u64 {
         fnv1a(FNV_OFFSET, format!("{:?}", self.entries).as_bytes())
