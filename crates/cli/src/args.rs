@@ -22,14 +22,15 @@ impl Cli {
     /// (clap's `global` arguments keep only the subcommand's occurrences when both
     /// levels have some, so each level collects its own and they are joined here.)
     pub fn all_devices(&self) -> Vec<PathBuf> {
-        let after = match &self.command {
+        let after: &[PathBuf] = match &self.command {
             Command::Info { devices, .. }
             | Command::Ls { devices, .. }
             | Command::Cat { devices, .. }
             | Command::Extract { devices, .. }
-            | Command::Mount { devices, .. } => devices,
+            | Command::Mount { devices, .. } => &devices.devices,
+            Command::Mkfs { .. } => &[],
         };
-        self.devices.devices.iter().chain(&after.devices).cloned().collect()
+        self.devices.devices.iter().chain(after).cloned().collect()
     }
 }
 
@@ -117,6 +118,39 @@ pub enum Command {
         devices: DeviceArgs,
         /// Directory to mount on.
         mountpoint: PathBuf,
+    },
+    /// Make an F2FS image (a sparse file with --size), or format an existing file or
+    /// block device, with mkfs.f2fs's layout.
+    ///
+    /// Refuses to replace an existing file (with --size) or to overwrite a file system
+    /// without --force.
+    Mkfs {
+        /// Size of the volume: bytes, or a number with K, M, G or T (powers of 1024).
+        /// Creates IMAGE as a sparse file of that size; without it, the whole existing
+        /// file or device is used.
+        #[arg(long, value_name = "SIZE", value_parser = crate::mkfs::parse_size)]
+        size: Option<u64>,
+        /// Segments per section (the unit of garbage collection).
+        #[arg(short = 's', long, value_name = "N", default_value_t = 1)]
+        segs_per_sec: u32,
+        /// Overprovision ratio in percent (default: the one leaving the most space).
+        #[arg(short = 'o', long, value_name = "PCT")]
+        overprovision: Option<f64>,
+        /// Features, comma-separated (repeatable): extra_attr, inode_checksum,
+        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found.
+        #[arg(short = 'O', value_name = "FEATURES")]
+        features: Vec<String>,
+        /// Volume label.
+        #[arg(short = 'l', long, value_name = "LABEL", default_value = "")]
+        label: String,
+        /// Replace an existing file, or overwrite an existing file system.
+        #[arg(short = 'f', long)]
+        force: bool,
+        /// Print nothing on success.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+        /// Image file or block device.
+        image: PathBuf,
     },
 }
 

@@ -8,6 +8,7 @@ mod extract;
 mod format_mode;
 mod format_time;
 mod ls;
+mod mkfs;
 mod mount;
 mod mount_options;
 mod mountinfo;
@@ -72,6 +73,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 devices,
             };
             mount::run(&request)
+        }
+        Command::Mkfs {
+            size,
+            segs_per_sec,
+            overprovision,
+            features,
+            label,
+            force,
+            quiet,
+            image,
+        } => {
+            if !devices.is_empty() {
+                return Err(
+                    errors::UsageError("mkfs makes single-device volumes; --device is not accepted".into()).into(),
+                );
+            }
+            let request = mkfs::MkfsRequest {
+                size,
+                segs_per_sec,
+                overprovision,
+                features,
+                label,
+                force,
+                quiet,
+                image,
+            };
+            mkfs::run(&request)
         }
     }
 }

@@ -1,0 +1,198 @@
+//! `uf2fs mkfs`: make an F2FS image file, or format an existing file or block device.
+//!
+//! Argument checks and output only; the format itself is `uf2fs_core::mkfs`.
+
+use crate::errors::UsageError;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use uf2fs_core::mkfs::{layout::human_bytes, mkfs, parse_features, MkfsOptions, MkfsReport};
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct MkfsRequest {
+    /// `--size`: make (or remake) the image with this many bytes.
+    pub size: Option<u64>,
+    /// `--segs-per-sec`.
+    pub segs_per_sec: u32,
+    /// `--overprovision`, in percent.
+    pub overprovision: Option<f64>,
+    /// `-O` lists, each comma-separated.
+    pub features: Vec<String>,
+    /// `--label`.
+    pub label: String,
+    /// `--force`: overwrite an existing image or file system.
+    pub force: bool,
+    /// `--quiet`: print nothing on success.
+    pub quiet: bool,
+    /// The image file or block device.
+    pub image: PathBuf,
+}
+
+/// Parses a size: a number of bytes, optionally followed by K, M, G or T (powers of
+/// 1024, either case, with an optional "iB" or "B").
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (a number with an optional K, M, G or T suffix)"))?;
+    let unit = unit.trim_start();
+    let unit = unit
+        .strip_suffix("iB")
+        .or_else(|| unit.strip_suffix('B'))
+        .unwrap_or(unit);
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("'{text}': unknown size suffix '{unit}' (use K, M, G or T)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// What an existing target already holds, by the signatures mkfs tools look for.
+fn existing_filesystem(path: &Path) -> Option<&'static str> {
+    let mut head = vec![0u8; 65_600 + 8];
+    let mut f = File::open(path).ok()?;
+    let mut got = 0;
+    while got < head.len() {
+        match f.read(&mut head[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    let at = |off: usize, magic: &[u8]| got >= off + magic.len() && &head[off..off + magic.len()] == magic;
+    if at(1024, &0xF2F5_2010u32.to_le_bytes()) {
+        Some("an F2FS file system")
+    } else if at(1080, &0xEF53u16.to_le_bytes()) {
+        Some("an ext2/3/4 file system")
+    } else if at(0, b"XFSB") {
+        Some("an XFS file system")
+    } else if at(65_600, b"_BHRfS_M") {
+        Some("a Btrfs file system")
+    } else {
+        None
+    }
+}
+
+/// Refuses to overwrite without --force: an existing file when --size asks for a new
+/// image, or a file or device that holds a file system.
+fn check_overwrite(req: &MkfsRequest) -> anyhow::Result<()> {
+    if req.force {
+        return Ok(());
+    }
+    let Ok(meta) = std::fs::metadata(&req.image) else {
+        return Ok(());
+    };
+    let shown = req.image.display();
+    if req.size.is_some() && meta.is_file() {
+        return Err(UsageError(format!(
+            "{shown} exists; pass --force to replace it with a new {} image",
+            human_bytes(req.size.unwrap_or(0))
+        ))
+        .into());
+    }
+    if let Some(what) = existing_filesystem(&req.image) {
+        return Err(UsageError(format!("{shown} holds {what}; pass --force to overwrite it")).into());
+    }
+    Ok(())
+}
+
+/// Runs `uf2fs mkfs`.
+pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
+    let mut features = 0;
+    for list in &req.features {
+        features |= parse_features(list).map_err(|e| UsageError(e.to_string()))?;
+    }
+    if req.segs_per_sec == 0 {
+        return Err(UsageError("--segs-per-sec must be at least 1".into()).into());
+    }
+    if let Some(p) = req.overprovision.filter(|p| !(*p > 0.0 && *p < 100.0)) {
+        return Err(UsageError(format!(
+            "--overprovision {p} out of range (more than 0 and less than 100)"
+        ))
+        .into());
+    }
+    let missing = std::fs::metadata(&req.image).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    if req.size.is_none() && missing {
+        return Err(UsageError(format!(
+            "{} does not exist; pass --size to create it",
+            req.image.display()
+        ))
+        .into());
+    }
+    check_overwrite(req)?;
+    let opts = MkfsOptions {
+        size_bytes: req.size,
+        segs_per_sec: req.segs_per_sec,
+        overprovision_pct: req.overprovision,
+        features,
+        label: req.label.clone(),
+        ..MkfsOptions::default()
+    };
+    let report = mkfs(&req.image, &opts)?;
+    if !req.quiet {
+        print_summary(&req.image, &report)?;
+    }
+    Ok(())
+}
+
+fn print_summary(image: &Path, r: &MkfsReport) -> anyhow::Result<()> {
+    use std::io::Write;
+    let l = &r.layout;
+    let features = r.feature_names();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "made F2FS on {}", image.display())?;
+    writeln!(
+        out,
+        "size:          {} ({} blocks of 4 KiB)",
+        human_bytes(r.size_bytes),
+        l.block_count
+    )?;
+    writeln!(
+        out,
+        "segments:      {} (main area {}, in {} sections of {} segment(s))",
+        l.segment_count, l.segment_count_main, l.section_count, l.segs_per_sec
+    )?;
+    writeln!(
+        out,
+        "overprovision: {:.2}% ({} segments, {} reserved for GC)",
+        l.overprovision_pct, l.overprov_segments, l.reserved_segments
+    )?;
+    writeln!(out, "user space:    {}", human_bytes(l.user_block_count() * 4096))?;
+    let shown = if features.is_empty() {
+        "(none)".to_string()
+    } else {
+        features.join(", ")
+    };
+    writeln!(out, "features:      {shown}")?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("64m"), Ok(64 << 20));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("5G"), Ok(5 << 30));
+        assert_eq!(parse_size("5GiB"), Ok(5 << 30));
+        assert_eq!(parse_size("5GB"), Ok(5 << 30));
+        assert_eq!(parse_size("7B"), Ok(7));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("-5M").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}
