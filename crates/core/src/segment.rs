@@ -4,8 +4,7 @@ use crate::checkpoint::CheckpointState;
 use crate::device::{read_block, BlockDevice};
 use crate::{Error, Result};
 use uf2fs_format::consts::SIT_ENTRY_PER_BLOCK;
-use uf2fs_format::nat::pair_block_addr;
-use uf2fs_format::sit::sit_block_entry;
+use uf2fs_format::sit::{sit_block_addr, sit_block_entry};
 use uf2fs_format::superblock::Superblock;
 
 /// Segments of the main area by how full they are.
@@ -28,7 +27,7 @@ pub fn segment_usage(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointSta
     let mut valid = vec![0u16; segs];
     let per = SIT_ENTRY_PER_BLOCK;
     for blk in 0..segs.div_ceil(per) {
-        let addr = pair_block_addr(sb.sit_blkaddr, &cps.sit_bitmap, blk as u32);
+        let addr = sit_block_addr(sb.sit_blkaddr, sb.segment_count_sit, &cps.sit_bitmap, blk as u32);
         let b = read_block(dev, addr)?;
         for (i, v) in valid.iter_mut().enumerate().skip(blk * per).take(per) {
             let e = sit_block_entry(&b, i - blk * per)

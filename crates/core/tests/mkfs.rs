@@ -455,3 +455,40 @@ fn formats_an_existing_file_in_place_discarding_its_contents() {
     drop(fs);
     fsck_clean(&img, "mkfs on an existing file");
 }
+
+/// On a volume past ~55 GiB the SIT takes more than one segment per copy, and the two
+/// copies follow each other (they do not alternate by segment as the NAT's do). A SIT
+/// entry stored in copy 0's second segment must be found by the SIT scan of `info`.
+#[test]
+fn sit_scan_reads_past_the_first_sit_segment() {
+    use uf2fs_format::sit::SitEntry;
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("big.img");
+    let opts = MkfsOptions {
+        size_bytes: Some(200 * GIB),
+        ..MkfsOptions::default()
+    };
+    let report = mkfs(&img, &opts).unwrap();
+    assert!(report.layout.segment_count_sit >= 4);
+    // Segment 40000's entry is entry 15 of SIT block 727, in copy 0's second segment.
+    let (segno, per_block) = (40_000u64, 55u64);
+    let blk = report.layout.sit_blkaddr() as u64 + segno / per_block;
+    let mut valid_map = [0u8; 64];
+    valid_map[0] = 0x80;
+    let e = SitEntry {
+        valid_blocks: 1,
+        seg_type: 1,
+        valid_map,
+        mtime: 0,
+    };
+    let mut block = vec![0u8; 4096];
+    e.encode(&mut block[(segno % per_block) as usize * 74..]);
+    File::options()
+        .write(true)
+        .open(&img)
+        .unwrap()
+        .write_all_at(&block, blk * 4096)
+        .unwrap();
+    let info = Fs::open(&img, &[]).unwrap().info().unwrap().to_string();
+    assert!(info.contains("3 partly valid"), "{info}");
+}

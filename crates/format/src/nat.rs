@@ -51,8 +51,9 @@ pub fn nat_block_addr(nat_blkaddr: u32, nat_bitmap: &[u8], block_index: u32) -> 
     pair_block_addr(nat_blkaddr, nat_bitmap, block_index)
 }
 
-/// Shared by NAT and SIT: copy 0 of block `i` lives in the first segment of its pair,
-/// copy 1 in the second; bit `i` of the version bitmap (MSB-first) selects copy 1.
+/// The NAT's layout: copy 0 of block `i` lives in the first segment of its pair, copy 1
+/// in the second; bit `i` of the version bitmap (MSB-first) selects copy 1. (The SIT's
+/// copies do not alternate: see [`crate::sit::sit_block_addr`].)
 pub fn pair_block_addr(area_blkaddr: u32, bitmap: &[u8], i: u32) -> u64 {
     let seg_pair = (i >> LOG_BLOCKS_PER_SEG) as u64;
     let mut addr = area_blkaddr as u64 + (seg_pair << (LOG_BLOCKS_PER_SEG + 1)) + (i & (BLOCKS_PER_SEG - 1)) as u64;

@@ -57,3 +57,32 @@ pub fn sit_block_entry(block: &[u8], index: usize) -> Result<SitEntry> {
     }
     SitEntry::decode(block.get(index * SIT_ENTRY_SIZE..).unwrap_or(&[]))
 }
+
+/// Block address of SIT block `block_index` (the block holding the entries of segments
+/// `block_index * 55..`): the SIT area holds all of copy 0 and then all of copy 1
+/// (unlike the NAT, whose copies alternate segment by segment); bit `block_index` of the
+/// SIT version bitmap (MSB-first) selects copy 1. `segment_count_sit` counts both copies.
+pub fn sit_block_addr(sit_blkaddr: u32, segment_count_sit: u32, sit_bitmap: &[u8], block_index: u32) -> u64 {
+    let copy_blocks = (segment_count_sit as u64 / 2) << LOG_BLOCKS_PER_SEG;
+    let addr = sit_blkaddr as u64 + block_index as u64;
+    if crate::le::test_bit_msb(sit_bitmap, block_index as usize) {
+        addr + copy_blocks
+    } else {
+        addr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sit_block_addr;
+
+    #[test]
+    fn sit_copies_follow_each_other() {
+        // Two segments per copy: copy 0 is blocks 0..1024 of the area, copy 1 1024..2048.
+        let mut bitmap = [0u8; 128];
+        assert_eq!(sit_block_addr(1000, 4, &bitmap, 0), 1000);
+        assert_eq!(sit_block_addr(1000, 4, &bitmap, 600), 1600);
+        bitmap[600 / 8] |= 0x80 >> (600 % 8);
+        assert_eq!(sit_block_addr(1000, 4, &bitmap, 600), 2624);
+    }
+}
