@@ -4,7 +4,8 @@ use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Read F2FS images without the kernel: inspect, list, read, extract and mount them.
+/// Read F2FS images without the kernel: inspect, list, read, extract and mount them; make
+/// new ones.
 #[derive(Debug, Parser)]
 #[command(name = "uf2fs", version, arg_required_else_help = false, subcommand_required = true)]
 pub struct Cli {
