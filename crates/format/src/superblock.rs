@@ -284,7 +284,7 @@ impl Superblock {
             ));
         }
         if !(9..=12).contains(&self.log_sectorsize)
-            || self.log_sectorsize + self.log_sectors_per_block != LOG_BLOCK_SIZE
+            || self.log_sectorsize.checked_add(self.log_sectors_per_block) != Some(LOG_BLOCK_SIZE)
         {
             return bad(format!(
                 "sector size 2^{} with 2^{} sectors per block",

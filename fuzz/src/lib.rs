@@ -1,0 +1,6 @@
+//! Fuzz targets for uf2fs. Each parser target runs one function of [`parsers`] (also
+//! replayed by `crates/format/tests/regressions.rs` over `fuzz/regressions/`); the
+//! `image` target runs [`image::run`]. See fuzz/README.md.
+
+pub mod image;
+pub mod parsers;
