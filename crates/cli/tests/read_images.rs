@@ -46,6 +46,10 @@ macro_rules! per_variant {
                 super::extract_all(stringify!($variant));
             }
             #[test]
+            fn boundary_files_use_the_intended_node_kinds() {
+                super::boundary_layout(stringify!($variant));
+            }
+            #[test]
             fn extract_subtree_counts_links_inside_it() {
                 super::extract_subtree(stringify!($variant));
             }
@@ -484,4 +488,104 @@ fn extract_subtree(variant: &str) {
             &compare_tree(&dest, &want, opts),
         );
     }
+}
+
+/// `dump.f2fs -i INO` fields of an inode: (i_inline, [i_nid[0..5]]).
+fn dump_inode(img: &std::path::Path, ino: u64, work: &std::path::Path) -> (u64, [u64; 5]) {
+    let out = std::process::Command::new(uf2fs_testkit::image::tool("dump.f2fs"))
+        .arg("-i")
+        .arg(format!("{ino:#x}"))
+        .arg(img)
+        .current_dir(work)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("dump.f2fs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Lines look like: `i_nid[0]                      \t\t[0x       0 : 0]`.
+    let value = |name: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing"));
+        line.rsplit(':')
+            .next()
+            .and_then(|v| v.trim().trim_end_matches(']').trim().parse().ok())
+            .expect("number")
+    };
+    let nids = [0, 1, 2, 3, 4].map(|i| value(&format!("i_nid[{i}]")));
+    (value("i_inline"), nids)
+}
+
+/// The test's premise, checked with f2fs-tools itself: each file in /blocks uses exactly
+/// the node kinds its size was chosen for (inode only, first or second direct node,
+/// first indirect node), and /inline has files stored inline and files that are not.
+fn boundary_layout(variant: &str) {
+    let fx = full(variant);
+    let tmp = scratch("layout-");
+    let listing = std::process::Command::new(uf2fs_testkit::image::tool("fsck.f2fs"))
+        .arg("-t")
+        .arg(fx.img())
+        .current_dir(tmp.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("fsck.f2fs -t");
+    let listing = String::from_utf8_lossy(&listing.stdout).into_owned();
+    let ino_of = |name: &str| -> u64 {
+        let needle = format!("-- {name} <ino = 0x");
+        let line = listing
+            .lines()
+            .find(|l| l.contains(&needle))
+            .unwrap_or_else(|| panic!("{name} not in fsck.f2fs -t"));
+        let hex: String = line[line.find(&needle).unwrap() + needle.len()..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .collect();
+        u64::from_str_radix(&hex, 16).unwrap()
+    };
+    let a = fx.variant().addrs_in_inode;
+    let d = uf2fs_testkit::tree::ADDRS_PER_BLOCK;
+    let mut problems = Vec::new();
+    let mut kinds = std::collections::BTreeSet::new();
+    for (path, want) in &fx.expected {
+        let (Some(name), ExpectedKind::File(data)) = (path.strip_prefix(b"blocks/"), &want.kind) else {
+            continue;
+        };
+        let name = String::from_utf8_lossy(name).into_owned();
+        let blocks = data.len.div_ceil(4096);
+        let (_, nids) = dump_inode(fx.img(), ino_of(&name), tmp.path());
+        let used = nids.iter().take_while(|&&n| n != 0).count();
+        let want_used = if blocks <= a {
+            0
+        } else if blocks <= a + d {
+            1
+        } else if blocks <= a + 2 * d {
+            2
+        } else {
+            3
+        };
+        kinds.insert(want_used);
+        if used != want_used {
+            problems.push(format!(
+                "/blocks/{name} ({blocks} blocks): {used} node ids in the inode, expected {want_used}"
+            ));
+        }
+    }
+    let want_kinds = if fx.variant().max_file_blocks.is_some() {
+        vec![0]
+    } else {
+        vec![0, 1, 2, 3]
+    };
+    if kinds.into_iter().collect::<Vec<_>>() != want_kinds {
+        problems.push(format!("/blocks does not cover node kinds {want_kinds:?}"));
+    }
+    let inline: Vec<bool> = ["s03300", "s03344", "s03345", "s04097"]
+        .iter()
+        .map(|n| dump_inode(fx.img(), ino_of(n), tmp.path()).0 & 0x2 != 0)
+        .collect();
+    if !inline.contains(&true) || !inline.contains(&false) {
+        problems.push(format!(
+            "/inline should hold inline and non-inline files: inline flags {inline:?}"
+        ));
+    }
+    assert_no_problems(&format!("layout of the boundary files on {variant}"), &problems);
 }
