@@ -42,6 +42,20 @@ pub const CP_ORPHAN_PRESENT_FLAG: u32 = 0x0002;
 pub const CP_COMPACT_SUM_FLAG: u32 = 0x0004;
 /// The file system hit an error.
 pub const CP_ERROR_FLAG: u32 = 0x0008;
+/// The file system asks for a full fsck.
+pub const CP_FSCK_FLAG: u32 = 0x0010;
+/// Node footers carry the checkpoint checksum too (roll-forward recovery).
+pub const CP_CRC_RECOVERY_FLAG: u32 = 0x0040;
+/// Roll-forward recovery ignores node footer checksums.
+pub const CP_NOCRC_RECOVERY_FLAG: u32 = 0x0200;
+/// Quota files need fsck.
+pub const CP_QUOTA_NEED_FSCK_FLAG: u32 = 0x0800;
+/// Checkpoints are disabled (`checkpoint=disable`): the image holds unaccounted writes.
+pub const CP_DISABLED_FLAG: u32 = 0x1000;
+/// As [`CP_DISABLED_FLAG`], quick variant.
+pub const CP_DISABLED_QUICK_FLAG: u32 = 0x2000;
+/// A resize was in progress.
+pub const CP_RESIZEFS_FLAG: u32 = 0x4000;
 /// Data summaries were trimmed (discarded) at format time.
 pub const CP_TRIMMED_FLAG: u32 = 0x0100;
 /// The pack ends with NAT bits (full/empty NAT block bitmaps).
@@ -287,6 +301,27 @@ impl OrphanBlock {
             blk_count,
             entry_count,
         })
+    }
+}
+
+impl OrphanBlock {
+    /// Encodes into a 4096-byte orphan block: at most 1020 inode numbers, then the
+    /// block's index, the pack's orphan block count and its orphan count in all.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        if self.inos.len() > F2FS_ORPHANS_PER_BLOCK {
+            return Err(FormatError::invalid(
+                "orphan block",
+                format!("{} inodes (at most {F2FS_ORPHANS_PER_BLOCK})", self.inos.len()),
+            ));
+        }
+        let mut b = vec![0u8; BLOCK_SIZE];
+        for (i, ino) in self.inos.iter().enumerate() {
+            put_u32(&mut b, 4 * i, *ino);
+        }
+        put_u16(&mut b, 4084, self.blk_addr);
+        put_u16(&mut b, 4086, self.blk_count);
+        put_u32(&mut b, 4088, self.entry_count);
+        Ok(b)
     }
 }
 

@@ -55,3 +55,55 @@ pub fn test_bit_msb(bitmap: &[u8], nr: usize) -> bool {
 pub fn test_bit_le(bitmap: &[u8], nr: usize) -> bool {
     bitmap.get(nr / 8).is_some_and(|byte| byte & (1 << (nr % 8)) != 0)
 }
+
+/// Sets or clears bit `nr` of an MSB-first F2FS bitmap (see [`test_bit_msb`]). Bits past
+/// the end of the bitmap are ignored.
+#[inline]
+pub fn set_bit_msb(bitmap: &mut [u8], nr: usize, on: bool) {
+    if let Some(byte) = bitmap.get_mut(nr / 8) {
+        let mask = 0x80 >> (nr % 8);
+        if on {
+            *byte |= mask;
+        } else {
+            *byte &= !mask;
+        }
+    }
+}
+
+/// Sets or clears bit `nr` of a little-endian bitmap (see [`test_bit_le`]), as the NAT
+/// bits use them. Bits past the end of the bitmap are ignored.
+#[inline]
+pub fn set_bit_le(bitmap: &mut [u8], nr: usize, on: bool) {
+    if let Some(byte) = bitmap.get_mut(nr / 8) {
+        let mask = 1 << (nr % 8);
+        if on {
+            *byte |= mask;
+        } else {
+            *byte &= !mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_orders() {
+        let mut b = [0u8; 2];
+        set_bit_msb(&mut b, 0, true);
+        set_bit_msb(&mut b, 9, true);
+        assert_eq!(b, [0x80, 0x40]);
+        assert!(test_bit_msb(&b, 9) && !test_bit_msb(&b, 8));
+        set_bit_msb(&mut b, 0, false);
+        set_bit_msb(&mut b, 100, true);
+        assert_eq!(b, [0, 0x40]);
+        let mut l = [0u8; 2];
+        set_bit_le(&mut l, 0, true);
+        set_bit_le(&mut l, 9, true);
+        assert_eq!(l, [0x01, 0x02]);
+        assert!(test_bit_le(&l, 9));
+        set_bit_le(&mut l, 9, false);
+        assert_eq!(l, [0x01, 0]);
+    }
+}

@@ -82,7 +82,7 @@ mod tests {
         let mut bitmap = [0u8; 128];
         assert_eq!(sit_block_addr(1000, 4, &bitmap, 0), 1000);
         assert_eq!(sit_block_addr(1000, 4, &bitmap, 600), 1600);
-        bitmap[600 / 8] |= 0x80 >> (600 % 8);
+        crate::le::set_bit_msb(&mut bitmap, 600, true);
         assert_eq!(sit_block_addr(1000, 4, &bitmap, 600), 2624);
     }
 }

@@ -4,7 +4,7 @@
 use proptest::collection::vec;
 use proptest::prelude::*;
 use uf2fs_format::checkpoint::{
-    nat_bits_blocks, nat_bits_bytes, Checkpoint, NatBits, CP_CHKSUM_OFFSET, CP_LARGE_NAT_BITMAP_FLAG,
+    nat_bits_blocks, nat_bits_bytes, Checkpoint, NatBits, OrphanBlock, CP_CHKSUM_OFFSET, CP_LARGE_NAT_BITMAP_FLAG,
     CP_MIN_CHKSUM_OFFSET,
 };
 use uf2fs_format::consts::*;
@@ -283,6 +283,16 @@ proptest! {
         let b = bits.encode(segs).unwrap();
         prop_assert_eq!(b.len(), nat_bits_blocks(segs) as usize * BLOCK_SIZE);
         prop_assert_eq!(NatBits::decode(&b, segs).unwrap(), bits);
+    }
+
+    #[test]
+    fn orphan_block_roundtrip(inos in vec(any::<u32>(), 0..=1020), blk_count in 1u16..8, index in 0u16..8) {
+        let blk_addr = index % blk_count;
+        let entry_count = blk_addr as u32 * 1020 + inos.len() as u32;
+        let ob = OrphanBlock { inos, blk_addr, blk_count, entry_count };
+        let b = ob.encode().unwrap();
+        prop_assert_eq!(b.len(), BLOCK_SIZE);
+        prop_assert_eq!(OrphanBlock::decode(&b).unwrap(), ob);
     }
 
     #[test]
