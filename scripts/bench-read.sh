@@ -87,7 +87,8 @@ mkdir -p "$mnt"
 t_fuse=""
 mount_pid=""
 mount_now() {
-    "$uf2fs" mount -o ro -f "$work/big.img" "$mnt" &
+    # Output to a log: a background job holding stdout would keep $(...) waiting.
+    "$uf2fs" mount -o ro -f "$work/big.img" "$mnt" >>"$work/mount.log" 2>&1 &
     mount_pid=$!
     for _ in $(seq 200); do mountpoint -q "$mnt" && return 0; sleep 0.05; done
     echo "bench: mount did not appear" >&2
@@ -101,8 +102,12 @@ trap unmount_now EXIT
 if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
     mount_now
     cmp "$mnt/big" "$work/bigtree/big"
-    t_fuse=$(PREPARE="unmount_now; mount_now" bench cat_to_null "$mnt/big")
     unmount_now
+    fuse_bench() {
+        PREPARE="unmount_now; mount_now" bench cat_to_null "$mnt/big"
+        unmount_now
+    }
+    t_fuse=$(fuse_bench)
 else
     log "no /dev/fuse or fusermount3: skipping the FUSE figure"
 fi
