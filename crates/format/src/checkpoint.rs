@@ -267,15 +267,18 @@ impl Checkpoint {
 }
 
 /// A decoded orphan block: inodes unlinked while open, to reclaim at mount.
+///
+/// As the kernel writes them: `blk_addr` numbers the pack's orphan blocks from 1 and
+/// `entry_count` counts the inodes of this block only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrphanBlock {
     /// Orphan inode numbers.
     pub inos: Vec<u32>,
-    /// Index of this block among the pack's orphan blocks.
+    /// Index of this block among the pack's orphan blocks, from 1.
     pub blk_addr: u16,
     /// Number of orphan blocks in the pack.
     pub blk_count: u16,
-    /// Orphans in all, across the pack's orphan blocks.
+    /// Orphans in this block.
     pub entry_count: u32,
 }
 
@@ -287,14 +290,13 @@ impl OrphanBlock {
         let entry_count = u32_at(b, 4088);
         let blk_addr = u16_at(b, 4084);
         let blk_count = u16_at(b, 4086);
-        // entry_count counts orphans of the whole pack; this block holds at most 1020.
-        let here = (entry_count as usize)
-            .saturating_sub(blk_addr as usize * F2FS_ORPHANS_PER_BLOCK)
-            .min(F2FS_ORPHANS_PER_BLOCK);
-        if blk_addr >= blk_count && blk_count != 0 {
+        if entry_count as usize > F2FS_ORPHANS_PER_BLOCK {
+            return Err(FormatError::invalid(O, format!("{entry_count} entries in one block")));
+        }
+        if blk_addr > blk_count {
             return Err(FormatError::invalid(O, format!("block {blk_addr} of {blk_count}")));
         }
-        let inos = (0..here).map(|i| u32_at(b, 4 * i)).collect();
+        let inos = (0..entry_count as usize).map(|i| u32_at(b, 4 * i)).collect();
         Ok(OrphanBlock {
             inos,
             blk_addr,

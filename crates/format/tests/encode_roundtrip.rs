@@ -287,8 +287,8 @@ proptest! {
 
     #[test]
     fn orphan_block_roundtrip(inos in vec(any::<u32>(), 0..=1020), blk_count in 1u16..8, index in 0u16..8) {
-        let blk_addr = index % blk_count;
-        let entry_count = blk_addr as u32 * 1020 + inos.len() as u32;
+        let blk_addr = 1 + index % blk_count;
+        let entry_count = inos.len() as u32;
         let ob = OrphanBlock { inos, blk_addr, blk_count, entry_count };
         let b = ob.encode().unwrap();
         prop_assert_eq!(b.len(), BLOCK_SIZE);
