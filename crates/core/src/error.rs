@@ -56,6 +56,12 @@ pub enum Error {
     /// A bad argument from the caller.
     #[error("{0}")]
     Invalid(String),
+    /// A write to a file system or device opened read-only.
+    #[error("read-only: {0}")]
+    ReadOnly(String),
+    /// No free segment (or block) left for a write.
+    #[error("no space left: {0}")]
+    NoSpace(String),
 }
 
 /// Shows raw name bytes in an error message: lossy UTF-8 with control characters
@@ -97,6 +103,8 @@ impl Error {
             Error::Loop(_) => 40,                                           // ELOOP
             Error::NameTooLong(_) => 36,                                    // ENAMETOOLONG
             Error::Invalid(_) => 22,                                        // EINVAL
+            Error::ReadOnly(_) => 30,                                       // EROFS
+            Error::NoSpace(_) => 28,                                        // ENOSPC
         }
     }
 }

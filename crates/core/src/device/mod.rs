@@ -1,4 +1,14 @@
-//! Block devices: every read of the image goes through [`BlockDevice`].
+//! Block devices: every read and write of the image goes through [`BlockDevice`].
+//!
+//! Writes are plain positioned writes; nothing is durable until [`BlockDevice::flush`]
+//! returns. The checkpoint writer orders its writes with flushes (see
+//! `checkpoint::write`), and [`CrashDevice`] replays what a power cut could leave.
+
+mod crash;
+mod mem;
+
+pub use crash::CrashDevice;
+pub use mem::MemDevice;
 
 use crate::{Error, Result};
 use std::fs::File;
@@ -14,23 +24,74 @@ pub trait BlockDevice: Send + Sync {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()>;
     /// Size in blocks.
     fn block_count(&self) -> u64;
+    /// Writes `buf.len() / 4096` whole blocks starting at `blkaddr`. Not durable until
+    /// [`BlockDevice::flush`]. Devices opened read-only refuse (the default).
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
+        let _ = buf;
+        Err(Error::ReadOnly(format!(
+            "write of block {blkaddr:#x}: the device is read-only"
+        )))
+    }
+    /// Makes every write that returned before this call durable.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
-/// An image file or block device, read with positioned reads.
+/// Checks that `buf` holds whole blocks and that they fit a device of `blocks` blocks.
+pub(crate) fn check_range(blkaddr: u64, buf_len: usize, blocks: u64, what: &dyn Fn() -> String) -> Result<()> {
+    if buf_len % BLOCK != 0 {
+        return Err(Error::Invalid(format!(
+            "I/O of {buf_len} bytes at block {blkaddr:#x} is not a whole number of blocks"
+        )));
+    }
+    let n = (buf_len / BLOCK) as u64;
+    if blkaddr.checked_add(n).is_none_or(|end| end > blocks) {
+        return Err(Error::corrupt(
+            "block address",
+            Some(blkaddr),
+            format!(
+                "beyond the end of {} ({blocks} blocks); is the image truncated?",
+                what()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An image file or block device, read and written with positioned I/O.
 pub struct FileDevice {
     file: File,
     path: PathBuf,
     blocks: u64,
+    writable: bool,
 }
 
 impl FileDevice {
     /// Opens `path` read-only.
     pub fn open(path: &Path) -> Result<FileDevice> {
+        FileDevice::open_with(path, false)
+    }
+
+    /// Opens `path` for reading and writing.
+    pub fn open_rw(path: &Path) -> Result<FileDevice> {
+        FileDevice::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, writable: bool) -> Result<FileDevice> {
         let ctx = |what: &str| format!("{what} {}", path.display());
-        let file = File::open(path).map_err(|source| Error::Io {
-            context: ctx("cannot open"),
-            source,
-        })?;
+        let file = File::options()
+            .read(true)
+            .write(writable)
+            .open(path)
+            .map_err(|source| Error::Io {
+                context: ctx(if writable {
+                    "cannot open for writing"
+                } else {
+                    "cannot open"
+                }),
+                source,
+            })?;
         let meta = file.metadata().map_err(|source| Error::Io {
             context: ctx("cannot stat"),
             source,
@@ -56,6 +117,7 @@ impl FileDevice {
             file,
             path: path.to_path_buf(),
             blocks: bytes / BLOCK as u64,
+            writable,
         })
     }
 }
@@ -85,6 +147,32 @@ impl BlockDevice for FileDevice {
     fn block_count(&self) -> u64 {
         self.blocks
     }
+
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
+        if !self.writable {
+            return Err(Error::ReadOnly(format!(
+                "write of block {blkaddr:#x}: {} is open read-only",
+                self.path.display()
+            )));
+        }
+        check_range(blkaddr, buf.len(), self.blocks, &|| self.path.display().to_string())?;
+        self.file
+            .write_all_at(buf, blkaddr * BLOCK as u64)
+            .map_err(|source| Error::Io {
+                context: format!("write of block {blkaddr:#x} to {}", self.path.display()),
+                source,
+            })
+    }
+
+    fn flush(&self) -> Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        self.file.sync_data().map_err(|source| Error::Io {
+            context: format!("flush of {}", self.path.display()),
+            source,
+        })
+    }
 }
 
 /// Several devices seen as one address space, as a multi-device F2FS lays them out.
@@ -113,22 +201,31 @@ impl ConcatDevice {
     }
 }
 
+impl ConcatDevice {
+    /// The device holding `addr`: (index, its first block address, end address).
+    fn part_of(&self, addr: u64) -> Result<(usize, u64, u64)> {
+        let idx = self.parts.partition_point(|(start, _)| *start <= addr);
+        let Some(i) = idx.checked_sub(1) else {
+            return Err(Error::corrupt("block address", Some(addr), "outside every device"));
+        };
+        let start = self.parts[i].0;
+        let end = self.parts.get(idx).map_or(self.total, |p| p.0);
+        if addr >= end {
+            return Err(Error::corrupt("block address", Some(addr), "beyond the last device"));
+        }
+        Ok((i, start, end))
+    }
+}
+
 impl BlockDevice for ConcatDevice {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         let mut addr = blkaddr;
         let mut rest = buf;
         while !rest.is_empty() {
-            let idx = self.parts.partition_point(|(start, _)| *start <= addr);
-            let Some((start, dev)) = idx.checked_sub(1).and_then(|i| self.parts.get(i)) else {
-                return Err(Error::corrupt("block address", Some(addr), "outside every device"));
-            };
-            let end = self.parts.get(idx).map_or(self.total, |p| p.0);
-            if addr >= end {
-                return Err(Error::corrupt("block address", Some(addr), "beyond the last device"));
-            }
+            let (i, start, end) = self.part_of(addr)?;
             let n = (((end - addr) as usize) * BLOCK).min(rest.len());
             let (now, later) = rest.split_at_mut(n);
-            dev.read_blocks(addr - start, now)?;
+            self.parts[i].1.read_blocks(addr - start, now)?;
             addr += (n / BLOCK) as u64;
             rest = later;
         }
@@ -138,40 +235,27 @@ impl BlockDevice for ConcatDevice {
     fn block_count(&self) -> u64 {
         self.total
     }
-}
 
-/// An image held in memory, for tests and fuzzing. A trailing partial block is ignored,
-/// as [`FileDevice`] ignores it.
-pub struct MemDevice(Vec<u8>);
-
-impl MemDevice {
-    /// Wraps the bytes of an image.
-    pub fn new(bytes: Vec<u8>) -> MemDevice {
-        MemDevice(bytes)
-    }
-}
-
-impl BlockDevice for MemDevice {
-    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
-        let n = buf.len().div_ceil(BLOCK) as u64;
-        let start = blkaddr.checked_mul(BLOCK as u64);
-        if start.is_none() || blkaddr.checked_add(n).is_none_or(|end| end > self.block_count()) {
-            return Err(Error::corrupt(
-                "block address",
-                Some(blkaddr),
-                format!(
-                    "beyond the end of the in-memory image ({} blocks); is the image truncated?",
-                    self.block_count()
-                ),
-            ));
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
+        check_range(blkaddr, buf.len(), self.total, &|| "the devices".to_string())?;
+        let mut addr = blkaddr;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let (i, start, end) = self.part_of(addr)?;
+            let n = (((end - addr) as usize) * BLOCK).min(rest.len());
+            let (now, later) = rest.split_at(n);
+            self.parts[i].1.write_blocks(addr - start, now)?;
+            addr += (n / BLOCK) as u64;
+            rest = later;
         }
-        let start = start.unwrap_or(0) as usize;
-        buf.copy_from_slice(&self.0[start..start + buf.len()]);
         Ok(())
     }
 
-    fn block_count(&self) -> u64 {
-        (self.0.len() / BLOCK) as u64
+    fn flush(&self) -> Result<()> {
+        for (_, dev) in &self.parts {
+            dev.flush()?;
+        }
+        Ok(())
     }
 }
 
