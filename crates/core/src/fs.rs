@@ -1,18 +1,32 @@
-//! [`Fs`]: an opened F2FS image and its read API.
+//! [`Fs`]: an opened F2FS image, its read API, and (opened read-write) checkpoints.
+//!
+//! Lock order of a read-write file system, outermost first (no lock is held across a
+//! call back up this list):
+//!
+//! 1. `cp_lock` (F2FS's cp_rwsem): modifying operations hold it shared, a checkpoint
+//!    exclusive; it guards the checkpoint writer's state;
+//! 2. per-inode locks (later steps);
+//! 3. the [`NodeManager`]'s own locks (NAT table, then its caches);
+//! 4. the [`SegmentManager`] mutex;
+//! 5. the device.
 
-use crate::checkpoint::{load_checkpoint, load_superblock, CheckpointState, SuperblockChoice};
+use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
+use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
 use crate::data::Mapper;
 use crate::device::{read_block, BlockDevice, ConcatDevice, FileDevice};
 use crate::inode::InodeRef;
 use crate::node::NodeManager;
+use crate::segment::SegmentManager;
 use crate::{DirEntry, Error, FileKind, Ino, Result, Stat, StatFs, Xattr};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use uf2fs_format::checkpoint::{nat_bits_blocks, CP_NAT_BITS_FLAG};
 use uf2fs_format::node::Inode;
 
 /// Symlinks followed while resolving one path, as Linux's MAXSYMLINKS.
 const MAX_SYMLINKS: usize = 40;
 
-/// An opened F2FS file system (read-only for now). `Send + Sync`.
+/// An opened F2FS file system, read-only or read-write. `Send + Sync`.
 pub struct Fs {
     dev: Box<dyn BlockDevice>,
     sbc: SuperblockChoice,
@@ -21,6 +35,23 @@ pub struct Fs {
     paths: Vec<PathBuf>,
     /// CRC seed for inode checksums, derived from the volume UUID.
     checksum_seed: u32,
+    /// Present when opened read-write.
+    rw: Option<ReadWrite>,
+}
+
+/// The state only a read-write file system has.
+struct ReadWrite {
+    /// F2FS's cp_rwsem; guards the checkpoint writer.
+    cp_lock: RwLock<CheckpointWriter>,
+    segs: Mutex<SegmentManager>,
+}
+
+/// How to open a file system.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Open for writing: the image must use only features uf2fs can write and must have
+    /// been cleanly unmounted.
+    pub read_write: bool,
 }
 
 /// Summary of an image for `uf2fs info`: its `Display` is the human-readable report.
@@ -36,8 +67,16 @@ impl std::fmt::Display for FsInfo {
     }
 }
 
-fn open_devices(image: &Path, more: &[&Path]) -> Result<(Box<dyn BlockDevice>, SuperblockChoice)> {
-    let first = FileDevice::open(image)?;
+fn open_file(path: &Path, writable: bool) -> Result<FileDevice> {
+    if writable {
+        FileDevice::open_rw(path)
+    } else {
+        FileDevice::open(path)
+    }
+}
+
+fn open_devices(image: &Path, more: &[&Path], writable: bool) -> Result<(Box<dyn BlockDevice>, SuperblockChoice)> {
+    let first = open_file(image, writable)?;
     let sbc = load_superblock(&first)?;
     let devs = &sbc.sb.devices;
     if devs.len() <= 1 {
@@ -67,7 +106,7 @@ fn open_devices(image: &Path, more: &[&Path]) -> Result<(Box<dyn BlockDevice>, S
         .collect();
     let mut all: Vec<Box<dyn BlockDevice>> = vec![Box::new(first)];
     for p in more {
-        all.push(Box::new(FileDevice::open(p)?));
+        all.push(Box::new(open_file(p, writable)?));
     }
     Ok((Box::new(ConcatDevice::new(all, &sizes)?), sbc))
 }
@@ -76,16 +115,33 @@ impl Fs {
     /// Open an image file or block device read-only. Extra devices of a multi-device
     /// F2FS follow in `more_devices`, in superblock order.
     pub fn open(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
-        let (dev, sbc) = open_devices(image, more_devices)?;
+        Fs::open_with(image, more_devices, OpenOptions::default())
+    }
+
+    /// Open an image file or block device for reading and writing (see
+    /// [`OpenOptions::read_write`]). Nothing is written until [`Fs::write_checkpoint`]
+    /// or [`Fs::unmount`].
+    pub fn open_rw(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
+        Fs::open_with(image, more_devices, OpenOptions { read_write: true })
+    }
+
+    /// Open an image file or block device as `options` say.
+    pub fn open_with(image: &Path, more_devices: &[&Path], options: OpenOptions) -> Result<Fs> {
+        let (dev, sbc) = open_devices(image, more_devices, options.read_write)?;
         let mut paths = vec![image.to_path_buf()];
         paths.extend(more_devices.iter().map(|p| p.to_path_buf()));
-        Fs::mount(dev, sbc, paths)
+        Fs::mount(dev, sbc, paths, options)
     }
 
     /// Open a single-device F2FS from any [`BlockDevice`], e.g. a
     /// [`MemDevice`](crate::device::MemDevice) holding an image in memory (tests and
     /// fuzzing). `name` stands for the image path in [`Fs::info`].
     pub fn open_device(dev: Box<dyn BlockDevice>, name: &str) -> Result<Fs> {
+        Fs::open_device_with(dev, name, OpenOptions::default())
+    }
+
+    /// As [`Fs::open_device`], as `options` say (read-write needs a device that writes).
+    pub fn open_device_with(dev: Box<dyn BlockDevice>, name: &str, options: OpenOptions) -> Result<Fs> {
         let sbc = load_superblock(dev.as_ref())?;
         if sbc.sb.devices.len() > 1 {
             return Err(Error::Invalid(format!(
@@ -93,12 +149,17 @@ impl Fs {
                 sbc.sb.devices.len()
             )));
         }
-        Fs::mount(dev, sbc, vec![PathBuf::from(name)])
+        Fs::mount(dev, sbc, vec![PathBuf::from(name)], options)
     }
 
     /// What [`Fs::open`] and [`Fs::open_device`] share once the superblock is chosen:
-    /// size check, checkpoint, root inode.
-    fn mount(dev: Box<dyn BlockDevice>, sbc: SuperblockChoice, paths: Vec<PathBuf>) -> Result<Fs> {
+    /// size check, checkpoint, root inode; for writing, the segment manager.
+    fn mount(
+        dev: Box<dyn BlockDevice>,
+        sbc: SuperblockChoice,
+        paths: Vec<PathBuf>,
+        options: OpenOptions,
+    ) -> Result<Fs> {
         let sb = &sbc.sb;
         let need = sb.main_end_blkaddr();
         if dev.block_count() < need {
@@ -109,7 +170,15 @@ impl Fs {
             ));
         }
         let cps = load_checkpoint(dev.as_ref(), sb)?;
-        let nodes = NodeManager::new(sb, cps.nat_bitmap.clone(), &cps.nat_journal);
+        if options.read_write {
+            check_writable(sb, &cps.cp)?;
+        }
+        let nodes = NodeManager::new(sb, &cps.cp, cps.nat_bitmap.clone(), &cps.nat_journal);
+        let rw = if options.read_write {
+            Some(open_for_writing(dev.as_ref(), sb, &cps, &nodes)?)
+        } else {
+            None
+        };
         let checksum_seed = uf2fs_format::node::checksum_seed(&sbc.sb.uuid);
         let fs = Fs {
             checksum_seed,
@@ -118,6 +187,7 @@ impl Fs {
             cps,
             nodes,
             paths,
+            rw,
         };
         let root = fs.inode(fs.root())?;
         if root.kind()? != FileKind::Dir {
@@ -136,9 +206,71 @@ impl Fs {
         &self.sbc.sb
     }
 
-    /// The checkpoint in use.
+    /// The checkpoint the file system was opened from (see [`Fs::last_checkpoint`] for
+    /// the newest one written since).
     pub fn checkpoint(&self) -> &uf2fs_format::checkpoint::Checkpoint {
         &self.cps.cp
+    }
+
+    /// The newest durable checkpoint: the opened one, or the last one written.
+    pub fn last_checkpoint(&self) -> uf2fs_format::checkpoint::Checkpoint {
+        match &self.rw {
+            Some(rw) => read_lock(&rw.cp_lock).last().cp.clone(),
+            None => self.cps.cp.clone(),
+        }
+    }
+
+    /// Whether the file system was opened read-write.
+    pub fn is_read_write(&self) -> bool {
+        self.rw.is_some()
+    }
+
+    fn writable(&self) -> Result<&ReadWrite> {
+        self.rw
+            .as_ref()
+            .ok_or_else(|| Error::ReadOnly(format!("{} was opened read-only", self.paths[0].display())))
+    }
+
+    /// Makes everything done so far durable as a new checkpoint in the other pack (the
+    /// kernel's `f2fs_write_checkpoint`; named so because [`Fs::checkpoint`] reads the
+    /// opened one). Fails on a read-only file system, and after any failed checkpoint.
+    pub fn write_checkpoint(&self) -> Result<CheckpointReport> {
+        self.checkpoint_as(false)
+    }
+
+    /// Writes an unmount checkpoint (`CP_UMOUNT_FLAG`, node summaries in the pack) and
+    /// closes the file system. A read-only file system just closes. Dropping a
+    /// read-write `Fs` without unmounting writes nothing: the image stays at its last
+    /// checkpoint, as after a power cut.
+    pub fn unmount(self) -> Result<()> {
+        if self.rw.is_some() {
+            self.checkpoint_as(true)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint_as(&self, umount: bool) -> Result<CheckpointReport> {
+        let rw = self.writable()?;
+        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        writer.write(self.dev.as_ref(), &self.sbc.sb, &self.nodes, &rw.segs, umount)
+    }
+
+    /// The segment manager of a read-write file system (tests and later steps).
+    #[allow(dead_code)]
+    pub(crate) fn segments(&self) -> Result<MutexGuard<'_, SegmentManager>> {
+        Ok(self.writable()?.segs.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The node manager (tests and later steps).
+    #[allow(dead_code)]
+    pub(crate) fn nodes(&self) -> &NodeManager {
+        &self.nodes
+    }
+
+    /// The device (tests and later steps).
+    #[allow(dead_code)]
+    pub(crate) fn device(&self) -> &dyn BlockDevice {
+        self.dev.as_ref()
     }
 
     /// Reads and validates inode `ino`.
@@ -190,6 +322,13 @@ impl Fs {
 
     /// Geometry, features, active checkpoint and counts.
     pub fn info(&self) -> Result<FsInfo> {
+        if let Some(rw) = &self.rw {
+            let writer = read_lock(&rw.cp_lock);
+            let usage = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).usage();
+            return Ok(FsInfo {
+                text: crate::info::report(&self.paths, &self.sbc, writer.last(), &usage),
+            });
+        }
         let usage = crate::segment::segment_usage(self.dev.as_ref(), &self.sbc.sb, &self.cps)?;
         Ok(FsInfo {
             text: crate::info::report(&self.paths, &self.sbc, &self.cps, &usage),
@@ -350,4 +489,28 @@ impl Fs {
     pub fn read_raw_block(&self, blkaddr: u64) -> Result<Vec<u8>> {
         read_block(self.dev.as_ref(), blkaddr)
     }
+}
+
+fn read_lock<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The read-write state: segment manager, NAT bits when valid, checkpoint writer.
+fn open_for_writing(
+    dev: &dyn BlockDevice,
+    sb: &uf2fs_format::superblock::Superblock,
+    cps: &CheckpointState,
+    nodes: &NodeManager,
+) -> Result<ReadWrite> {
+    let segs = SegmentManager::load(dev, sb, cps)?;
+    if cps.cp.has_flag(CP_NAT_BITS_FLAG) {
+        let n = nat_bits_blocks(sb.segment_count_nat) as u64;
+        let cp_block = read_block(dev, cps.pack_blkaddr)?;
+        let bits = read_blocks(dev, cps.pack_blkaddr + sb.blocks_per_seg() as u64 - n, n)?;
+        nodes.adopt_nat_bits(&cps.cp, &cp_block, &bits, sb.segment_count_nat);
+    }
+    Ok(ReadWrite {
+        cp_lock: RwLock::new(CheckpointWriter::new(cps)),
+        segs: Mutex::new(segs),
+    })
 }

@@ -20,6 +20,7 @@ pub mod segment;
 mod xattr;
 
 pub use api::{DirEntry, FileKind, Ino, Stat, StatFs, Timestamp, Xattr};
+pub use checkpoint::write::CheckpointReport;
 pub use error::{show_name, Error, Result};
-pub use fs::{Fs, FsInfo};
+pub use fs::{Fs, FsInfo, OpenOptions};
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};

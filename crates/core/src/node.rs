@@ -1,14 +1,17 @@
-//! Node access: NAT lookups (journal first, then the live NAT block copy) and a bounded
-//! cache of node blocks, each checked against its footer before use.
+//! Node access: NAT lookups (dirty entries first, then the journal, then the live NAT
+//! block copy) and a bounded cache of node blocks, each checked against its footer
+//! before use. For a read-write file system the NAT side also keeps dirty entries and
+//! writes them out at checkpoints (see [`NodeManager::flush_nat`]), maintaining the NAT
+//! bits when the opened checkpoint had valid ones.
 
-use crate::device::{read_block, BlockDevice};
+use crate::device::{read_block, BlockDevice, BLOCK};
 use crate::{Error, Result};
 use lru::LruCache;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
-use uf2fs_format::consts::NAT_ENTRY_PER_BLOCK;
-use uf2fs_format::nat::{nat_block_addr, nat_block_entry, NatEntry};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use uf2fs_format::consts::{NAT_ENTRY_PER_BLOCK, NAT_JOURNAL_ENTRIES};
+use uf2fs_format::nat::{nat_block_addr, nat_block_entry, NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::superblock::Superblock;
 
@@ -20,11 +23,70 @@ const NAT_CACHE_BLOCKS: usize = 1024;
 /// A node block shared between readers.
 pub type NodeBlock = Arc<Vec<u8>>;
 
-/// Looks nodes up by id.
+/// The NAT bits of a checkpoint pack, kept in step with the NAT blocks written:
+/// bit `i` (little-endian order) of `full` when NAT block `i` has every entry in use,
+/// of `empty` when it has none (nid 0 counts as in use).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatBitsMaps {
+    /// Full NAT blocks.
+    pub full: Vec<u8>,
+    /// Empty NAT blocks.
+    pub empty: Vec<u8>,
+}
+
+impl NatBitsMaps {
+    /// Updates the bits of NAT block `index` from its contents.
+    fn update(&mut self, index: u32, block: &[u8]) {
+        let used = (0..NAT_ENTRY_PER_BLOCK)
+            .filter(|&j| (index == 0 && j == 0) || block[j * NAT_ENTRY_SIZE + 5..j * NAT_ENTRY_SIZE + 9] != [0; 4])
+            .count();
+        uf2fs_format::le::set_bit_le(&mut self.full, index as usize, used == NAT_ENTRY_PER_BLOCK);
+        uf2fs_format::le::set_bit_le(&mut self.empty, index as usize, used == 0);
+    }
+}
+
+/// The NAT state beyond the blocks: version bitmap, journal, dirty entries, NAT bits.
+struct NatTable {
+    /// NAT version bitmap as the next checkpoint records it.
+    bitmap: Vec<u8>,
+    /// Entries held in the checkpoint's NAT journal.
+    journal: BTreeMap<u32, NatEntry>,
+    /// Entries changed since the last checkpoint (at most one per node id).
+    dirty: BTreeMap<u32, NatEntry>,
+    /// NAT bits, when they were valid at open; kept in step with NAT block writes.
+    bits: Option<NatBitsMaps>,
+}
+
+/// Node counts the checkpoint records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// Valid node blocks.
+    pub valid_node_count: u32,
+    /// Valid inodes.
+    pub valid_inode_count: u32,
+    /// Where the next free-nid scan starts.
+    pub next_free_nid: u32,
+}
+
+/// What a NAT flush leaves for the checkpoint pack.
+#[derive(Debug, Clone, Default)]
+pub struct NatFlush {
+    /// Entries for the NAT journal (hot data summaries).
+    pub journal: Vec<(u32, NatEntry)>,
+    /// NAT blocks written to their other copy.
+    pub blocks_written: u32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Looks nodes up by id. Locks, outermost first: `nat`, `nat_cache`, `node_cache`,
+/// `counts` (each taken alone except `nat` -> `nat_cache`).
 pub struct NodeManager {
     nat_blkaddr: u32,
-    nat_bitmap: Vec<u8>,
-    nat_journal: HashMap<u32, NatEntry>,
+    nat: Mutex<NatTable>,
+    counts: Mutex<NodeCounts>,
     max_nid: u64,
     main: (u64, u64),
     reserved: [u32; 2],
@@ -37,20 +99,34 @@ fn cache(n: usize) -> Mutex<LruCache<u32, NodeBlock>> {
 }
 
 fn get_cached(c: &Mutex<LruCache<u32, NodeBlock>>, k: u32) -> Option<NodeBlock> {
-    c.lock().unwrap_or_else(|p| p.into_inner()).get(&k).cloned()
+    lock(c).get(&k).cloned()
 }
 
 fn put_cached(c: &Mutex<LruCache<u32, NodeBlock>>, k: u32, v: NodeBlock) {
-    c.lock().unwrap_or_else(|p| p.into_inner()).put(k, v);
+    lock(c).put(k, v);
 }
 
 impl NodeManager {
-    /// Builds the manager from the superblock and the checkpoint's NAT state.
-    pub fn new(sb: &Superblock, nat_bitmap: Vec<u8>, journal: &[(u32, NatEntry)]) -> NodeManager {
+    /// Builds the manager from the superblock and the checkpoint's NAT state and counts.
+    pub fn new(
+        sb: &Superblock,
+        cp: &uf2fs_format::checkpoint::Checkpoint,
+        nat_bitmap: Vec<u8>,
+        journal: &[(u32, NatEntry)],
+    ) -> NodeManager {
         NodeManager {
             nat_blkaddr: sb.nat_blkaddr,
-            nat_bitmap,
-            nat_journal: journal.iter().copied().collect(),
+            nat: Mutex::new(NatTable {
+                bitmap: nat_bitmap,
+                journal: journal.iter().copied().collect(),
+                dirty: BTreeMap::new(),
+                bits: None,
+            }),
+            counts: Mutex::new(NodeCounts {
+                valid_node_count: cp.valid_node_count,
+                valid_inode_count: cp.valid_inode_count,
+                next_free_nid: cp.next_free_nid,
+            }),
             max_nid: sb.max_nid(),
             main: (sb.main_blkaddr as u64, sb.main_end_blkaddr()),
             reserved: [sb.node_ino, sb.meta_ino],
@@ -68,21 +144,26 @@ impl NodeManager {
                 format!("nid {nid} out of range (max {})", self.max_nid),
             ));
         }
-        if let Some(e) = self.nat_journal.get(&nid) {
+        let nat = lock(&self.nat);
+        if let Some(e) = nat.dirty.get(&nid).or_else(|| nat.journal.get(&nid)) {
             return Ok(*e);
         }
         let index = nid / NAT_ENTRY_PER_BLOCK as u32;
-        let addr = nat_block_addr(self.nat_blkaddr, &self.nat_bitmap, index);
-        let block = match get_cached(&self.nat_cache, index) {
-            Some(b) => b,
-            None => {
-                let b = Arc::new(read_block(dev, addr)?);
-                put_cached(&self.nat_cache, index, b.clone());
-                b
-            }
-        };
+        let (addr, block) = self.nat_block(dev, &nat, index)?;
         nat_block_entry(&block, nid as usize % NAT_ENTRY_PER_BLOCK)
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
+    }
+
+    /// The live copy of NAT block `index` and its address, through the cache. The caller
+    /// holds the NAT table, so no checkpoint moves the block meanwhile.
+    fn nat_block(&self, dev: &dyn BlockDevice, nat: &NatTable, index: u32) -> Result<(u64, NodeBlock)> {
+        let addr = nat_block_addr(self.nat_blkaddr, &nat.bitmap, index);
+        if let Some(b) = get_cached(&self.nat_cache, index) {
+            return Ok((addr, b));
+        }
+        let b = Arc::new(read_block(dev, addr)?);
+        put_cached(&self.nat_cache, index, b.clone());
+        Ok((addr, b))
     }
 
     /// Reads node `nid`, which must belong to inode `ino`.
@@ -133,6 +214,117 @@ impl NodeManager {
             ));
         }
         Ok(b)
+    }
+
+    /// Records a new NAT entry for `nid`, to be written at the next checkpoint.
+    pub fn set_nat_entry(&self, nid: u32, entry: NatEntry) -> Result<()> {
+        if nid == 0 || nid as u64 >= self.max_nid {
+            return Err(Error::Invalid(format!(
+                "node id {nid} out of range (max {})",
+                self.max_nid
+            )));
+        }
+        lock(&self.nat).dirty.insert(nid, entry);
+        lock(&self.node_cache).pop(&nid);
+        Ok(())
+    }
+
+    /// NAT entries changed since the last checkpoint.
+    pub fn dirty_nat_count(&self) -> usize {
+        lock(&self.nat).dirty.len()
+    }
+
+    /// The node counts the next checkpoint records.
+    pub fn counts(&self) -> NodeCounts {
+        *lock(&self.counts)
+    }
+
+    /// Takes the NAT bits of the opened checkpoint when they are there and belong to it
+    /// (`NatBits` header = its version and checksum); later flushes keep them in step.
+    /// `cp_block` is the raw checkpoint block, `bits_blocks` the pack's last blocks.
+    pub(crate) fn adopt_nat_bits(
+        &self,
+        cp: &uf2fs_format::checkpoint::Checkpoint,
+        cp_block: &[u8],
+        bits_blocks: &[u8],
+        segment_count_nat: u32,
+    ) {
+        use uf2fs_format::checkpoint::NatBits;
+        let crc = uf2fs_format::le::u32_at(cp_block, cp.checksum_offset as usize);
+        let bits = NatBits::decode(bits_blocks, segment_count_nat)
+            .ok()
+            .filter(|b| b.cp_ver_crc == NatBits::header(cp.checkpoint_ver, crc));
+        lock(&self.nat).bits = bits.map(|b| NatBitsMaps {
+            full: b.full,
+            empty: b.empty,
+        });
+    }
+
+    /// Whether NAT bits are being kept (they end the pack on unmount).
+    pub fn has_nat_bits(&self) -> bool {
+        lock(&self.nat).bits.is_some()
+    }
+
+    /// The NAT bits as they stand, if kept.
+    pub fn nat_bits(&self) -> Option<NatBitsMaps> {
+        lock(&self.nat).bits.clone()
+    }
+
+    /// The NAT version bitmap as the next checkpoint records it.
+    pub fn nat_bitmap(&self) -> Vec<u8> {
+        lock(&self.nat).bitmap.clone()
+    }
+
+    /// Writes the dirty NAT entries out for a checkpoint: into the NAT journal while they
+    /// fit there, else every journalled and dirty entry into its NAT block, written to
+    /// the copy not in use with its version bit flipped (and its NAT bits updated).
+    /// `empty_journal` forces the second way, as an unmount that ends the pack with NAT
+    /// bits needs (the bits describe NAT blocks only).
+    pub(crate) fn flush_nat(&self, dev: &dyn BlockDevice, empty_journal: bool) -> Result<NatFlush> {
+        let mut nat = lock(&self.nat);
+        let t = &mut *nat;
+        let joining = t.dirty.keys().filter(|n| !t.journal.contains_key(n)).count();
+        let mut blocks_written = 0;
+        if !empty_journal && t.journal.len() + joining <= NAT_JOURNAL_ENTRIES {
+            t.journal.append(&mut t.dirty);
+        } else {
+            let mut moving = std::mem::take(&mut t.journal);
+            moving.append(&mut t.dirty);
+            blocks_written = self.write_nat_blocks(dev, t, &moving)?;
+        }
+        Ok(NatFlush {
+            journal: t.journal.iter().map(|(n, e)| (*n, *e)).collect(),
+            blocks_written,
+        })
+    }
+
+    /// Writes `entries` into their NAT blocks (other copy, bit flipped).
+    fn write_nat_blocks(
+        &self,
+        dev: &dyn BlockDevice,
+        t: &mut NatTable,
+        entries: &BTreeMap<u32, NatEntry>,
+    ) -> Result<u32> {
+        let per = NAT_ENTRY_PER_BLOCK as u32;
+        let blocks: BTreeSet<u32> = entries.keys().map(|n| n / per).collect();
+        for &index in &blocks {
+            let (_, live) = self.nat_block(dev, t, index)?;
+            let mut block = live.to_vec();
+            for (nid, e) in entries.range(index * per..(index + 1) * per) {
+                let at = (nid % per) as usize * NAT_ENTRY_SIZE;
+                e.encode(&mut block[at..at + NAT_ENTRY_SIZE]);
+            }
+            let was = uf2fs_format::le::test_bit_msb(&t.bitmap, index as usize);
+            uf2fs_format::le::set_bit_msb(&mut t.bitmap, index as usize, !was);
+            let next = nat_block_addr(self.nat_blkaddr, &t.bitmap, index);
+            debug_assert_eq!(block.len(), BLOCK);
+            dev.write_blocks(next, &block)?;
+            if let Some(bits) = &mut t.bits {
+                bits.update(index, &block);
+            }
+            put_cached(&self.nat_cache, index, Arc::new(block));
+        }
+        Ok(blocks.len() as u32)
     }
 
     /// Block address range of the main area.

@@ -7,16 +7,13 @@
 
 use super::image::{encode, BlockWrite, Params};
 use super::layout::NR_CURSEG_TYPE;
+use crate::checkpoint::pack::{build_pack, PackSpec};
 use crate::Result;
-use uf2fs_format::checkpoint::{
-    nat_bits_blocks, nat_bits_bytes, Checkpoint, NatBits, CP_CHKSUM_OFFSET, CP_COMPACT_SUM_FLAG, CP_NAT_BITS_FLAG,
-    CP_TRIMMED_FLAG, CP_UMOUNT_FLAG,
-};
+use uf2fs_format::checkpoint::{nat_bits_bytes, Checkpoint, CP_CHKSUM_OFFSET, CP_TRIMMED_FLAG};
 use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE, MAX_ACTIVE_DATA_LOGS, MAX_ACTIVE_NODE_LOGS};
-use uf2fs_format::le::u32_at;
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::sit::SitEntry;
-use uf2fs_format::summary::{encode_compacted_summaries, Summary, SummaryBlock, SUM_TYPE_NODE};
+use uf2fs_format::summary::Summary;
 use uf2fs_format::superblock::Superblock;
 
 /// Segment types in the high bits of a SIT entry's block count (`CURSEG_*`), in the
@@ -26,13 +23,8 @@ const NODE_SEG_TYPES: [u8; 3] = [3, 4, 5];
 /// Unused log slots of the checkpoint.
 const NO_SEGMENT: u32 = u32::MAX;
 
-/// Blocks of a pack: two checkpoint blocks, payload, one compacted data summary block
-/// and three node summary blocks.
-fn pack_blocks(p: &Params) -> u32 {
-    6 + p.layout.cp_payload
-}
-
-/// The checkpoint block of pack 0.
+/// The checkpoint block of pack 0 (the pack builder adds the layout fields and the
+/// umount, compacted-summary and NAT-bits flags).
 fn checkpoint(p: &Params) -> Checkpoint {
     let l = p.layout;
     let made = p.inodes();
@@ -44,13 +36,7 @@ fn checkpoint(p: &Params) -> Checkpoint {
     let mut cur_data_blkoff = [0; MAX_ACTIVE_DATA_LOGS];
     cur_node_blkoff[0] = made as u16;
     cur_data_blkoff[0] = made as u16;
-    let mut flags = CP_UMOUNT_FLAG | CP_COMPACT_SUM_FLAG;
-    if pack_blocks(p) <= BLOCKS_PER_SEG - nat_bits_blocks(l.segment_count_nat) {
-        flags |= CP_NAT_BITS_FLAG;
-    }
-    if p.trimmed {
-        flags |= CP_TRIMMED_FLAG;
-    }
+    let flags = if p.trimmed { CP_TRIMMED_FLAG } else { 0 };
     Checkpoint {
         checkpoint_ver: p.cp_ver,
         user_block_count: l.user_block_count(),
@@ -63,8 +49,8 @@ fn checkpoint(p: &Params) -> Checkpoint {
         cur_data_segno,
         cur_data_blkoff,
         ckpt_flags: flags,
-        cp_pack_total_block_count: pack_blocks(p),
-        cp_pack_start_sum: 1 + l.cp_payload,
+        cp_pack_total_block_count: 0,
+        cp_pack_start_sum: 0,
         valid_node_count: made,
         valid_inode_count: made,
         next_free_nid: super::image::ROOT_INO + made,
@@ -90,9 +76,13 @@ fn sit_entry(seg_type: u8, valid: u32) -> SitEntry {
     }
 }
 
-/// The compacted data summary block: NAT journal (root, lost+found), SIT journal (the
-/// six active logs), and the summaries of the hot data log's dentry blocks.
-fn data_summaries(p: &Params) -> Result<Vec<u8>> {
+/// NAT journal, SIT journal, hot data summaries.
+type JournalsAndHotData = (Vec<(u32, NatEntry)>, Vec<(u32, SitEntry)>, Vec<Summary>);
+
+/// The NAT journal (root, lost+found), the SIT journal (the six active logs) and the
+/// summaries of the hot data log's dentry blocks, which the compacted data summary
+/// block carries.
+fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
     let l = p.layout;
     let inos: Vec<u32> = std::iter::once(super::image::ROOT_INO)
         .chain(p.lost_found_ino())
@@ -125,73 +115,59 @@ fn data_summaries(p: &Params) -> Result<Vec<u8>> {
             ofs_in_node: 0,
         })
         .collect();
-    let b = encode(encode_compacted_summaries(&nat, &sit, [&hot, &[], &[]]))?;
-    debug_assert_eq!(b.len(), BLOCK_SIZE);
-    Ok(b)
+    (nat, sit, hot)
 }
 
-/// Summary blocks of the hot, warm and cold node logs.
-fn node_summaries(p: &Params) -> Result<Vec<Vec<u8>>> {
-    let hot: Vec<Summary> = std::iter::once(super::image::ROOT_INO)
+/// Summaries of the hot node log: root (and lost+found) inodes.
+fn hot_node_summaries(p: &Params) -> Vec<Summary> {
+    std::iter::once(super::image::ROOT_INO)
         .chain(p.lost_found_ino())
         .map(|nid| Summary {
             nid,
             version: 0,
             ofs_in_node: 0,
         })
-        .collect();
-    [hot, Vec::new(), Vec::new()]
-        .into_iter()
-        .map(|entries| {
-            let blk = SummaryBlock {
-                entries,
-                journal: Vec::new(),
-                entry_type: SUM_TYPE_NODE,
-            };
-            encode(blk.encode())
-        })
         .collect()
 }
 
 /// NAT bits for a NAT whose only used block is block 0: nothing full, all but block 0
-/// empty; tied to the checkpoint block `cp_block`.
-fn nat_bits(p: &Params, cp: &Checkpoint, cp_block: &[u8]) -> Result<Vec<u8>> {
-    let segs = p.layout.segment_count_nat;
-    let bytes = nat_bits_bytes(segs);
+/// empty.
+fn nat_bits(p: &Params) -> (Vec<u8>, Vec<u8>) {
+    let bytes = nat_bits_bytes(p.layout.segment_count_nat);
     let mut empty = vec![0xffu8; bytes];
     empty[0] &= !1;
-    let crc = u32_at(cp_block, cp.checksum_offset as usize);
-    let bits = NatBits {
-        cp_ver_crc: NatBits::header(cp.checkpoint_ver, crc),
-        full: vec![0; bytes],
-        empty,
-    };
-    encode(bits.encode(segs))
+    (vec![0; bytes], empty)
 }
 
-/// Both packs' blocks, and the checkpoint of the valid pack.
+/// Both packs' blocks, and the checkpoint of the valid pack. Pack 0 is laid out by the
+/// same builder as every later checkpoint; pack 1 is two version-0 checkpoint blocks.
 pub fn checkpoint_packs(p: &Params) -> Result<(Checkpoint, Vec<BlockWrite>)> {
-    let cp = checkpoint(p);
-    let cp_block = encode(cp.encode())?;
+    let (nat, sit, hot_data) = journals_and_hot_data(p);
+    let hot_node = hot_node_summaries(p);
+    let (full, empty) = nat_bits(p);
+    let cp_in = checkpoint(p);
+    let bitmaps = (
+        vec![0u8; cp_in.nat_ver_bitmap_bytesize as usize],
+        vec![0u8; cp_in.sit_ver_bitmap_bytesize as usize],
+    );
+    let spec = PackSpec {
+        cp: cp_in,
+        cp_payload: p.layout.cp_payload,
+        segment_count_nat: p.layout.segment_count_nat,
+        nat_bitmap: &bitmaps.0,
+        sit_bitmap: &bitmaps.1,
+        orphans: &[],
+        nat_journal: &nat,
+        sit_journal: &sit,
+        data_logs: [(&hot_data, hot_data.len()), (&[], 0), (&[], 0)],
+        node_logs: Some([&hot_node, &[], &[]]),
+        nat_bits: Some((&full, &empty)),
+    };
+    let pack = build_pack(&spec)?;
+    let cp = pack.cp;
     let start = p.layout.segment0_blkaddr as u64;
-    let payload = p.layout.cp_payload as u64;
-    let mut writes = vec![(start, cp_block.clone())];
-    for i in 0..payload {
-        writes.push((start + 1 + i, vec![0; BLOCK_SIZE]));
-    }
-    let sum_at = start + 1 + payload;
-    writes.push((sum_at, data_summaries(p)?));
-    for (i, b) in node_summaries(p)?.into_iter().enumerate() {
-        writes.push((sum_at + 1 + i as u64, b));
-    }
-    writes.push((start + pack_blocks(p) as u64 - 1, cp_block.clone()));
-    if cp.has_flag(CP_NAT_BITS_FLAG) {
-        let bits = nat_bits(p, &cp, &cp_block)?;
-        let first = start + BLOCKS_PER_SEG as u64 - (bits.len() / BLOCK_SIZE) as u64;
-        for (i, b) in bits.chunks(BLOCK_SIZE).enumerate() {
-            writes.push((first + i as u64, b.to_vec()));
-        }
-    }
+    let mut writes: Vec<BlockWrite> = pack.body.into_iter().map(|(o, b)| (start + o as u64, b)).collect();
+    writes.push((start + pack.last.0 as u64, pack.last.1));
     let old = Checkpoint {
         checkpoint_ver: 0,
         ..cp.clone()
@@ -199,10 +175,10 @@ pub fn checkpoint_packs(p: &Params) -> Result<(Checkpoint, Vec<BlockWrite>)> {
     let old_block = encode(old.encode())?;
     let start1 = start + BLOCKS_PER_SEG as u64;
     writes.push((start1, old_block.clone()));
-    for i in 0..payload {
+    for i in 0..p.layout.cp_payload as u64 {
         writes.push((start1 + 1 + i, vec![0; BLOCK_SIZE]));
     }
-    writes.push((start1 + pack_blocks(p) as u64 - 1, old_block));
+    writes.push((start1 + cp.cp_pack_total_block_count as u64 - 1, old_block));
     Ok((cp, writes))
 }
 

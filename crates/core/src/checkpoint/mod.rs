@@ -1,5 +1,10 @@
 //! Mount-time metadata: the valid superblock copy and the newest valid checkpoint pack,
-//! with its version bitmaps, summary journals and orphan list.
+//! with its version bitmaps, summary journals and orphan list; and, for a read-write
+//! file system, the checkpoint writer ([`write`]) and the pack layout it shares with
+//! mkfs ([`pack`]).
+
+pub mod pack;
+pub mod write;
 
 use crate::device::{read_block, BlockDevice, BLOCK};
 use crate::{Error, Result};
@@ -54,6 +59,7 @@ pub fn load_superblock(dev: &dyn BlockDevice) -> Result<SuperblockChoice> {
 }
 
 /// The current checkpoint and what it carries.
+#[derive(Debug, Clone)]
 pub struct CheckpointState {
     /// The checkpoint block.
     pub cp: Checkpoint,

@@ -1,0 +1,246 @@
+//! The six active logs ("current segments"): where each writes next and the summary
+//! block it fills, loaded from the checkpoint.
+
+use crate::checkpoint::{read_blocks, CheckpointState};
+use crate::device::{BlockDevice, BLOCK};
+use crate::{Error, Result};
+use uf2fs_format::checkpoint::{CP_COMPACT_SUM_FLAG, CP_UMOUNT_FLAG};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM, NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE};
+use uf2fs_format::summary::{
+    compacted_blocks, compacted_data_summaries, Summary, SummaryBlock, SUM_TYPE_DATA, SUM_TYPE_NODE,
+};
+use uf2fs_format::superblock::Superblock;
+
+/// Allocation type of a log: append to free segments (LFS).
+pub const ALLOC_LFS: u8 = 0;
+/// Allocation type of a log: fill holes of dirty segments (SSR; loaded, never chosen).
+pub const ALLOC_SSR: u8 = 1;
+/// Number of active logs.
+pub const NR_LOGS: usize = NR_CURSEG_DATA_TYPE + NR_CURSEG_NODE_TYPE;
+
+/// An active log, by the kernel's `CURSEG_*` number (also the SIT segment type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LogType {
+    /// Directory data.
+    HotData = 0,
+    /// Regular file data.
+    WarmData = 1,
+    /// Cold file data and GC-moved data.
+    ColdData = 2,
+    /// Direct nodes of directories.
+    HotNode = 3,
+    /// Direct nodes of files.
+    WarmNode = 4,
+    /// Indirect nodes.
+    ColdNode = 5,
+}
+
+impl LogType {
+    /// All six, in `CURSEG_*` order.
+    pub const ALL: [LogType; NR_LOGS] = [
+        LogType::HotData,
+        LogType::WarmData,
+        LogType::ColdData,
+        LogType::HotNode,
+        LogType::WarmNode,
+        LogType::ColdNode,
+    ];
+
+    /// Whether the log holds node blocks.
+    pub fn is_node(self) -> bool {
+        self as u8 >= NR_CURSEG_DATA_TYPE as u8
+    }
+
+    /// The SIT segment type of its segments.
+    pub fn seg_type(self) -> u8 {
+        self as u8
+    }
+
+    /// Summary footer type of its segments.
+    pub fn sum_type(self) -> u8 {
+        if self.is_node() {
+            SUM_TYPE_NODE
+        } else {
+            SUM_TYPE_DATA
+        }
+    }
+}
+
+/// An active log (the kernel's `curseg_info`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurSeg {
+    /// Segment being filled.
+    pub segno: u32,
+    /// Next block offset to allocate (LFS); 512 means full.
+    pub next_blkoff: u16,
+    /// [`ALLOC_LFS`] or [`ALLOC_SSR`].
+    pub alloc_type: u8,
+    /// The segment's summary block entries, 512 of them.
+    pub(crate) sum: Vec<Summary>,
+}
+
+impl CurSeg {
+    /// Summary entries that are in use: up to the next block offset, or all for SSR.
+    pub fn sum_in_use(&self) -> usize {
+        if self.alloc_type == ALLOC_SSR {
+            ENTRIES_IN_SUM
+        } else {
+            self.next_blkoff as usize
+        }
+    }
+
+    /// The summary block entries (512).
+    pub fn summaries(&self) -> &[Summary] {
+        &self.sum
+    }
+}
+
+/// Position of each log as the checkpoint records it: (segno, next block offset,
+/// allocation type), in `CURSEG_*` order.
+fn positions(cps: &CheckpointState) -> [(u32, u16, u8); NR_LOGS] {
+    let cp = &cps.cp;
+    std::array::from_fn(|i| {
+        if i < NR_CURSEG_DATA_TYPE {
+            (cp.cur_data_segno[i], cp.cur_data_blkoff[i], cp.alloc_type[i])
+        } else {
+            let n = i - NR_CURSEG_DATA_TYPE;
+            (cp.cur_node_segno[n], cp.cur_node_blkoff[n], cp.alloc_type[i])
+        }
+    })
+}
+
+/// Loads the six logs: positions from the checkpoint, data summaries from the pack
+/// (compacted or one block per log), node summaries from the pack on a clean unmount or
+/// else from the SSA.
+pub fn load_logs(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<[CurSeg; NR_LOGS]> {
+    let pos = positions(cps);
+    let bad = |d: String| Error::corrupt("checkpoint", Some(cps.pack_blkaddr), d);
+    for (i, &(segno, blkoff, alloc)) in pos.iter().enumerate() {
+        if segno >= sb.segment_count_main || blkoff as u32 > BLOCKS_PER_SEG || alloc > ALLOC_SSR {
+            return Err(bad(format!("log {i} at segment {segno} offset {blkoff} type {alloc}")));
+        }
+        if pos[..i].iter().any(|p| p.0 == segno) {
+            return Err(bad(format!("two active logs share segment {segno}")));
+        }
+    }
+    let data = data_summaries(dev, cps, &pos)?;
+    let mut out: Vec<CurSeg> = Vec::with_capacity(NR_LOGS);
+    for (i, sum) in data.into_iter().enumerate() {
+        let (segno, next_blkoff, alloc_type) = pos[i];
+        out.push(CurSeg {
+            segno,
+            next_blkoff,
+            alloc_type,
+            sum,
+        });
+    }
+    for n in 0..NR_CURSEG_NODE_TYPE {
+        let (segno, next_blkoff, alloc_type) = pos[NR_CURSEG_DATA_TYPE + n];
+        let sum = node_summary(dev, sb, cps, n, segno)?;
+        out.push(CurSeg {
+            segno,
+            next_blkoff,
+            alloc_type,
+            sum,
+        });
+    }
+    out.try_into().map_err(|_| bad("wrong number of logs".into()))
+}
+
+/// Address of summary block `i` of a group of `base` counted back from the pack's end
+/// (the layout both the kernel and fsck.f2fs read).
+fn from_pack_end(cps: &CheckpointState, base: u64, i: u64) -> u64 {
+    cps.pack_blkaddr + cps.cp.cp_pack_total_block_count as u64 - (base + 1) + i
+}
+
+fn data_summaries(
+    dev: &dyn BlockDevice,
+    cps: &CheckpointState,
+    pos: &[(u32, u16, u8); NR_LOGS],
+) -> Result<Vec<Vec<Summary>>> {
+    let cp = &cps.cp;
+    let start = cps.pack_blkaddr + cp.cp_pack_start_sum as u64;
+    let last = cps.pack_blkaddr + cp.cp_pack_total_block_count as u64 - 1;
+    if cp.has_flag(CP_COMPACT_SUM_FLAG) {
+        let counts: [usize; 3] = std::array::from_fn(|i| {
+            if pos[i].2 == ALLOC_SSR {
+                ENTRIES_IN_SUM
+            } else {
+                pos[i].1 as usize
+            }
+        });
+        let n = compacted_blocks(counts.iter().sum()) as u64;
+        if start + n > last {
+            return Err(Error::corrupt(
+                "checkpoint",
+                Some(cps.pack_blkaddr),
+                "compacted summaries run past the pack",
+            ));
+        }
+        let blocks = read_blocks(dev, start, n)?;
+        let logs = compacted_data_summaries(&blocks, counts)
+            .map_err(|e| Error::corrupt("compacted summaries", Some(start), e.to_string()))?;
+        return Ok(logs
+            .into_iter()
+            .map(|mut v| {
+                v.resize(ENTRIES_IN_SUM, Summary::default());
+                v
+            })
+            .collect());
+    }
+    let base = if cp.has_flag(CP_UMOUNT_FLAG) {
+        NR_LOGS
+    } else {
+        NR_CURSEG_DATA_TYPE
+    } as u64;
+    (0..NR_CURSEG_DATA_TYPE as u64)
+        .map(|i| {
+            let at = from_pack_end(cps, base, i);
+            if at < start || at >= last {
+                return Err(Error::corrupt(
+                    "checkpoint",
+                    Some(cps.pack_blkaddr),
+                    "data summaries outside the pack",
+                ));
+            }
+            summary_entries(dev, at, Some(SUM_TYPE_DATA), "data summary")
+        })
+        .collect()
+}
+
+fn node_summary(
+    dev: &dyn BlockDevice,
+    sb: &Superblock,
+    cps: &CheckpointState,
+    n: usize,
+    segno: u32,
+) -> Result<Vec<Summary>> {
+    if cps.cp.has_flag(CP_UMOUNT_FLAG) {
+        let at = from_pack_end(cps, NR_CURSEG_NODE_TYPE as u64, n as u64);
+        if at < cps.pack_blkaddr + cps.cp.cp_pack_start_sum as u64 {
+            return Err(Error::corrupt(
+                "checkpoint",
+                Some(cps.pack_blkaddr),
+                "node summaries outside the pack",
+            ));
+        }
+        return summary_entries(dev, at, Some(SUM_TYPE_NODE), "node summary");
+    }
+    // Without a clean unmount the kernel rebuilds node summaries from the node footers
+    // (roll-forward recovery); uf2fs does not write such images, and reads the SSA.
+    summary_entries(dev, sb.ssa_blkaddr as u64 + segno as u64, None, "node summary (SSA)")
+}
+
+fn summary_entries(dev: &dyn BlockDevice, at: u64, want_type: Option<u8>, what: &str) -> Result<Vec<Summary>> {
+    let mut b = vec![0u8; BLOCK];
+    dev.read_blocks(at, &mut b)?;
+    let blk = SummaryBlock::decode(&b).map_err(|e| Error::corrupt(what, Some(at), e.to_string()))?;
+    if want_type.is_some_and(|t| t != blk.entry_type) {
+        return Err(Error::corrupt(
+            what,
+            Some(at),
+            format!("footer type {}", blk.entry_type),
+        ));
+    }
+    Ok(blk.entries)
+}

@@ -1,0 +1,407 @@
+//! [`SegmentManager`]: the in-memory SIT, free and prefree segments, and the six active
+//! logs; hands out blocks by F2FS's LFS rules and tells the checkpoint what changed.
+
+use super::curseg::{load_logs, CurSeg, LogType, ALLOC_LFS, NR_LOGS};
+use super::free::FreeMap;
+use super::sit::{load_sit, write_sit_blocks, SegEntry, SitArea};
+use super::SegmentUsage;
+use crate::checkpoint::CheckpointState;
+use crate::device::BlockDevice;
+use crate::{Error, Result};
+use std::collections::BTreeSet;
+use std::time::Instant;
+use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM, SIT_ENTRY_PER_BLOCK, SIT_JOURNAL_ENTRIES};
+use uf2fs_format::sit::SitEntry;
+use uf2fs_format::summary::{Summary, SummaryBlock};
+use uf2fs_format::superblock::Superblock;
+
+/// Main-area geometry the manager needs.
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    main_blkaddr: u64,
+    segments: u32,
+    segs_per_sec: u32,
+    secs_per_zone: u32,
+    ssa_blkaddr: u64,
+    sit: SitArea,
+}
+
+/// The file system's age clock: the checkpoint's `elapsed_time` at open plus the time
+/// since (the kernel's `get_mtime`). SIT mtimes and the checkpoint use it.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    at_open_secs: u64,
+    opened: Instant,
+}
+
+impl Clock {
+    fn now_secs(&self) -> u64 {
+        self.at_open_secs + self.opened.elapsed().as_secs()
+    }
+}
+
+/// What a SIT flush leaves for the checkpoint pack.
+#[derive(Debug, Clone, Default)]
+pub struct SitFlush {
+    /// Entries for the SIT journal (cold data summaries).
+    pub journal: Vec<(u32, SitEntry)>,
+    /// SIT blocks written to their other copy.
+    pub blocks_written: u32,
+}
+
+/// Segment state of a read-write file system. Owns the SIT (valid maps, counts, types,
+/// mtimes), the dirty-SIT set, the free and prefree segments and the six active logs.
+/// Memory: one entry per main-area segment, as the kernel keeps; the dirty and prefree
+/// sets are bounded by the segment count.
+pub struct SegmentManager {
+    geo: Geometry,
+    sit: Vec<SegEntry>,
+    /// SIT version bitmap as the next checkpoint records it.
+    sit_bitmap: Vec<u8>,
+    /// Segments whose entries live in the checkpoint's SIT journal.
+    sit_journal: BTreeSet<u32>,
+    /// Segments whose entries changed since the last checkpoint.
+    dirty: BTreeSet<u32>,
+    free: FreeMap,
+    /// Segments emptied since the last checkpoint: free after the next one.
+    prefree: BTreeSet<u32>,
+    logs: [CurSeg; NR_LOGS],
+    valid_blocks: u64,
+    clock: Clock,
+}
+
+impl SegmentManager {
+    /// Loads the SIT and the active logs of the checkpoint in `cps`, and checks that
+    /// they agree: counts against the checkpoint, every log's unwritten tail free.
+    pub fn load(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<SegmentManager> {
+        let area = SitArea {
+            sit_blkaddr: sb.sit_blkaddr,
+            segment_count_sit: sb.segment_count_sit,
+            segment_count_main: sb.segment_count_main,
+        };
+        let sit = load_sit(dev, &area, &cps.sit_bitmap, &cps.sit_journal)?;
+        let logs = load_logs(dev, sb, cps)?;
+        let geo = Geometry {
+            main_blkaddr: sb.main_blkaddr as u64,
+            segments: sb.segment_count_main,
+            segs_per_sec: sb.segs_per_sec.max(1),
+            secs_per_zone: sb.secs_per_zone.max(1),
+            ssa_blkaddr: sb.ssa_blkaddr as u64,
+            sit: area,
+        };
+        let mut m = SegmentManager {
+            geo,
+            free: FreeMap::new(geo.segments, geo.segs_per_sec),
+            valid_blocks: sit.iter().map(|e| e.valid_blocks as u64).sum(),
+            sit,
+            sit_bitmap: cps.sit_bitmap.clone(),
+            sit_journal: cps.sit_journal.iter().map(|(s, _)| *s).collect(),
+            dirty: BTreeSet::new(),
+            prefree: BTreeSet::new(),
+            logs,
+            clock: Clock {
+                at_open_secs: cps.cp.elapsed_time,
+                opened: Instant::now(),
+            },
+        };
+        for segno in 0..geo.segments {
+            let used = m.sit[segno as usize].valid_blocks > 0 || m.current_log(segno).is_some();
+            m.free.set_used(segno, used);
+        }
+        m.check_against(cps)?;
+        Ok(m)
+    }
+
+    /// Refuses state the allocator could not continue from.
+    fn check_against(&self, cps: &CheckpointState) -> Result<()> {
+        let bad = |d: String| Error::corrupt("SIT", None, format!("{d}; run fsck.f2fs"));
+        let cp = &cps.cp;
+        if self.valid_blocks != cp.valid_block_count {
+            return Err(bad(format!(
+                "{} valid blocks, the checkpoint says {}",
+                self.valid_blocks, cp.valid_block_count
+            )));
+        }
+        let node_blocks: u64 = self
+            .sit
+            .iter()
+            .filter(|e| e.seg_type >= LogType::HotNode as u8)
+            .map(|e| e.valid_blocks as u64)
+            .sum();
+        if node_blocks != cp.valid_node_count as u64 {
+            return Err(bad(format!(
+                "{node_blocks} valid blocks in node segments, the checkpoint counts {} nodes",
+                cp.valid_node_count
+            )));
+        }
+        for log in &self.logs {
+            let e = &self.sit[log.segno as usize];
+            if log.alloc_type == ALLOC_LFS && (log.next_blkoff as u32..BLOCKS_PER_SEG).any(|o| e.is_valid(o)) {
+                return Err(bad(format!(
+                    "active segment {} has valid blocks past its next offset {}",
+                    log.segno, log.next_blkoff
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The log whose segment is `segno`, if any.
+    fn current_log(&self, segno: u32) -> Option<usize> {
+        self.logs.iter().position(|l| l.segno == segno)
+    }
+
+    /// Segment number and block offset of a main-area block address.
+    fn locate(&self, blkaddr: u64) -> Result<(u32, u32)> {
+        let end = self.geo.main_blkaddr + self.geo.segments as u64 * BLOCKS_PER_SEG as u64;
+        if blkaddr < self.geo.main_blkaddr || blkaddr >= end {
+            return Err(Error::Invalid(format!("block {blkaddr:#x} is outside the main area")));
+        }
+        let rel = blkaddr - self.geo.main_blkaddr;
+        Ok((
+            (rel / BLOCKS_PER_SEG as u64) as u32,
+            (rel % BLOCKS_PER_SEG as u64) as u32,
+        ))
+    }
+
+    /// Takes the next block of `log` for a block owned as `sum` says (LFS: the next free
+    /// block of its segment; a full segment is first replaced by a free one, its summary
+    /// block written to its SSA slot). Returns the block address.
+    pub fn alloc_block(&mut self, dev: &dyn BlockDevice, log: LogType, sum: Summary) -> Result<u64> {
+        let li = log as usize;
+        if self.logs[li].alloc_type != ALLOC_LFS || self.logs[li].next_blkoff as u32 >= BLOCKS_PER_SEG {
+            self.new_segment(dev, log)?;
+        }
+        let now = self.clock.now_secs();
+        let cur = &mut self.logs[li];
+        let (segno, off) = (cur.segno, cur.next_blkoff as u32);
+        let e = &mut self.sit[segno as usize];
+        let before = e.valid_blocks as u64;
+        if !e.set_valid(off, true) {
+            return Err(Error::corrupt(
+                format!("SIT entry of segment {segno}"),
+                None,
+                format!("block {off} of an active log is already valid"),
+            ));
+        }
+        // Segment age: the mean of its blocks' write times.
+        e.mtime_secs = (e.mtime_secs * before + now) / (before + 1);
+        cur.sum[off as usize] = sum;
+        cur.next_blkoff += 1;
+        self.dirty.insert(segno);
+        self.valid_blocks += 1;
+        Ok(self.geo.main_blkaddr + segno as u64 * BLOCKS_PER_SEG as u64 + off as u64)
+    }
+
+    /// Replaces the summary entry of `blkaddr`, a block already taken from an active log.
+    pub fn set_summary(&mut self, blkaddr: u64, sum: Summary) -> Result<()> {
+        let (segno, off) = self.locate(blkaddr)?;
+        let li = self
+            .current_log(segno)
+            .ok_or_else(|| Error::Invalid(format!("block {blkaddr:#x} is not in an active log's segment")))?;
+        let log = &mut self.logs[li];
+        if off as usize >= log.sum_in_use() {
+            return Err(Error::Invalid(format!(
+                "block {blkaddr:#x} has not been allocated from its log yet"
+            )));
+        }
+        log.sum[off as usize] = sum;
+        Ok(())
+    }
+
+    /// Marks `blkaddr` invalid (its owner moved or dropped it). A segment left with no
+    /// valid block and no log becomes prefree: free only after the next checkpoint, since
+    /// the last one may still point into it.
+    pub fn invalidate(&mut self, blkaddr: u64) -> Result<()> {
+        let (segno, off) = self.locate(blkaddr)?;
+        let e = &mut self.sit[segno as usize];
+        if !e.set_valid(off, false) {
+            return Err(Error::corrupt(
+                format!("SIT entry of segment {segno}"),
+                Some(blkaddr),
+                "invalidating a block that is not valid",
+            ));
+        }
+        let empty = e.valid_blocks == 0;
+        self.dirty.insert(segno);
+        self.valid_blocks -= 1;
+        if empty && self.current_log(segno).is_none() {
+            self.prefree.insert(segno);
+        }
+        Ok(())
+    }
+
+    /// Moves `log` to a free segment: the next one of its section if free, else the
+    /// first segment of a wholly free section (searching on from the current one).
+    fn new_segment(&mut self, dev: &dyn BlockDevice, log: LogType) -> Result<()> {
+        let li = log as usize;
+        let old = self.logs[li].segno;
+        let next = self.pick_segment(li)?;
+        self.write_summary(dev, li)?;
+        if self.sit[old as usize].valid_blocks == 0 {
+            self.prefree.insert(old);
+        }
+        debug_assert!(self.free.is_free(next));
+        self.free.set_used(next, true);
+        let e = &mut self.sit[next as usize];
+        debug_assert_eq!(e.valid_blocks, 0);
+        *e = SegEntry {
+            valid_blocks: 0,
+            seg_type: log.seg_type(),
+            valid_map: [0; 64],
+            mtime_secs: self.clock.now_secs(),
+        };
+        self.dirty.insert(next);
+        self.logs[li] = CurSeg {
+            segno: next,
+            next_blkoff: 0,
+            alloc_type: ALLOC_LFS,
+            sum: vec![Summary::default(); ENTRIES_IN_SUM],
+        };
+        Ok(())
+    }
+
+    fn pick_segment(&self, li: usize) -> Result<u32> {
+        let old = self.logs[li].segno;
+        if let Some(s) = self.free.next_free_in_section(old) {
+            return Ok(s);
+        }
+        let g = self.geo;
+        let sections = g.segments.div_ceil(g.segs_per_sec);
+        let start = (old / g.segs_per_sec + 1) % sections.max(1);
+        // Keep logs in zones of their own when zones hold several sections.
+        let zone_of = |sec: u32| sec / g.secs_per_zone;
+        let others: Vec<u32> = (0..NR_LOGS)
+            .filter(|&i| i != li)
+            .map(|i| zone_of(self.logs[i].segno / g.segs_per_sec))
+            .collect();
+        let own_zone = |sec: u32| g.secs_per_zone == 1 || !others.contains(&zone_of(sec));
+        let sec = self
+            .free
+            .find_free_section(start, &own_zone)
+            .or_else(|| self.free.find_free_section(start, &|_| true))
+            .ok_or_else(|| Error::NoSpace(format!("no free section for the {:?} log", LogType::ALL[li])))?;
+        Ok(sec * g.segs_per_sec)
+    }
+
+    /// Writes log `li`'s summary block to its segment's SSA slot.
+    fn write_summary(&self, dev: &dyn BlockDevice, li: usize) -> Result<()> {
+        let log = &self.logs[li];
+        let block = SummaryBlock {
+            entries: log.sum.clone(),
+            journal: Vec::new(),
+            entry_type: LogType::ALL[li].sum_type(),
+        }
+        .encode()
+        .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
+        dev.write_blocks(self.geo.ssa_blkaddr + log.segno as u64, &block)
+    }
+
+    /// The active log `log`.
+    pub fn log(&self, log: LogType) -> &CurSeg {
+        &self.logs[log as usize]
+    }
+
+    /// The SIT entry of main-area segment `segno`.
+    pub fn segment(&self, segno: u32) -> Option<&SegEntry> {
+        self.sit.get(segno as usize)
+    }
+
+    /// Whether `blkaddr` is a valid block according to the SIT.
+    pub fn is_valid(&self, blkaddr: u64) -> Result<bool> {
+        let (segno, off) = self.locate(blkaddr)?;
+        Ok(self.sit[segno as usize].is_valid(off))
+    }
+
+    /// Valid blocks in the main area (the checkpoint's `valid_block_count`).
+    pub fn valid_block_count(&self) -> u64 {
+        self.valid_blocks
+    }
+
+    /// Free segments as the checkpoint counts them: no valid block and no active log
+    /// (prefree ones included: the checkpoint being written no longer uses them).
+    pub fn free_segment_count(&self) -> u32 {
+        self.free.free_segments() + self.prefree.len() as u32
+    }
+
+    /// Segments waiting for a checkpoint to become free.
+    pub fn prefree_count(&self) -> u32 {
+        self.prefree.len() as u32
+    }
+
+    /// Segments whose SIT entries changed since the last checkpoint.
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// Seconds of file system lifetime now (the checkpoint's `elapsed_time`).
+    pub fn elapsed_secs(&self) -> u64 {
+        self.clock.now_secs()
+    }
+
+    /// Segments by state, as `info` reports them.
+    pub fn usage(&self) -> SegmentUsage {
+        let mut u = SegmentUsage::default();
+        for e in &self.sit {
+            u.valid_blocks += e.valid_blocks as u64;
+            match e.valid_blocks as u32 {
+                0 => u.free += 1,
+                BLOCKS_PER_SEG => u.full += 1,
+                _ => u.partial += 1,
+            }
+        }
+        u
+    }
+
+    /// Before a checkpoint: a log whose segment is full moves on, so that no log is
+    /// recorded at offset 512.
+    pub(crate) fn prepare_checkpoint(&mut self, dev: &dyn BlockDevice) -> Result<()> {
+        for log in LogType::ALL {
+            if self.logs[log as usize].alloc_type == ALLOC_LFS
+                && self.logs[log as usize].next_blkoff as u32 >= BLOCKS_PER_SEG
+            {
+                self.new_segment(dev, log)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the dirty SIT entries out: into the SIT journal while they fit there
+    /// (with `journal_allowed`), else every journalled and dirty entry into its SIT block,
+    /// written to the copy not in use with its version bit flipped.
+    pub(crate) fn flush_sit(&mut self, dev: &dyn BlockDevice, journal_allowed: bool) -> Result<SitFlush> {
+        let joining = self.dirty.iter().filter(|s| !self.sit_journal.contains(s)).count();
+        let mut blocks_written = 0;
+        if journal_allowed && self.sit_journal.len() + joining <= SIT_JOURNAL_ENTRIES {
+            self.sit_journal.extend(self.dirty.iter().copied());
+        } else {
+            self.dirty.append(&mut self.sit_journal);
+            let blocks: BTreeSet<u32> = self.dirty.iter().map(|s| s / SIT_ENTRY_PER_BLOCK as u32).collect();
+            blocks_written = write_sit_blocks(dev, &self.geo.sit, &mut self.sit_bitmap, &self.sit, &blocks)?;
+        }
+        self.dirty.clear();
+        let journal = self
+            .sit_journal
+            .iter()
+            .map(|&s| (s, self.sit[s as usize].to_raw()))
+            .collect();
+        Ok(SitFlush {
+            journal,
+            blocks_written,
+        })
+    }
+
+    /// The SIT version bitmap as the next checkpoint records it.
+    pub(crate) fn sit_bitmap(&self) -> &[u8] {
+        &self.sit_bitmap
+    }
+
+    /// After a checkpoint is durable: prefree segments become free.
+    pub(crate) fn checkpoint_done(&mut self) {
+        for segno in std::mem::take(&mut self.prefree) {
+            if self.sit[segno as usize].valid_blocks == 0 && self.current_log(segno).is_none() {
+                self.free.set_used(segno, false);
+            }
+        }
+    }
+}
