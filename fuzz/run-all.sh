@@ -5,8 +5,9 @@
 #   fuzz/run-all.sh SECONDS [TARGET...]
 #
 # Uses `cargo +nightly fuzz` when a nightly toolchain is installed, else stable cargo with
-# RUSTC_BOOTSTRAP=1 (cargo-fuzz needs -Z flags). Needs cargo-fuzz (`cargo install
-# cargo-fuzz --locked`). Targets run FUZZ_JOBS at a time (default: CPUs, at most 4), each
+# RUSTC_BOOTSTRAP=1 (cargo-fuzz needs -Z flags; FUZZ_TOOLCHAIN=stable forces that path).
+# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`). Targets run FUZZ_JOBS at a time
+# (default: CPUs, at most 4), each
 # starting from its committed seeds in fuzz/corpus/<target>/ (read only; new inputs go to
 # a scratch directory). Crashing inputs land in fuzz/artifacts/<target>/. Before fuzzing,
 # saved regressions (fuzz/regressions/<target>/*) must not crash; known unfixed crashes
@@ -21,7 +22,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "run-all.sh: cargo-fuzz is not installed (cargo install cargo-fuzz --locked)" >&2
     exit 2
 fi
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+if [[ "${FUZZ_TOOLCHAIN:-}" != stable ]] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     fuzz=(cargo +nightly fuzz)
 else
     fuzz=(env RUSTC_BOOTSTRAP=1 cargo fuzz)

@@ -215,11 +215,11 @@ def synthetic(c, dentry_blocks):
     c.put("xattr", "synthetic-inline-only", inline.ljust(200, b"\0"))
     big = xattr_entry(1, b"big", b"v" * 1500) + xattr_entry(4, b"trusted", b"t")
     c.put("xattr", "synthetic-inline-and-node", (inline.ljust(200, b"\0") + big).ljust(200 + 4072, b"\0"))
-    # An orphan block: three orphans, block 0 of 1.
+    # An orphan block as the kernel writes them: three orphans, block 1 of 1.
     b = bytearray(BLK)
     for i, ino in enumerate((5, 6, 7)):
         struct.pack_into("<I", b, 4 * i, ino)
-    struct.pack_into("<HHI", b, 4084, 0, 1, 3)
+    struct.pack_into("<HHI", b, 4084, 1, 1, 3)
     c.put("orphan", "synthetic-3-orphans", bytes(b))
     # POSIX ACLs in F2FS's compact form, alone and inside an xattr area.
     acl = struct.pack("<I", 1) + struct.pack("<HH", 0x01, 6) + struct.pack("<HHI", 0x02, 6, 1234)

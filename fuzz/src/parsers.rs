@@ -1,21 +1,27 @@
 //! What each parser fuzz target does with its input: decode it every way the reader
-//! does, then check what a decoded value promises (ranges inside the block, encode/decode
-//! round trips, counts within their bounds). A panic here is a bug in uf2fs-format.
+//! does, then check what a decoded value promises (ranges inside the block, counts within
+//! their bounds) and that encoding it gives back bytes that decode to the same value.
+//! A panic here is a bug in uf2fs-format.
 //!
 //! This file depends on `uf2fs_format` only: `crates/format/tests/regressions.rs`
 //! includes it with `#[path]` to replay `fuzz/regressions/<target>/*` under `cargo test`.
 
 use std::sync::OnceLock;
-use uf2fs_format::checkpoint::{checkpoint_crc, Checkpoint, OrphanBlock, CP_CHKSUM_OFFSET, CP_MIN_CHKSUM_OFFSET};
+use uf2fs_format::checkpoint::{
+    checkpoint_crc, Checkpoint, NatBits, OrphanBlock, CP_CHKSUM_OFFSET, CP_MIN_CHKSUM_OFFSET,
+};
 use uf2fs_format::consts::*;
 use uf2fs_format::crc::f2fs_crc32;
-use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, nr_inline_dentry, DentryArea};
+use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, nr_inline_dentry, DentryArea, DentryAreaMut};
 use uf2fs_format::hash::dentry_hash;
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::nat::{nat_block_addr, nat_block_entry, pair_block_addr, NatEntry, NAT_ENTRY_SIZE};
-use uf2fs_format::node::{node_slot, Inode, NodeFooter};
-use uf2fs_format::sit::{sit_block_entry, SitEntry};
-use uf2fs_format::summary::{checkpoint_journals, nat_journal, sit_journal, Summary, SummaryBlock};
+use uf2fs_format::node::{checksum_seed, inode_checksum, node_slot, seal_inode_checksum, Inode, NodeFooter};
+use uf2fs_format::sit::{sit_block_addr, sit_block_entry, SitEntry};
+use uf2fs_format::summary::{
+    checkpoint_journals, compacted_data_summaries, encode_compacted_summaries, encode_nat_journal, encode_sit_journal,
+    nat_journal, sit_journal, Summary, SummaryBlock,
+};
 use uf2fs_format::superblock::{
     Superblock, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME,
     SB_CRC_OFFSET, SUPERBLOCK_SIZE,
@@ -94,6 +100,12 @@ fn check_superblock(b: &[u8]) {
             assert!(sb.devices.len() <= MAX_DEVICES);
             assert!((sb.hot_ext_count as usize) <= sb.extensions.len());
             assert!(sb.segs_per_sec > 0 && sb.section_count > 0);
+            if let Ok(bytes) = sb.encode() {
+                let mut again = Superblock::decode(&bytes).expect("an encoded superblock decodes");
+                // The stored CRC is recomputed under sb_checksum.
+                again.crc = sb.crc;
+                assert_eq!(again, sb, "superblock round trip");
+            }
         }
         Err(e) => {
             let _ = e.to_string();
@@ -105,6 +117,7 @@ fn check_superblock(b: &[u8]) {
 /// against the fixture superblock, extract the version bitmaps.
 pub fn checkpoint(data: &[u8]) {
     check_checkpoint(data);
+    nat_bits(data);
     if data.len() >= BLOCK_SIZE {
         let mut fixed = data.to_vec();
         let ofs = u32_at(&fixed, 164) as usize;
@@ -130,12 +143,26 @@ fn check_checkpoint(data: &[u8]) {
     if let Err(e) = &valid {
         let _ = e.to_string();
     }
+    let valid = valid.is_ok();
+    let bytes = cp.encode().expect("a decoded checkpoint encodes");
+    assert_eq!(Checkpoint::decode(&bytes).expect("an encoded checkpoint decodes"), cp);
     let payload_in_input = (data.len() / BLOCK_SIZE).saturating_sub(1) as u32;
     for payload in [0, payload_in_input, sb.cp_payload, u32::MAX / BLOCK_SIZE as u32] {
         match cp.version_bitmaps(data, payload) {
             Ok((nat, sit)) => {
                 assert_eq!(nat.len(), cp.nat_ver_bitmap_bytesize as usize);
                 assert_eq!(sit.len(), cp.sit_ver_bitmap_bytesize as usize);
+                // Unvalidated bitmap sizes may make the two areas overlap; a valid
+                // checkpoint's do not, and then writing them back must round-trip.
+                if !valid {
+                    continue;
+                }
+                let pack = cp
+                    .encode_with_bitmaps(&nat, &sit, payload)
+                    .expect("bitmaps that were read back can be written");
+                assert_eq!(Checkpoint::decode(&pack).expect("encoded pack decodes"), cp);
+                let back = cp.version_bitmaps(&pack, payload).expect("bitmaps read back");
+                assert_eq!(back, (nat, sit), "version bitmaps round trip");
             }
             Err(e) => {
                 let _ = e.to_string();
@@ -144,10 +171,25 @@ fn check_checkpoint(data: &[u8]) {
     }
 }
 
+/// NAT bits (the blocks ending a checkpoint pack), for the fixture's NAT size and for
+/// one taken from the input.
+fn nat_bits(data: &[u8]) {
+    for segs in [fixture_superblock().segment_count_nat, word(data, 0) % 4096] {
+        if let Ok(bits) = NatBits::decode(data, segs) {
+            let bytes = bits.encode(segs).expect("decoded NAT bits encode");
+            assert_eq!(NatBits::decode(&bytes, segs).expect("encoded NAT bits decode"), bits);
+        }
+    }
+}
+
 /// Orphan block.
 pub fn orphan(data: &[u8]) {
     match OrphanBlock::decode(data) {
-        Ok(o) => assert!(o.inos.len() <= F2FS_ORPHANS_PER_BLOCK),
+        Ok(o) => {
+            assert!(o.inos.len() <= F2FS_ORPHANS_PER_BLOCK);
+            let bytes = o.encode().expect("a decoded orphan block encodes");
+            assert_eq!(OrphanBlock::decode(&bytes).expect("an encoded orphan block decodes"), o);
+        }
         Err(e) => {
             let _ = e.to_string();
         }
@@ -184,6 +226,10 @@ pub fn sit(data: &[u8]) {
         let r = sit_block_entry(data, i);
         assert!(i < SIT_ENTRY_PER_BLOCK || r.is_err());
     }
+    let (area, segs) = (word(data, 0), word(data, 4));
+    for index in [word(data, 8), u32::MAX, 0] {
+        let _ = sit_block_addr(area, segs, data, index);
+    }
 }
 
 /// Summary block, its journal as NAT and SIT journals, and the checkpoint's summary
@@ -194,6 +240,11 @@ pub fn summary(data: &[u8]) {
         assert_eq!(s.entries.len(), ENTRIES_IN_SUM);
         assert_eq!(s.journal.len(), SUM_JOURNAL_SIZE);
         check_journals(&s.journal);
+        let bytes = s.encode().expect("a decoded summary block encodes");
+        assert_eq!(
+            SummaryBlock::decode(&bytes).expect("an encoded summary block decodes"),
+            s
+        );
     }
     check_journals(data);
     for compact in [true, false] {
@@ -201,6 +252,9 @@ pub fn summary(data: &[u8]) {
             Ok(j) => {
                 assert!(j.nat.len() <= NAT_JOURNAL_ENTRIES);
                 assert!(j.sit.len() <= SIT_JOURNAL_ENTRIES);
+                if compact {
+                    check_compacted(data, &j.nat, &j.sit);
+                }
             }
             Err(e) => {
                 let _ = e.to_string();
@@ -209,12 +263,41 @@ pub fn summary(data: &[u8]) {
     }
 }
 
+/// Compacted data summaries with entry counts taken from the input: whatever decodes
+/// encodes back to blocks that decode the same.
+fn check_compacted(data: &[u8], nat: &[(u32, NatEntry)], sit: &[(u32, SitEntry)]) {
+    let w = word(data, SUM_JOURNAL_SIZE * 2);
+    let counts = [
+        (w & 0x3ff) as usize,
+        (w >> 10 & 0x3ff) as usize,
+        (w >> 20 & 0x3ff) as usize,
+    ];
+    let Ok(logs) = compacted_data_summaries(data, counts) else {
+        return;
+    };
+    for (log, &count) in logs.iter().zip(&counts) {
+        assert_eq!(log.len(), count);
+    }
+    let bytes = encode_compacted_summaries(nat, sit, [&logs[0], &logs[1], &logs[2]])
+        .expect("decoded compacted summaries encode");
+    assert_eq!(
+        compacted_data_summaries(&bytes, counts).expect("encoded summaries decode"),
+        logs
+    );
+    let j = checkpoint_journals(&bytes, true).expect("encoded journals decode");
+    assert_eq!((&j.nat[..], &j.sit[..]), (nat, sit), "compacted journals round trip");
+}
+
 fn check_journals(j: &[u8]) {
     if let Ok(n) = nat_journal(j) {
         assert!(n.len() <= NAT_JOURNAL_ENTRIES);
+        let bytes = encode_nat_journal(&n).expect("a decoded NAT journal encodes");
+        assert_eq!(nat_journal(&bytes).expect("an encoded NAT journal decodes"), n);
     }
     if let Ok(s) = sit_journal(j) {
         assert!(s.len() <= SIT_JOURNAL_ENTRIES);
+        let bytes = encode_sit_journal(&s).expect("a decoded SIT journal encodes");
+        assert_eq!(sit_journal(&bytes).expect("an encoded SIT journal decodes"), s);
     }
 }
 
@@ -223,10 +306,16 @@ fn check_journals(j: &[u8]) {
 pub fn node(data: &[u8]) {
     if let Ok(f) = NodeFooter::decode(data) {
         let _ = f.offset();
+        let mut b = data[..BLOCK_SIZE].to_vec();
+        f.encode(&mut b).expect("a decoded footer encodes");
+        assert_eq!(b, &data[..BLOCK_SIZE], "node footer round trip");
     }
     for sb in inode_superblocks() {
         match Inode::decode(data, sb) {
-            Ok(inode) => check_inode(data, &inode),
+            Ok(inode) => {
+                check_inode(data, &inode);
+                check_inode_encode(data, &inode, sb);
+            }
             Err(e) => {
                 let _ = e.to_string();
             }
@@ -235,6 +324,24 @@ pub fn node(data: &[u8]) {
     for i in 0..=ADDRS_PER_BLOCK {
         let r = node_slot(data, i);
         assert!(i < ADDRS_PER_BLOCK || r.is_err());
+    }
+}
+
+/// Re-encoding a decoded inode's fields over its own block changes nothing a decode
+/// sees; sealing the checksum makes it verify.
+fn check_inode_encode(block: &[u8], inode: &Inode, sb: &Superblock) {
+    let mut b = block[..BLOCK_SIZE].to_vec();
+    inode.encode_fields(&mut b, sb).expect("a decoded inode encodes");
+    assert_eq!(
+        &Inode::decode(&b, sb).expect("an encoded inode decodes"),
+        inode,
+        "inode round trip"
+    );
+    seal_inode_checksum(&mut b, sb).expect("4 KiB block");
+    let sealed = Inode::decode(&b, sb).expect("a sealed inode decodes");
+    if sealed.has_checksum(sb) {
+        let computed = inode_checksum(checksum_seed(&sb.uuid), &b).expect("4 KiB block");
+        assert_eq!(sealed.inode_checksum, computed, "sealed inode checksum verifies");
     }
 }
 
@@ -282,12 +389,58 @@ pub fn dentry(data: &[u8]) {
     let area = DentryArea::inline(inline);
     assert_eq!(area.slots(), nr_inline_dentry(inline.len()));
     walk_dentries(&area);
+    insert_into(data);
     let level = data.first().copied().unwrap_or(0) as u32 % (MAX_DIR_HASH_DEPTH + 1);
     let dir_level = data.get(1).copied().unwrap_or(0) as u32;
     let buckets = dir_buckets(level, dir_level);
     assert!(buckets > 0);
     let bucket = dentry_hash(data) as u64 % buckets;
     let _ = dir_block_index(level, dir_level, bucket) + bucket_blocks(level);
+}
+
+/// The writer: names cut from the input go into an empty block and an empty inline area,
+/// and must be listed and found exactly; then into a copy of the input's own area (which
+/// may be corrupt: only no panic is asked there).
+fn insert_into(data: &[u8]) {
+    let names: Vec<&[u8]> = data
+        .split(|&c| c == 0 || c == b'/')
+        .filter(|n| !n.is_empty() && n.len() <= F2FS_NAME_LEN)
+        .take(24)
+        .collect();
+    let inline_len = data.len().min(BLOCK_SIZE);
+    for mut area in [vec![0u8; BLOCK_SIZE], vec![0u8; inline_len]] {
+        let is_block = area.len() == BLOCK_SIZE;
+        let mut w = if is_block {
+            DentryAreaMut::block(&mut area).expect("4 KiB")
+        } else {
+            DentryAreaMut::inline(&mut area)
+        };
+        let mut inserted = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            if inserted.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if let Ok(slot) = w.insert(name, i as u32 + 3, 1) {
+                inserted.push((*name, slot));
+            }
+        }
+        let view = w.view();
+        let listed = view.entries().expect("entries the writer wrote decode");
+        assert_eq!(listed.len(), inserted.len(), "every inserted name is listed");
+        for (name, slot) in &inserted {
+            let found = view
+                .find(name, dentry_hash(name))
+                .expect("find")
+                .expect("inserted name is found");
+            assert_eq!(found.slot, *slot);
+        }
+    }
+    let mut own = data[..inline_len].to_vec();
+    let mut w = DentryAreaMut::inline(&mut own);
+    if let Some(name) = names.first() {
+        let _ = w.insert(name, 3, 1);
+        let _ = w.view().entries();
+    }
 }
 
 fn walk_dentries(area: &DentryArea<'_>) {
