@@ -4,6 +4,8 @@
 //! mkfs ([`pack`]).
 
 pub mod pack;
+#[cfg(test)]
+mod tests;
 pub mod write;
 
 use crate::device::{read_block, BlockDevice, BLOCK};

@@ -129,18 +129,8 @@ pub fn build_pack(spec: &PackSpec) -> Result<Pack> {
             body.push((start_sum + data_blocks + i as u32, blk));
         }
     }
-    if let (true, Some((full, empty))) = (with_nat_bits, spec.nat_bits) {
-        let crc = u32_at(&cp_block, cp.checksum_offset as usize);
-        let bits = NatBits {
-            cp_ver_crc: NatBits::header(cp.checkpoint_ver, crc),
-            full: full.to_vec(),
-            empty: empty.to_vec(),
-        };
-        let first = BLOCKS_PER_SEG - nat_bits_len;
-        let blocks = encode(bits.encode(spec.segment_count_nat))?;
-        for (i, b) in blocks.chunks(uf2fs_format::consts::BLOCK_SIZE).enumerate() {
-            body.push((first + i as u32, b.to_vec()));
-        }
+    if let (true, Some(bits)) = (with_nat_bits, spec.nat_bits) {
+        body.extend(nat_bits(spec.segment_count_nat, bits, &cp, &cp_block)?);
     }
     Ok(Pack {
         cp,
@@ -148,6 +138,29 @@ pub fn build_pack(spec: &PackSpec) -> Result<Pack> {
         last: (total - 1, cp_block),
         compacted,
     })
+}
+
+/// The NAT bits blocks at the end of the pack segment, tied to the encoded checkpoint
+/// block by its version and checksum.
+fn nat_bits(
+    segment_count_nat: u32,
+    (full, empty): (&[u8], &[u8]),
+    cp: &Checkpoint,
+    cp_block: &[u8],
+) -> Result<Vec<(u32, Vec<u8>)>> {
+    let crc = u32_at(cp_block, cp.checksum_offset as usize);
+    let bits = NatBits {
+        cp_ver_crc: NatBits::header(cp.checkpoint_ver, crc),
+        full: full.to_vec(),
+        empty: empty.to_vec(),
+    };
+    let first = BLOCKS_PER_SEG - nat_bits_blocks(segment_count_nat);
+    let blocks = encode(bits.encode(segment_count_nat))?;
+    Ok(blocks
+        .chunks(uf2fs_format::consts::BLOCK_SIZE)
+        .enumerate()
+        .map(|(i, b)| (first + i as u32, b.to_vec()))
+        .collect())
 }
 
 /// A summary block of up to 512 entries with a journal area.

@@ -287,6 +287,39 @@ mod tests {
     }
 
     #[test]
+    fn concat_device_routes_writes_across_devices() {
+        let a = MemDevice::new(vec![0; 4 * BLOCK]);
+        let b = MemDevice::new(vec![0; 4 * BLOCK]);
+        // Device 0 gives 3 blocks, device 1 all 4.
+        let c = ConcatDevice::new(vec![Box::new(a), Box::new(b)], &[3, 4]).unwrap();
+        assert_eq!(c.block_count(), 7);
+        let data: Vec<u8> = (0..3 * BLOCK).map(|i| (i / BLOCK + 1) as u8).collect();
+        c.write_blocks(2, &data).unwrap();
+        c.flush().unwrap();
+        let mut back = vec![0u8; 3 * BLOCK];
+        c.read_blocks(2, &mut back).unwrap();
+        assert_eq!(back, data);
+        assert_eq!(read_block(&c, 3).unwrap()[0], 2, "first block of device 1");
+        assert!(c.write_blocks(6, &vec![0u8; 2 * BLOCK]).is_err());
+    }
+
+    #[test]
+    fn read_only_file_device_refuses_writes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let img = tmp.path().join("img");
+        std::fs::write(&img, vec![5u8; 2 * BLOCK]).unwrap();
+        let ro = FileDevice::open(&img).unwrap();
+        assert!(matches!(ro.write_blocks(0, &[0u8; BLOCK]), Err(Error::ReadOnly(_))));
+        let rw = FileDevice::open_rw(&img).unwrap();
+        rw.write_blocks(1, &[9u8; BLOCK]).unwrap();
+        rw.flush().unwrap();
+        assert!(rw.write_blocks(2, &[9u8; BLOCK]).is_err(), "past the end");
+        assert!(rw.write_blocks(0, &[9u8; 10]).is_err(), "partial block");
+        assert_eq!(read_block(&ro, 1).unwrap(), vec![9u8; BLOCK]);
+        assert_eq!(read_block(&ro, 0).unwrap(), vec![5u8; BLOCK]);
+    }
+
+    #[test]
     fn open_device_names_the_bad_structure() {
         let err = Fs::open_device(Box::new(MemDevice::new(vec![0; 64 * BLOCK])), "zeros")
             .err()
