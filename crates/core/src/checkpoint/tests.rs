@@ -232,3 +232,153 @@ fn power_cuts_during_sit_and_nat_block_writes() {
     assert!(cuts >= 12);
     let _ = dev.block_count();
 }
+
+/// A volume made by our mkfs, in memory.
+fn our_image(segs_per_sec: u32) -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("img");
+    let opts = crate::mkfs::MkfsOptions {
+        size_bytes: Some(128 << 20),
+        segs_per_sec,
+        ..Default::default()
+    };
+    crate::mkfs::mkfs(&img, &opts).unwrap();
+    std::fs::read(&img).unwrap()
+}
+
+/// Writes a pack built from `spec` at pack `which` of `dev`.
+fn put_pack(
+    dev: &MemDevice,
+    sb: &uf2fs_format::superblock::Superblock,
+    which: u64,
+    spec: &super::pack::PackSpec,
+) -> super::pack::Pack {
+    let pack = super::pack::build_pack(spec).unwrap();
+    let start = sb.cp_blkaddr as u64 + which * 512;
+    for (off, b) in pack.body.iter().chain(std::iter::once(&pack.last)) {
+        dev.write_blocks(start + *off as u64, b).unwrap();
+    }
+    pack
+}
+
+#[test]
+fn packs_read_back_as_written() {
+    use super::{load_checkpoint, load_superblock};
+    use uf2fs_format::checkpoint::{CP_COMPACT_SUM_FLAG, CP_ORPHAN_PRESENT_FLAG};
+    let entries = |n: usize, base: u32| -> Vec<Summary> {
+        (0..512)
+            .map(|i| Summary {
+                nid: if i < n { base + i as u32 } else { 0 },
+                version: (i % 3) as u8,
+                ofs_in_node: i as u16,
+            })
+            .collect()
+    };
+    // (entries in use per data log, orphans, unmount): compacted in 1 and 2 blocks,
+    // then normal; orphans in 0, 1 and 2 blocks.
+    let cases: [([usize; 3], usize, bool); 5] = [
+        ([1, 0, 0], 0, true),
+        ([300, 139, 0], 5, true),
+        ([300, 140, 0], 1020, false),
+        ([512, 511, 0], 1021, true),
+        ([512, 512, 1], 2500, false),
+    ];
+    for (counts, orphan_count, umount) in cases {
+        let dev = MemDevice::new(our_image(1));
+        let sb = load_superblock(&dev).unwrap().sb;
+        let cps = load_checkpoint(&dev, &sb).unwrap();
+        let logs: Vec<Vec<Summary>> = (0..6)
+            .map(|i| entries(if i < 3 { counts[i] } else { 100 + i }, 1000 * i as u32))
+            .collect();
+        let orphans: Vec<u32> = (0..orphan_count as u32).map(|i| 5000 + i).collect();
+        let mut cp = cps.cp.clone();
+        cp.checkpoint_ver += 1;
+        for (off, n) in cp.cur_data_blkoff.iter_mut().zip(counts) {
+            *off = n.max(*off as usize) as u16;
+        }
+        let spec = super::pack::PackSpec {
+            cp,
+            cp_payload: sb.cp_payload,
+            segment_count_nat: sb.segment_count_nat,
+            nat_bitmap: &cps.nat_bitmap,
+            sit_bitmap: &cps.sit_bitmap,
+            orphans: &orphans,
+            nat_journal: &cps.nat_journal,
+            sit_journal: &cps.sit_journal,
+            data_logs: std::array::from_fn(|i| (&logs[i][..], counts[i])),
+            node_logs: umount.then(|| std::array::from_fn(|i| &logs[3 + i][..])),
+            nat_bits: None,
+        };
+        let pack = put_pack(&dev, &sb, 1, &spec);
+        let what = format!("{counts:?}, {orphan_count} orphans, umount {umount}");
+        let back = load_checkpoint(&dev, &sb).unwrap();
+        assert_eq!((back.pack, &back.cp), (1, &pack.cp), "{what}");
+        assert_eq!(
+            back.cp.has_flag(CP_COMPACT_SUM_FLAG),
+            counts.iter().sum::<usize>() <= 439 + 584,
+            "{what}"
+        );
+        assert_eq!(back.cp.has_flag(CP_ORPHAN_PRESENT_FLAG), orphan_count > 0, "{what}");
+        assert_eq!(back.orphans, orphans, "{what}");
+        assert_eq!(
+            (back.nat_journal.clone(), back.sit_journal.clone()),
+            (cps.nat_journal.clone(), cps.sit_journal.clone())
+        );
+        if !umount {
+            continue;
+        }
+        let m = crate::segment::SegmentManager::load(&dev, &sb, &back).unwrap();
+        for (i, t) in LogType::ALL.into_iter().enumerate() {
+            let want = if i < 3 {
+                counts[i].max(cps.cp.cur_data_blkoff[i] as usize)
+            } else {
+                512
+            };
+            let got = &m.log(t).summaries()[..want.min(counts.get(i).copied().unwrap_or(512))];
+            assert_eq!(got, &logs[i][..got.len()], "{what}: log {t:?}");
+        }
+    }
+}
+
+/// A device whose writes fail after a budget is spent.
+struct Failing {
+    inner: MemDevice,
+    writes_left: std::sync::atomic::AtomicUsize,
+}
+
+impl BlockDevice for Failing {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> crate::Result<()> {
+        self.inner.read_blocks(blkaddr, buf)
+    }
+    fn block_count(&self) -> u64 {
+        self.inner.block_count()
+    }
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> crate::Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.writes_left.fetch_sub(1, Ordering::SeqCst) == 0 {
+            self.writes_left.store(0, Ordering::SeqCst);
+            return Err(crate::Error::Io {
+                context: format!("write of block {blkaddr:#x}"),
+                source: std::io::Error::other("injected"),
+            });
+        }
+        self.inner.write_blocks(blkaddr, buf)
+    }
+}
+
+#[test]
+fn a_failed_checkpoint_stops_further_ones() {
+    let dev = Failing {
+        inner: MemDevice::new(our_image(4)),
+        writes_left: std::sync::atomic::AtomicUsize::new(2),
+    };
+    let fs = Fs::open_device_with(Box::new(dev), "failing", RW).unwrap();
+    let err = fs.write_checkpoint().unwrap_err().to_string();
+    assert!(err.contains("write of block"), "{err}");
+    let again = fs.write_checkpoint().unwrap_err();
+    assert!(
+        matches!(again, crate::Error::ReadOnly(_)) && again.to_string().contains("earlier checkpoint failed"),
+        "{again}"
+    );
+    assert!(fs.unmount().is_err());
+}

@@ -15,10 +15,10 @@
 //! A failed checkpoint leaves memory ahead of the disk (bitmaps flipped, journals
 //! moved), so the writer then refuses further checkpoints until the image is reopened.
 
-use super::pack::{build_pack, PackSpec};
+use super::pack::{build_pack, Pack, PackSpec};
 use super::CheckpointState;
 use crate::device::BlockDevice;
-use crate::node::NodeManager;
+use crate::node::{NatBitsMaps, NatFlush, NodeCounts, NodeManager};
 use crate::segment::{LogType, SegmentManager};
 use crate::{Error, Result};
 use std::sync::{Mutex, PoisonError};
@@ -120,6 +120,27 @@ pub struct CheckpointReport {
     pub sit_blocks: u32,
 }
 
+/// The NAT side of a checkpoint, taken before the SegmentManager is locked.
+struct NatSide {
+    bitmap: Vec<u8>,
+    bits: Option<NatBitsMaps>,
+    counts: NodeCounts,
+    flush: NatFlush,
+}
+
+/// Writes a pack starting at block `start`: the body, a flush, the closing checkpoint
+/// block, a flush. Everything written before (NAT, SIT, SSA blocks) is flushed first,
+/// so a valid new pack never points at blocks still in flight.
+fn write_pack(dev: &dyn BlockDevice, start: u64, pack: &Pack) -> Result<()> {
+    dev.flush()?;
+    for (offset, block) in &pack.body {
+        dev.write_blocks(start + *offset as u64, block)?;
+    }
+    dev.flush()?;
+    dev.write_blocks(start + pack.last.0 as u64, &pack.last.1)?;
+    dev.flush()
+}
+
 /// The last durable checkpoint and whether writing may go on.
 pub struct CheckpointWriter {
     last: CheckpointState,
@@ -155,52 +176,62 @@ impl CheckpointWriter {
                 "an earlier checkpoint failed ({why}); reopen the image"
             )));
         }
-        let mut segs = segs.lock().unwrap_or_else(PoisonError::into_inner);
-        self.write_locked(dev, sb, nodes, &mut segs, umount).inspect_err(|e| {
+        self.write_inner(dev, sb, nodes, segs, umount).inspect_err(|e| {
             self.failed = Some(e.to_string());
         })
+    }
+
+    fn write_inner(
+        &mut self,
+        dev: &dyn BlockDevice,
+        sb: &Superblock,
+        nodes: &NodeManager,
+        segs: &Mutex<SegmentManager>,
+        umount: bool,
+    ) -> Result<CheckpointReport> {
+        // The NodeManager first, then the SegmentManager (the lock order in fs.rs).
+        let with_bits = umount && nodes.has_nat_bits();
+        let nat = nodes.flush_nat(dev, with_bits)?;
+        let nat_side = NatSide {
+            bitmap: nodes.nat_bitmap(),
+            bits: if with_bits { nodes.nat_bits() } else { None },
+            counts: nodes.counts(),
+            flush: nat,
+        };
+        let mut segs = segs.lock().unwrap_or_else(PoisonError::into_inner);
+        self.write_locked(dev, sb, nat_side, &mut segs, umount)
     }
 
     fn write_locked(
         &mut self,
         dev: &dyn BlockDevice,
         sb: &Superblock,
-        nodes: &NodeManager,
+        nat: NatSide,
         segs: &mut SegmentManager,
         umount: bool,
     ) -> Result<CheckpointReport> {
-        let with_bits = umount && nodes.has_nat_bits();
-        let nat = nodes.flush_nat(dev, with_bits)?;
         segs.prepare_checkpoint(dev)?;
         let sit = segs.flush_sit(dev, true)?;
-        let cp = self.next_checkpoint(segs, nodes);
-        let nat_bitmap = nodes.nat_bitmap();
-        let bits = if with_bits { nodes.nat_bits() } else { None };
+        let cp = self.next_checkpoint(segs, &nat.counts);
         let logs = LogType::ALL.map(|t| segs.log(t));
         let data_logs: [_; NR_CURSEG_DATA_TYPE] = std::array::from_fn(|i| (logs[i].summaries(), logs[i].sum_in_use()));
         let spec = PackSpec {
             cp,
             cp_payload: sb.cp_payload,
             segment_count_nat: sb.segment_count_nat,
-            nat_bitmap: &nat_bitmap,
+            nat_bitmap: &nat.bitmap,
             sit_bitmap: segs.sit_bitmap(),
             orphans: &self.last.orphans,
-            nat_journal: &nat.journal,
+            nat_journal: &nat.flush.journal,
             sit_journal: &sit.journal,
             data_logs,
             node_logs: umount.then(|| std::array::from_fn(|i| logs[NR_CURSEG_DATA_TYPE + i].summaries())),
-            nat_bits: bits.as_ref().map(|b| (&b.full[..], &b.empty[..])),
+            nat_bits: nat.bits.as_ref().map(|b| (&b.full[..], &b.empty[..])),
         };
         let pack = build_pack(&spec)?;
         let new_pack = 1 - self.last.pack;
         let start = sb.cp_blkaddr as u64 + ((new_pack as u64) << sb.log_blocks_per_seg);
-        dev.flush()?;
-        for (offset, block) in &pack.body {
-            dev.write_blocks(start + *offset as u64, block)?;
-        }
-        dev.flush()?;
-        dev.write_blocks(start + pack.last.0 as u64, &pack.last.1)?;
-        dev.flush()?;
+        write_pack(dev, start, &pack)?;
         segs.checkpoint_done();
         let report = CheckpointReport {
             version: pack.cp.checkpoint_ver,
@@ -210,8 +241,8 @@ impl CheckpointWriter {
             umount,
             compacted: pack.compacted,
             nat_bits: pack.cp.has_flag(uf2fs_format::checkpoint::CP_NAT_BITS_FLAG),
-            nat_journal: nat.journal.len(),
-            nat_blocks: nat.blocks_written,
+            nat_journal: nat.flush.journal.len(),
+            nat_blocks: nat.flush.blocks_written,
             sit_journal: sit.journal.len(),
             sit_blocks: sit.blocks_written,
         };
@@ -222,8 +253,8 @@ impl CheckpointWriter {
             pack: new_pack,
             pack_blkaddr: start,
             other: format!("valid, older (version {older})"),
-            nat_bitmap,
-            nat_journal: nat.journal,
+            nat_bitmap: nat.bitmap,
+            nat_journal: nat.flush.journal,
             sit_journal: sit.journal,
             orphans: std::mem::take(&mut self.last.orphans),
         };
@@ -232,7 +263,7 @@ impl CheckpointWriter {
 
     /// The checkpoint block of the next pack: the last one's fields, with the version
     /// bumped and the logs, counts and age taken from now.
-    fn next_checkpoint(&self, segs: &SegmentManager, nodes: &NodeManager) -> Checkpoint {
+    fn next_checkpoint(&self, segs: &SegmentManager, counts: &NodeCounts) -> Checkpoint {
         let mut cp = self.last.cp.clone();
         cp.checkpoint_ver = cp.checkpoint_ver.wrapping_add(1);
         cp.valid_block_count = segs.valid_block_count();
@@ -249,7 +280,6 @@ impl CheckpointWriter {
             cp.alloc_type[i] = log.alloc_type;
         }
         cp.ckpt_flags &= KEPT_FLAGS;
-        let counts = nodes.counts();
         cp.valid_node_count = counts.valid_node_count;
         cp.valid_inode_count = counts.valid_inode_count;
         cp.next_free_nid = counts.next_free_nid;
