@@ -6,11 +6,11 @@
 #
 # Uses `cargo +nightly fuzz` when a nightly toolchain is installed, else stable cargo with
 # RUSTC_BOOTSTRAP=1 (cargo-fuzz needs -Z flags; FUZZ_TOOLCHAIN=stable forces that path).
-# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`). Targets run FUZZ_JOBS at a time
-# (default: CPUs, at most 4), each
-# starting from its committed seeds in fuzz/corpus/<target>/ (read only; new inputs go to
-# a scratch directory). Crashing inputs land in fuzz/artifacts/<target>/. Before fuzzing,
-# saved regressions (fuzz/regressions/<target>/*) must not crash; known unfixed crashes
+# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`) and a C++ compiler (libFuzzer).
+# Targets run FUZZ_JOBS at a time (default: CPUs, at most 4), each starting from its
+# committed seeds in fuzz/corpus/<target>/ (read only; new inputs go to a scratch
+# directory). Crashing inputs land in fuzz/artifacts/<target>/. Before fuzzing, saved
+# regressions (fuzz/regressions/<target>/*) must not crash; known unfixed crashes
 # (fuzz/known-crashes/<target>/*) are replayed and reported without failing.
 set -euo pipefail
 
@@ -96,7 +96,9 @@ report() { # report TARGET STATUS
         printf 'ok   %-11s %s, %s\n' "$t" "${runs:-?}" "${execs:-?}"
     else
         printf 'FAIL %-11s exit %s\n' "$t" "$status" >&2
-        grep -E 'panicked at|ERROR: libFuzzer|SUMMARY|Test unit written|==[0-9]+==ERROR' "$log" | head -n 20 >&2 || true
+        if ! grep -E 'panicked at|ERROR: libFuzzer|SUMMARY|Test unit written|==[0-9]+==ERROR' "$log" | head -n 20 >&2; then
+            tail -n 20 "$log" >&2 # no libFuzzer report: a build or setup failure
+        fi
         failed+=("$t")
     fi
 }
