@@ -337,3 +337,32 @@ impl NodeManager {
         self.max_nid
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nat_bits_follow_block_contents() {
+        let mut bits = NatBitsMaps {
+            full: vec![0; 2],
+            empty: vec![0xff; 2],
+        };
+        let mut block = vec![0u8; BLOCK];
+        // Block 0 with nothing but nid 0, which always counts as used: neither.
+        bits.update(0, &block);
+        assert_eq!((bits.full[0] & 1, bits.empty[0] & 1), (0, 0));
+        // Block 9 empty, then one entry, then every entry.
+        bits.update(9, &block);
+        assert_eq!((bits.full[1] >> 1 & 1, bits.empty[1] >> 1 & 1), (0, 1));
+        block[5 * NAT_ENTRY_SIZE + 5] = 1;
+        bits.update(9, &block);
+        assert_eq!((bits.full[1] >> 1 & 1, bits.empty[1] >> 1 & 1), (0, 0));
+        for j in 0..NAT_ENTRY_PER_BLOCK {
+            block[j * NAT_ENTRY_SIZE + 5] = 1;
+        }
+        bits.update(9, &block);
+        assert_eq!((bits.full[1] >> 1 & 1, bits.empty[1] >> 1 & 1), (1, 0));
+        assert_eq!(bits.empty[0], 0xfe, "other blocks untouched");
+    }
+}
