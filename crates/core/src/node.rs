@@ -154,6 +154,23 @@ impl NodeManager {
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
     }
 
+    /// Where the NAT entry of `nid` comes from, for error messages: the checkpoint's
+    /// journal (or memory, when dirty), or the live NAT block and its address.
+    fn nat_entry_location(&self, nid: u32) -> (String, Option<u64>) {
+        let nat = lock(&self.nat);
+        if nat.dirty.contains_key(&nid) {
+            return ("memory (not yet checkpointed)".to_string(), None);
+        }
+        if nat.journal.contains_key(&nid) {
+            return ("the checkpoint's NAT journal".to_string(), None);
+        }
+        let index = nid / NAT_ENTRY_PER_BLOCK as u32;
+        (
+            "NAT block".to_string(),
+            Some(nat_block_addr(self.nat_blkaddr, &nat.bitmap, index)),
+        )
+    }
+
     /// The live copy of NAT block `index` and its address, through the cache. The caller
     /// holds the NAT table, so no checkpoint moves the block meanwhile.
     fn nat_block(&self, dev: &dyn BlockDevice, nat: &NatTable, index: u32) -> Result<(u64, NodeBlock)> {
@@ -179,7 +196,12 @@ impl NodeManager {
             } else {
                 "address outside the main area".to_string()
             };
-            return Err(Error::corrupt(format!("NAT entry of node {nid}"), Some(addr), what));
+            let (place, at) = self.nat_entry_location(nid);
+            return Err(Error::corrupt(
+                format!("NAT entry of node {nid} in {place}"),
+                at,
+                format!("{what} ({addr:#x})"),
+            ));
         }
         if e.ino != ino {
             return Err(Error::corrupt(
