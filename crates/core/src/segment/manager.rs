@@ -172,6 +172,13 @@ impl SegmentManager {
         if self.logs[li].alloc_type != ALLOC_LFS || self.logs[li].next_blkoff as u32 >= BLOCKS_PER_SEG {
             self.new_segment(dev, log)?;
         }
+        // The block about to be taken fills the segment: the log moves on right after it
+        // (as the kernel's logs do), so make sure it can before changing anything. A log
+        // then never rests on a full segment and a checkpoint never needs a new one.
+        let fills = self.logs[li].next_blkoff as u32 + 1 == BLOCKS_PER_SEG;
+        if fills {
+            self.pick_segment(li)?;
+        }
         let now = self.clock.now_secs();
         let cur = &mut self.logs[li];
         let (segno, off) = (cur.segno, cur.next_blkoff as u32);
@@ -190,6 +197,9 @@ impl SegmentManager {
         cur.next_blkoff += 1;
         self.dirty.insert(segno);
         self.valid_blocks += 1;
+        if fills {
+            self.new_segment(dev, log)?;
+        }
         Ok(self.geo.main_blkaddr + segno as u64 * BLOCKS_PER_SEG as u64 + off as u64)
     }
 

@@ -91,16 +91,18 @@ fn set_summary_only_for_blocks_of_active_logs() {
 
 #[test]
 fn sections_fill_before_the_log_moves_to_a_free_section() {
-    let (dev, mut m, _) = fresh(256, 4);
+    let (dev, mut m, sb) = fresh(256, 4);
     let start = m.log(LogType::ColdData).segno;
     assert_eq!(start % 4, 0);
+    let main = sb.main_blkaddr as u64;
     for i in 0..4 * 512 {
-        m.alloc_block(&dev, LogType::ColdData, sum(i)).unwrap();
-        let seg = m.log(LogType::ColdData).segno;
+        let a = m.alloc_block(&dev, LogType::ColdData, sum(i)).unwrap();
+        let seg = ((a - main) / 512) as u32;
         assert_eq!(seg / 4, start / 4, "block {i}: segment {seg}");
     }
-    m.alloc_block(&dev, LogType::ColdData, sum(0)).unwrap();
+    // The block that filled the section moved the log on at once.
     let seg = m.log(LogType::ColdData).segno;
+    assert_eq!(m.log(LogType::ColdData).next_blkoff, 0);
     assert_ne!(seg / 4, start / 4);
     assert_eq!(seg % 4, 0, "a new section starts at its first segment");
 }
