@@ -204,7 +204,9 @@ impl Mapper<'_> {
             let within = (at % BLOCK as u64) as usize;
             match self.chunk(fb)? {
                 Chunk::Hole { end } => {
-                    let bytes = ((end - fb) * BLOCK as u64 - within as u64).min((buf.len() - pos) as u64) as usize;
+                    // `end` may be u64::MAX (past the double-indirect range): saturate.
+                    let hole = (end - fb).saturating_mul(BLOCK as u64) - within as u64;
+                    let bytes = hole.min((buf.len() - pos) as u64) as usize;
                     buf[pos..pos + bytes].fill(0);
                     pos += bytes;
                 }

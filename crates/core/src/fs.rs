@@ -288,6 +288,17 @@ impl Fs {
         let sb = &self.sbc.sb;
         let err = |e: uf2fs_format::FormatError| Error::corrupt(format!("inode {ino}"), None, e.to_string());
         let inode = Inode::decode(&block, sb).map_err(err)?;
+        if inode.size > inode.max_file_bytes() {
+            return Err(Error::corrupt(
+                format!("inode {ino}"),
+                self.node_blkaddr(ino).ok(),
+                format!(
+                    "size {} exceeds the largest F2FS file ({})",
+                    inode.size,
+                    inode.max_file_bytes()
+                ),
+            ));
+        }
         if inode.has_checksum(sb) {
             let computed = uf2fs_format::node::inode_checksum(self.checksum_seed, &block).map_err(err)?;
             if computed != inode.inode_checksum {

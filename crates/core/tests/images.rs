@@ -218,3 +218,15 @@ fn inode_checksum_catches_a_flipped_bit() {
         "{err}"
     );
 }
+
+#[test]
+fn absurd_file_size_is_refused_not_looped_on() {
+    // i_size (byte 16 of the inode) beyond what the node tree can address, as a damaged
+    // image may hold: found by the image fuzz target (a read far past 4 TiB overflowed).
+    let (_tmp, img, ino) = with_inode_patched("/big", |b| b[16..24].copy_from_slice(&u64::MAX.to_le_bytes()));
+    let fs = Fs::open(&img, &[]).unwrap();
+    let mut buf = vec![0u8; 8192];
+    let err = fs.read(ino, u64::MAX - 4095, &mut buf).unwrap_err().to_string();
+    assert!(err.contains("exceeds the largest F2FS file"), "{err}");
+    assert_eq!(read_all(&fs, "/small").unwrap(), b"hello\n");
+}

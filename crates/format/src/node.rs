@@ -212,6 +212,13 @@ impl Inode {
         })
     }
 
+    /// Largest file size the node tree of this inode can address, in bytes.
+    pub fn max_file_bytes(&self) -> u64 {
+        let d = ADDRS_PER_BLOCK as u64;
+        let blocks = self.addrs_per_inode() as u64 + 2 * d + 2 * d * d + d * d * d;
+        blocks * BLOCK_SIZE as u64
+    }
+
     /// Whether this inode carries a checksum the superblock says to verify.
     pub fn has_checksum(&self, sb: &Superblock) -> bool {
         sb.has(crate::superblock::FEATURE_INODE_CHKSUM) && self.extra_isize >= 12
