@@ -133,3 +133,34 @@ pub struct StatFs {
     /// Longest file name.
     pub name_max: u32,
 }
+
+/// [`crate::Fs::rename`] flag: fail with [`crate::Error::Exists`] when the target exists
+/// (Linux's `RENAME_NOREPLACE`).
+pub const RENAME_NOREPLACE: u32 = 1;
+/// [`crate::Fs::rename`] flag: swap source and target atomically; both must exist
+/// (Linux's `RENAME_EXCHANGE`).
+pub const RENAME_EXCHANGE: u32 = 2;
+/// [`crate::Fs::rename`] flag: leave a whiteout at the source (Linux's
+/// `RENAME_WHITEOUT`); not supported by uf2fs.
+pub const RENAME_WHITEOUT: u32 = 4;
+
+/// Attributes to change with [`crate::Fs::setattr`]; `None` leaves a field alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// New permission bits (`0o7777`); the file type bits must be absent or unchanged.
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New size in bytes: file data is step 3 of the write path, so any value is
+    /// refused with [`crate::Error::Unsupported`] for now.
+    pub size: Option<u64>,
+    /// New access time.
+    pub atime: Option<Timestamp>,
+    /// New modification time.
+    pub mtime: Option<Timestamp>,
+    /// New change time; when `None` and anything changes, the change time becomes now
+    /// (as the VFS sets it).
+    pub ctime: Option<Timestamp>,
+}

@@ -35,6 +35,8 @@ pub enum Chunk {
 
 /// Maps file blocks to addresses for one inode.
 pub struct Mapper<'a> {
+    /// Dirty data blocks of a read-write file system, read before the device.
+    pub pages: Option<&'a crate::pagecache::PageCache>,
     /// The inode.
     pub inode: &'a InodeRef,
     /// Node access.
@@ -191,8 +193,47 @@ impl Mapper<'_> {
             buf.copy_from_slice(src);
             return Ok(n);
         }
-        self.read_blocks(offset, buf)?;
+        if self.pages.is_some_and(|p| p.has_inode(self.inode.ino)) {
+            self.read_blocks_dirty(offset, buf)?;
+        } else {
+            self.read_blocks(offset, buf)?;
+        }
         Ok(n)
+    }
+
+    /// [`Mapper::read_blocks`] for a file with dirty blocks: block by block, each from
+    /// the page cache when dirty there, else from the device (holes read as zeros).
+    fn read_blocks_dirty(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut pos = 0usize;
+        while pos < buf.len() {
+            let at = offset + pos as u64;
+            let fb = at / BLOCK as u64;
+            let within = (at % BLOCK as u64) as usize;
+            let bytes = (BLOCK - within).min(buf.len() - pos);
+            let out = &mut buf[pos..pos + bytes];
+            let dirty = self.pages.and_then(|p| p.get(self.inode.ino, fb));
+            match dirty {
+                Some(b) => out.copy_from_slice(&b[within..within + bytes]),
+                None => match self.chunk(fb)? {
+                    Chunk::Hole { .. } => out.fill(0),
+                    Chunk::Mapped {
+                        first,
+                        node,
+                        in_inode,
+                        slot,
+                        ..
+                    } => match self.addr_in(&node, in_inode, slot + (fb - first) as usize)? {
+                        None => out.fill(0),
+                        Some(a) => {
+                            let b = crate::device::read_block(self.dev, a)?;
+                            out.copy_from_slice(&b[within..within + bytes]);
+                        }
+                    },
+                },
+            }
+            pos += bytes;
+        }
+        Ok(())
     }
 
     fn read_blocks(&self, offset: u64, buf: &mut [u8]) -> Result<()> {

@@ -60,6 +60,9 @@ impl Mapper<'_> {
             return Ok(());
         }
         let blocks = i.size.div_ceil(crate::device::BLOCK as u64);
+        if self.pages.is_some_and(|p| p.has_inode(self.inode.ino)) {
+            return self.for_each_area_dirty(blocks, f);
+        }
         let mut stop = false;
         self.for_each_block(blocks, |_, addr| {
             if stop {
@@ -70,6 +73,46 @@ impl Mapper<'_> {
             stop = f(&area, Some(addr))?;
             Ok(())
         })
+    }
+
+    /// [`Mapper::for_each_area`] over a directory with dirty blocks: each block from
+    /// the page cache when dirty there, else from the device.
+    fn for_each_area_dirty(
+        &self,
+        blocks: u64,
+        mut f: impl FnMut(&DentryArea<'_>, Option<u64>) -> Result<bool>,
+    ) -> Result<()> {
+        let mut fb = 0;
+        while fb < blocks {
+            if let Some(b) = self.pages.and_then(|p| p.get(self.inode.ino, fb)) {
+                let area = DentryArea::block(&b).map_err(|e| self.dir_err(None, e))?;
+                if f(&area, None)? {
+                    return Ok(());
+                }
+                fb += 1;
+                continue;
+            }
+            match self.chunk(fb)? {
+                crate::data::Chunk::Hole { end } => fb = end.min(blocks),
+                crate::data::Chunk::Mapped {
+                    first,
+                    node,
+                    in_inode,
+                    slot,
+                    ..
+                } => {
+                    if let Some(addr) = self.addr_in(&node, in_inode, slot + (fb - first) as usize)? {
+                        let b = read_block(self.dev, addr)?;
+                        let area = DentryArea::block(&b).map_err(|e| self.dir_err(Some(addr), e))?;
+                        if f(&area, Some(addr))? {
+                            return Ok(());
+                        }
+                    }
+                    fb += 1;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// All entries but "." and "..".
@@ -137,6 +180,10 @@ impl Mapper<'_> {
     }
 
     fn lookup_in_block(&self, fb: u64, name: &[u8], hash: u32) -> Result<Option<Ino>> {
+        if let Some(b) = self.pages.and_then(|p| p.get(self.inode.ino, fb)) {
+            let area = DentryArea::block(&b).map_err(|e| self.dir_err(None, e))?;
+            return Ok(area.find(name, hash).map_err(|e| self.dir_err(None, e))?.map(|d| d.ino));
+        }
         let crate::data::Chunk::Mapped {
             node,
             in_inode,

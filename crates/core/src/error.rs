@@ -62,6 +62,19 @@ pub enum Error {
     /// No free segment (or block) left for a write.
     #[error("no space left: {0}")]
     NoSpace(String),
+    /// The name already exists.
+    #[error("file exists: {0}")]
+    Exists(String),
+    /// A directory that must be empty is not.
+    #[error("directory not empty: {0}")]
+    NotEmpty(String),
+    /// The operation is not permitted on this kind of file (e.g. a hard link to a
+    /// directory).
+    #[error("operation not permitted: {0}")]
+    NotPermitted(String),
+    /// The link count would overflow.
+    #[error("too many links: {0}")]
+    TooManyLinks(String),
 }
 
 /// Shows raw name bytes in an error message: lossy UTF-8 with control characters
@@ -105,6 +118,10 @@ impl Error {
             Error::Invalid(_) => 22,                                        // EINVAL
             Error::ReadOnly(_) => 30,                                       // EROFS
             Error::NoSpace(_) => 28,                                        // ENOSPC
+            Error::Exists(_) => 17,                                         // EEXIST
+            Error::NotEmpty(_) => 39,                                       // ENOTEMPTY
+            Error::NotPermitted(_) => 1,                                    // EPERM
+            Error::TooManyLinks(_) => 31,                                   // EMLINK
         }
     }
 }

@@ -5,10 +5,17 @@
 //!
 //! 1. `cp_lock` (F2FS's cp_rwsem): modifying operations hold it shared, a checkpoint
 //!    exclusive; it guards the checkpoint writer's state;
-//! 2. per-inode locks (later steps);
-//! 3. the [`NodeManager`]'s own locks (NAT table, then its caches);
-//! 4. the [`SegmentManager`] mutex;
-//! 5. the device.
+//! 2. `rename_lock` (the VFS's rename mutex): renames hold it, so that directories do
+//!    not move while one checks that a directory is not moved into itself;
+//! 3. per-inode locks: an operation takes the set of inodes it changes at once
+//!    ([`crate::namei::locks`]), so operations never wait for each other in a cycle;
+//! 4. the [`crate::pagecache::PageCache`] mutex (taken alone);
+//! 5. the [`NodeManager`]'s own locks (dirty nodes, free nids, NAT table, caches);
+//! 6. the [`SegmentManager`] mutex;
+//! 7. the device.
+//!
+//! Readers (lookup, stat, read_dir, read) take no lock of this list but the managers'
+//! own: they see each change whole or not at all, per block.
 
 use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
@@ -40,10 +47,21 @@ pub struct Fs {
 }
 
 /// The state only a read-write file system has.
-struct ReadWrite {
+pub(crate) struct ReadWrite {
     /// F2FS's cp_rwsem; guards the checkpoint writer.
-    cp_lock: RwLock<CheckpointWriter>,
-    segs: Mutex<SegmentManager>,
+    pub(crate) cp_lock: RwLock<CheckpointWriter>,
+    pub(crate) segs: Mutex<SegmentManager>,
+    /// Dirty data blocks.
+    pub(crate) pages: crate::pagecache::PageCache,
+    /// Held by renames (see the lock order).
+    pub(crate) rename_lock: Mutex<()>,
+    /// Inodes held by running operations.
+    pub(crate) locks: crate::namei::locks::InodeLocks,
+    /// Set when an operation failed halfway: memory may no longer be consistent, so
+    /// nothing more is written and every later operation fails.
+    pub(crate) failed: Mutex<Option<String>>,
+    /// State of the generator of inode generations (xorshift, seeded at open).
+    pub(crate) generation_rng: std::sync::atomic::AtomicU64,
 }
 
 /// How to open a file system.
@@ -252,7 +270,23 @@ impl Fs {
     fn checkpoint_as(&self, umount: bool) -> Result<CheckpointReport> {
         let rw = self.writable()?;
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
-        writer.write(self.dev.as_ref(), &self.sbc.sb, &self.nodes, &rw.segs, umount)
+        rw.check_failed()?;
+        // Dirty data first, then the nodes pointing at it, then the NAT (in the writer).
+        let before_nat = |cp_ver: u64| -> Result<()> {
+            let tree = self.tree(rw);
+            tree.write_dirty_pages()?;
+            self.nodes
+                .write_dirty_nodes(self.dev.as_ref(), &self.sbc.sb, &rw.segs, cp_ver)?;
+            Ok(())
+        };
+        writer.write(
+            self.dev.as_ref(),
+            &self.sbc.sb,
+            &self.nodes,
+            &rw.segs,
+            umount,
+            &before_nat,
+        )
     }
 
     /// The segment manager of a read-write file system (tests and later steps).
@@ -315,8 +349,26 @@ impl Fs {
         Ok(InodeRef { ino, inode, block })
     }
 
+    /// The node-tree writer over this file system's parts (read-write only).
+    pub(crate) fn tree<'a>(&'a self, rw: &'a ReadWrite) -> crate::tree::Tree<'a> {
+        crate::tree::Tree {
+            dev: self.dev.as_ref(),
+            sb: &self.sbc.sb,
+            nodes: &self.nodes,
+            segs: &rw.segs,
+            pages: &rw.pages,
+            nid_pool: Vec::new(),
+        }
+    }
+
+    /// The read-write state, or [`Error::ReadOnly`].
+    pub(crate) fn rw(&self) -> Result<&ReadWrite> {
+        self.writable()
+    }
+
     fn mapper<'a>(&'a self, i: &'a InodeRef) -> Mapper<'a> {
         Mapper {
+            pages: self.rw.as_ref().map(|rw| &rw.pages),
             inode: i,
             nodes: &self.nodes,
             dev: self.dev.as_ref(),
@@ -523,5 +575,30 @@ fn open_for_writing(
     Ok(ReadWrite {
         cp_lock: RwLock::new(CheckpointWriter::new(cps)),
         segs: Mutex::new(segs),
+        pages: Default::default(),
+        rename_lock: Mutex::new(()),
+        locks: Default::default(),
+        failed: Mutex::new(None),
+        generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
     })
+}
+
+impl ReadWrite {
+    /// Fails with [`Error::ReadOnly`] once an operation or checkpoint failed halfway.
+    pub(crate) fn check_failed(&self) -> Result<()> {
+        match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(why) => Err(Error::ReadOnly(format!(
+                "an earlier operation failed halfway ({why}); reopen the image"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the file system failed (see `failed`).
+    pub(crate) fn fail(&self, why: &Error) {
+        let mut f = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if f.is_none() {
+            *f = Some(why.to_string());
+        }
+    }
 }

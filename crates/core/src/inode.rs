@@ -4,6 +4,9 @@ use crate::node::NodeBlock;
 use crate::{Error, FileKind, Ino, Result, Stat, Timestamp};
 use uf2fs_format::node::Inode;
 
+mod write;
+pub use write::{now, InodeMut};
+
 /// An inode with the raw block its addresses live in.
 #[derive(Clone)]
 pub struct InodeRef {

@@ -15,11 +15,17 @@ mod fs;
 mod info;
 mod inode;
 pub mod mkfs;
+mod namei;
 mod node;
+mod pagecache;
 pub mod segment;
+mod tree;
 mod xattr;
 
-pub use api::{DirEntry, FileKind, Ino, Stat, StatFs, Timestamp, Xattr};
+pub use api::{
+    DirEntry, FileKind, Ino, SetAttr, Stat, StatFs, Timestamp, Xattr, RENAME_EXCHANGE, RENAME_NOREPLACE,
+    RENAME_WHITEOUT,
+};
 pub use checkpoint::write::CheckpointReport;
 pub use error::{show_name, Error, Result};
 pub use fs::{Fs, FsInfo, OpenOptions};

@@ -204,3 +204,8 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
         blocks_written: written,
     })
 }
+
+/// 64 random bits from the host (seeds for the write path).
+pub(crate) fn host_random_u64() -> u64 {
+    ((random_u32() as u64) << 32) | random_u32() as u64
+}

@@ -10,10 +10,16 @@ use lru::LruCache;
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use uf2fs_format::consts::{NAT_ENTRY_PER_BLOCK, NAT_JOURNAL_ENTRIES};
+use uf2fs_format::consts::{NAT_ENTRY_PER_BLOCK, NAT_JOURNAL_ENTRIES, NEW_ADDR};
 use uf2fs_format::nat::{nat_block_addr, nat_block_entry, NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::superblock::Superblock;
+
+mod free_nid;
+mod path;
+mod write;
+pub use path::{is_dnode, node_path, NodePath};
+pub use write::DIRTY_NODES_MAX;
 
 /// Node blocks kept in memory (16 MiB).
 const NODE_CACHE_BLOCKS: usize = 4096;
@@ -81,8 +87,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Looks nodes up by id. Locks, outermost first: `nat`, `nat_cache`, `node_cache`,
-/// `counts` (each taken alone except `nat` -> `nat_cache`).
+/// Looks nodes up by id, and (read-write) keeps dirty node blocks and free node ids.
+/// Locks, outermost first: `dirty`, `free_nids`, `nat`, `nat_cache`, `node_cache`,
+/// `counts`. No NodeManager lock is held while the SegmentManager is locked, except
+/// `dirty` while dirty nodes are written out (NodeManager -> SegmentManager, the order
+/// in fs.rs).
 pub struct NodeManager {
     nat_blkaddr: u32,
     nat: Mutex<NatTable>,
@@ -92,6 +101,10 @@ pub struct NodeManager {
     reserved: [u32; 2],
     nat_cache: Mutex<LruCache<u32, NodeBlock>>,
     node_cache: Mutex<LruCache<u32, NodeBlock>>,
+    /// Node blocks changed since they were last written (read-write only).
+    dirty: Mutex<write::DirtyNodes>,
+    /// Node ids ready to hand out (read-write only).
+    free_nids: Mutex<free_nid::FreeNids>,
 }
 
 fn cache(n: usize) -> Mutex<LruCache<u32, NodeBlock>> {
@@ -132,6 +145,8 @@ impl NodeManager {
             reserved: [sb.node_ino, sb.meta_ino],
             nat_cache: cache(NAT_CACHE_BLOCKS),
             node_cache: cache(NODE_CACHE_BLOCKS),
+            dirty: Mutex::new(write::DirtyNodes::default()),
+            free_nids: Mutex::new(free_nid::FreeNids::new(cp.next_free_nid, sb.max_nid())),
         }
     }
 
@@ -185,6 +200,9 @@ impl NodeManager {
 
     /// Reads node `nid`, which must belong to inode `ino`.
     pub fn read(&self, dev: &dyn BlockDevice, nid: u32, ino: u32) -> Result<NodeBlock> {
+        if let Some(b) = self.dirty_block(nid) {
+            return self.check_owner(b, nid, ino, None);
+        }
         if let Some(b) = get_cached(&self.node_cache, nid) {
             return self.check_owner(b, nid, ino, None);
         }
@@ -305,6 +323,11 @@ impl NodeManager {
     pub(crate) fn flush_nat(&self, dev: &dyn BlockDevice, empty_journal: bool) -> Result<NatFlush> {
         let mut nat = lock(&self.nat);
         let t = &mut *nat;
+        if let Some(nid) = t.dirty.iter().find(|(_, e)| e.block_addr == NEW_ADDR).map(|(n, _)| *n) {
+            return Err(Error::Invalid(format!(
+                "node {nid} has no block yet: dirty nodes are written before the NAT"
+            )));
+        }
         let joining = t.dirty.keys().filter(|n| !t.journal.contains_key(n)).count();
         let mut blocks_written = 0;
         if !empty_journal && t.journal.len() + joining <= NAT_JOURNAL_ENTRIES {

@@ -225,7 +225,68 @@ impl<'a> DentryAreaMut<'a> {
         self.area[at..at + name.len()].copy_from_slice(name);
         for s in slot..slot + used {
             self.area[s / 8] |= 1 << (s % 8);
+            if s > slot {
+                // Follow-on slots carry no entry: a zero name length says so to readers
+                // that look at records without the bitmap (as the kernel writes them).
+                put_u16(self.area, d0 + s * SIZE_OF_DIR_ENTRY + 8, 0);
+            }
         }
+        Ok(())
+    }
+
+    /// Clears the bitmap bits of the entry at `slot` whose name is `name_len` bytes
+    /// long (the record and name stay, as F2FS leaves them).
+    pub fn remove(&mut self, slot: usize, name_len: usize) -> Result<()> {
+        let (nr, ..) = self.layout;
+        let used = name_len.div_ceil(F2FS_SLOT_LEN).max(1);
+        if slot + used > nr {
+            return Err(FormatError::invalid(
+                "dentry",
+                format!("slot {slot}: {used} slots past the {nr} of the area"),
+            ));
+        }
+        for s in slot..slot + used {
+            self.area[s / 8] &= !(1 << (s % 8));
+        }
+        Ok(())
+    }
+
+    /// Points the entry at `slot` at another inode and file type (name unchanged).
+    pub fn set_target(&mut self, slot: usize, ino: u32, file_type: u8) -> Result<()> {
+        let (nr, _, d0, _) = self.layout;
+        if slot >= nr || !test_bit_le(self.area, slot) {
+            return Err(FormatError::invalid("dentry", format!("slot {slot} holds no entry")));
+        }
+        let d = d0 + slot * SIZE_OF_DIR_ENTRY;
+        put_u32(self.area, d + 4, ino);
+        self.area[d + 10] = file_type;
+        Ok(())
+    }
+
+    /// Whether no slot at or after `first` is in use.
+    pub fn is_empty_from(&self, first: usize) -> bool {
+        let (nr, ..) = self.layout;
+        (first..nr).all(|s| !test_bit_le(self.area, s))
+    }
+}
+
+impl DentryArea<'_> {
+    /// Copies this (inline) area into an empty dentry block `block`, every slot at the
+    /// same index: bitmap, records and names, as F2FS moves an inline directory into
+    /// its first dentry block. Fails if the area has more slots than a block.
+    pub fn copy_into_block(&self, block: &mut [u8]) -> Result<()> {
+        FormatError::need("dentry block", block, BLOCK_SIZE)?;
+        if self.nr > NR_DENTRY_IN_BLOCK {
+            return Err(FormatError::invalid(
+                "dentry",
+                format!("{} slots do not fit a block", self.nr),
+            ));
+        }
+        let (_, bitmap_len, d0, n0) = area_layout(BLOCK_SIZE, true);
+        block[..bitmap_len].fill(0);
+        block[..self.bitmap.len()].copy_from_slice(self.bitmap);
+        block[d0..d0 + self.dentries.len()].copy_from_slice(self.dentries);
+        block[n0..n0 + self.names.len()].copy_from_slice(self.names);
         Ok(())
     }
 }
@@ -253,4 +314,48 @@ pub fn bucket_blocks(level: u32) -> u64 {
 pub fn dir_block_index(level: u32, dir_level: u32, bucket: u64) -> u64 {
     let before: u64 = (0..level).map(|i| dir_buckets(i, dir_level) * bucket_blocks(i)).sum();
     before + bucket * bucket_blocks(level)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_remove_retarget_and_move_to_a_block() {
+        let mut inline = vec![0u8; 3452];
+        let mut area = DentryAreaMut::inline(&mut inline);
+        area.insert_at(0, 0, b".", 5, ft::DIR).unwrap();
+        area.insert_at(1, 0, b"..", 3, ft::DIR).unwrap();
+        let long = [b'x'; 20];
+        let at = area.insert(&long, 9, ft::REG_FILE).unwrap();
+        assert_eq!(at, 2);
+        let at2 = area.insert(b"y", 10, ft::FIFO).unwrap();
+        assert_eq!(at2, 5, "three slots for a 20-byte name");
+        area.set_target(at2, 11, ft::SOCK).unwrap();
+        assert!(area.set_target(40, 1, ft::DIR).is_err(), "a free slot is no entry");
+        assert!(!area.is_empty_from(2));
+        let mut block = vec![0u8; BLOCK_SIZE];
+        area.view().copy_into_block(&mut block).unwrap();
+        let moved = DentryArea::block(&block).unwrap();
+        let e: Vec<_> = moved
+            .entries()
+            .unwrap()
+            .iter()
+            .map(|d| (d.slot, d.ino, d.file_type))
+            .collect();
+        assert_eq!(
+            e,
+            vec![
+                (0, 5, ft::DIR),
+                (1, 3, ft::DIR),
+                (2, 9, ft::REG_FILE),
+                (5, 11, ft::SOCK)
+            ]
+        );
+        area.remove(at, long.len()).unwrap();
+        area.remove(at2, 1).unwrap();
+        assert!(area.is_empty_from(2) && !area.is_empty_from(1));
+        assert_eq!(area.find_free(3), Some(2));
+        assert!(area.remove(area.view().slots(), 1).is_err());
+    }
 }

@@ -170,17 +170,21 @@ impl CheckpointWriter {
         nodes: &NodeManager,
         segs: &Mutex<SegmentManager>,
         umount: bool,
+        before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
         if let Some(why) = &self.failed {
             return Err(Error::ReadOnly(format!(
                 "an earlier checkpoint failed ({why}); reopen the image"
             )));
         }
-        self.write_inner(dev, sb, nodes, segs, umount).inspect_err(|e| {
-            self.failed = Some(e.to_string());
-        })
+        self.write_inner(dev, sb, nodes, segs, umount, before_nat)
+            .inspect_err(|e| {
+                self.failed = Some(e.to_string());
+            })
     }
 
+    /// `before_nat` writes dirty data and node blocks (given the version of the
+    /// checkpoint being written, for node footers) before the NAT is flushed.
     fn write_inner(
         &mut self,
         dev: &dyn BlockDevice,
@@ -188,7 +192,9 @@ impl CheckpointWriter {
         nodes: &NodeManager,
         segs: &Mutex<SegmentManager>,
         umount: bool,
+        before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
+        before_nat(self.last.cp.checkpoint_ver.wrapping_add(1))?;
         // The NodeManager first, then the SegmentManager (the lock order in fs.rs).
         let with_bits = umount && nodes.has_nat_bits();
         let nat = nodes.flush_nat(dev, with_bits)?;

@@ -59,6 +59,7 @@ pub struct FreeMap {
     sec_used_segs: Vec<u32>,
     sec_used: BitSet,
     free_segs: u32,
+    free_secs: u32,
 }
 
 impl FreeMap {
@@ -71,6 +72,7 @@ impl FreeMap {
             sec_used_segs: vec![0; sections],
             sec_used: BitSet::new(sections),
             free_segs: segments,
+            free_secs: sections as u32,
         }
     }
 
@@ -81,6 +83,7 @@ impl FreeMap {
         }
         self.seg_used.set(segno as usize, used);
         let sec = (segno / self.segs_per_sec) as usize;
+        let was_free = self.sec_used_segs[sec] == 0;
         if used {
             self.free_segs -= 1;
             self.sec_used_segs[sec] += 1;
@@ -89,6 +92,12 @@ impl FreeMap {
             self.free_segs += 1;
             self.sec_used_segs[sec] -= 1;
             self.sec_used.set(sec, self.sec_used_segs[sec] > 0);
+        }
+        let now_free = self.sec_used_segs[sec] == 0;
+        match (was_free, now_free) {
+            (true, false) => self.free_secs -= 1,
+            (false, true) => self.free_secs += 1,
+            _ => {}
         }
     }
 
@@ -106,6 +115,11 @@ impl FreeMap {
     /// Free segments.
     pub fn free_segments(&self) -> u32 {
         self.free_segs
+    }
+
+    /// Wholly free sections.
+    pub fn free_sections(&self) -> u32 {
+        self.free_secs
     }
 
     /// The next free segment after `segno` in its own section.
@@ -145,6 +159,7 @@ mod tests {
         m.set_used(1, true);
         m.set_used(1, true);
         assert_eq!(m.free_segments(), 7);
+        assert_eq!(m.free_sections(), 1);
         assert!(!m.section_is_free(0) && m.section_is_free(1));
         assert_eq!(m.next_free_in_section(1), Some(2));
         assert_eq!(m.next_free_in_section(3), None);

@@ -15,6 +15,9 @@ use uf2fs_format::sit::SitEntry;
 use uf2fs_format::summary::{Summary, SummaryBlock};
 use uf2fs_format::superblock::Superblock;
 
+mod space;
+pub use space::SpaceNeed;
+
 /// Main-area geometry the manager needs.
 #[derive(Debug, Clone, Copy)]
 struct Geometry {
@@ -68,6 +71,8 @@ pub struct SegmentManager {
     logs: [CurSeg; NR_LOGS],
     valid_blocks: u64,
     clock: Clock,
+    /// Space rules of the write path (see [`space`]).
+    space: space::SpaceRules,
 }
 
 impl SegmentManager {
@@ -103,6 +108,7 @@ impl SegmentManager {
                 at_open_secs: cps.cp.elapsed_time,
                 opened: Instant::now(),
             },
+            space: space::SpaceRules::new(&cps.cp, geo.segs_per_sec),
         };
         for segno in 0..geo.segments {
             let used = m.sit[segno as usize].valid_blocks > 0 || m.current_log(segno).is_some();

@@ -9,7 +9,7 @@ mod sit;
 mod tests;
 
 pub use curseg::{CurSeg, LogType, ALLOC_LFS, ALLOC_SSR, NR_LOGS};
-pub use manager::{SegmentManager, SitFlush};
+pub use manager::{SegmentManager, SitFlush, SpaceNeed};
 pub use sit::{SegEntry, SitArea};
 
 use crate::checkpoint::CheckpointState;

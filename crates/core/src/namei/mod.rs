@@ -1,0 +1,243 @@
+//! Namespace operations of a read-write file system: create, mkdir, mknod, symlink,
+//! link, unlink, rmdir, rename, setattr (F2FS's namei.c), on top of the dentry code
+//! ([`dentry`]), new inodes ([`newinode`]) and the node tree ([`crate::tree`]).
+//!
+//! Every operation runs as an [`Op`]: it holds `cp_lock` shared for its whole run and
+//! the inodes it changes (see the lock order in fs.rs), checks everything that can
+//! fail for a caller's reason (names, types, emptiness, room for its writes, node ids)
+//! before it changes anything, then changes memory only: nothing reaches the device
+//! before the next checkpoint. Should it fail after its first change (an I/O error,
+//! say), the file system refuses every later operation and checkpoint, so the image
+//! keeps its last checkpoint.
+
+mod create;
+pub(crate) mod dentry;
+pub(crate) mod locks;
+pub(crate) mod newinode;
+mod remove;
+mod rename;
+mod setattr;
+
+use crate::checkpoint::write::CheckpointWriter;
+use crate::fs::ReadWrite;
+use crate::inode::InodeMut;
+use crate::node::DIRTY_NODES_MAX;
+use crate::pagecache::DIRTY_PAGES_MAX;
+use crate::segment::{LogType, SpaceNeed};
+use crate::tree::Tree;
+use crate::{Error, Fs, Ino, Result};
+use std::sync::atomic::Ordering;
+use std::sync::{PoisonError, RwLockReadGuard};
+use uf2fs_format::consts::{F2FS_NAME_LEN, NULL_ADDR};
+
+/// Room checked for on top of all pending writes before an operation starts: more
+/// than any one operation dirties or makes (blocks per log; new blocks).
+const OP_HEADROOM: SpaceNeed = SpaceNeed {
+    per_log: [4, 2, 0, 8, 4, 4],
+    new_blocks: 12,
+};
+/// Node ids an operation takes before it changes anything: a new inode and a full
+/// path of new nodes in a growing directory.
+const OP_NIDS: usize = 4;
+/// Attempts at locking a directory and the inode one of its names points at, while
+/// other operations keep changing that name.
+const LOCK_ATTEMPTS_MAX: usize = 64;
+
+/// A running namespace operation.
+pub(crate) struct Op<'a> {
+    fs: &'a Fs,
+    rw: &'a ReadWrite,
+    _cp: RwLockReadGuard<'a, CheckpointWriter>,
+    /// Version of the checkpoint that will make this operation durable.
+    cp_ver_next: u64,
+    t: Tree<'a>,
+    /// Set at the first change: a failure from then on fails the file system.
+    changing: bool,
+}
+
+/// Checks a name for a new entry: not empty, no '/' or NUL, at most 255 bytes, and not
+/// "." or ".." (which always exist).
+fn check_name(name: &[u8]) -> Result<()> {
+    let shown = || crate::error::show_name(name);
+    if name.is_empty() {
+        return Err(Error::NotFound("empty name".into()));
+    }
+    if name.len() > F2FS_NAME_LEN {
+        return Err(Error::NameTooLong(shown()));
+    }
+    if name.contains(&b'/') || name.contains(&0) {
+        return Err(Error::Invalid(format!("name {:?} contains '/' or NUL", shown())));
+    }
+    Ok(())
+}
+
+fn is_dots(name: &[u8]) -> bool {
+    name == b"." || name == b".."
+}
+
+impl Fs {
+    /// Starts an operation: the file system must be writable and not failed; too many
+    /// dirty data blocks are first made durable by a checkpoint.
+    pub(crate) fn begin_op(&self) -> Result<Op<'_>> {
+        let rw = self.rw()?;
+        rw.check_failed()?;
+        if rw.pages.len() > DIRTY_PAGES_MAX {
+            self.write_checkpoint()?;
+        }
+        let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        let cp_ver_next = cp.last().cp.checkpoint_ver.wrapping_add(1);
+        Ok(Op {
+            fs: self,
+            rw,
+            _cp: cp,
+            cp_ver_next,
+            t: self.tree(rw),
+            changing: false,
+        })
+    }
+}
+
+impl<'a> Op<'a> {
+    /// From here on the operation changes memory.
+    fn commit(&mut self) {
+        self.changing = true;
+    }
+
+    /// Ends the operation with `r`: unused node ids go back; a failure after the first
+    /// change fails the file system; too many dirty nodes are written out.
+    fn end<T>(mut self, r: Result<T>) -> Result<T> {
+        self.t.release_pool();
+        if let Err(e) = &r {
+            if self.changing {
+                self.rw.fail(e);
+            }
+            return r;
+        }
+        if self.fs.nodes().dirty_node_count() > DIRTY_NODES_MAX {
+            let fs = self.fs;
+            let written = fs
+                .nodes()
+                .write_dirty_nodes(fs.device(), fs.superblock(), &self.rw.segs, self.cp_ver_next);
+            if let Err(e) = written {
+                self.rw.fail(&e);
+                return Err(e);
+            }
+        }
+        r
+    }
+
+    /// Fails with [`Error::NoSpace`] unless all pending writes and this operation's
+    /// fit (see [`crate::segment::SegmentManager::check_room`]); then takes the node
+    /// ids it may need.
+    fn ensure_room(&mut self) -> Result<()> {
+        let nodes = self.fs.nodes().dirty_nodes_by_log();
+        let pages = self.rw.pages.count_by_log();
+        let mut need = SpaceNeed::default();
+        for i in 0..need.per_log.len() {
+            need.per_log[i] = nodes[i] + pages[i];
+        }
+        // Writing a dirty data block may dirty the node that points at it.
+        need.per_log[LogType::HotNode as usize] += pages[LogType::HotData as usize];
+        need.per_log[LogType::WarmNode as usize] +=
+            pages[LogType::WarmData as usize] + pages[LogType::ColdData as usize];
+        self.rw
+            .segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .check_room(&need.plus(&OP_HEADROOM))?;
+        self.t.take_nids(OP_NIDS)
+    }
+
+    /// Loads inode `ino` for changing; [`Error::NotFound`] when it is not allocated.
+    fn load(&self, ino: Ino) -> Result<InodeMut> {
+        let e = self
+            .fs
+            .nodes()
+            .nat_entry(self.fs.device(), ino)
+            .map_err(|_| Error::NotFound(format!("inode {ino}")))?;
+        if e.block_addr == NULL_ADDR || e.ino != ino {
+            return Err(Error::NotFound(format!("inode {ino}")));
+        }
+        let i = self.t.load_inode(ino)?;
+        check_writable_inode(&i)?;
+        Ok(i)
+    }
+
+    /// Loads directory `ino` for changing ([`Error::NotDir`] if it is not one).
+    fn load_dir(&self, ino: Ino) -> Result<InodeMut> {
+        let d = self.load(ino)?;
+        if !d.is_dir() {
+            return Err(Error::NotDir(format!("inode {ino}")));
+        }
+        if d.inode.links == 0 {
+            return Err(Error::NotFound(format!("directory inode {ino} was removed")));
+        }
+        Ok(d)
+    }
+
+    /// Locks `dir` and the inode its entry `name` names, looking the name up again
+    /// under the locks until it is stable. Returns the guard and that inode.
+    fn lock_entry(&self, dir: Ino, name: &[u8]) -> Result<(locks::InodeGuard<'a>, Ino)> {
+        for _ in 0..LOCK_ATTEMPTS_MAX {
+            let seen = {
+                let _g = self.rw.locks.lock(&[dir]);
+                self.lookup_ino(dir, name)?
+            };
+            let g = self.rw.locks.lock(&[dir, seen]);
+            if self.lookup_ino(dir, name)? == seen {
+                return Ok((g, seen));
+            }
+        }
+        Err(Error::Invalid(format!(
+            "{:?} kept changing while being locked",
+            crate::error::show_name(name)
+        )))
+    }
+
+    /// The inode entry `name` of `dir` names ([`Error::NotFound`] if none).
+    fn lookup_ino(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        let mut d = self.load_dir(dir)?;
+        dentry::find(&self.t, &mut d, name)?
+            .map(|e| e.ino)
+            .ok_or_else(|| Error::NotFound(crate::error::show_name(name)))
+    }
+
+    /// A fresh inode generation.
+    fn next_generation(&self) -> u32 {
+        let step = |mut x: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let old = self
+            .rw
+            .generation_rng
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(step(x)))
+            .unwrap_or(1);
+        (step(old) >> 16) as u32
+    }
+}
+
+/// Refuses inodes uf2fs cannot change yet (encrypted, compressed, casefolded, verity).
+fn check_writable_inode(i: &InodeMut) -> Result<()> {
+    let what = if i.inode.is_encrypted() {
+        Some("encrypt")
+    } else if i.inode.is_compressed() {
+        Some("compression")
+    } else if i.inode.is_casefold() {
+        Some("casefold")
+    } else if i.inode.is_verity() {
+        Some("verity")
+    } else {
+        None
+    };
+    match what {
+        Some(feature) => Err(Error::Unsupported {
+            feature,
+            detail: format!("inode {} cannot be changed by uf2fs yet", i.ino),
+        }),
+        None => Ok(()),
+    }
+}

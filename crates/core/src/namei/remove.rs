@@ -1,0 +1,75 @@
+//! Removing names: unlink and rmdir. The last link of an inode gone, its blocks and
+//! nodes are freed at once (an inode still open elsewhere would go to the orphan list;
+//! open files are the FUSE step's business).
+
+use super::{check_name, dentry, Op};
+use crate::inode::now;
+use crate::{Error, Fs, Ino, Result};
+
+impl Fs {
+    /// Removes name `name` (not a directory) from `dir`; the inode goes when its last
+    /// link does.
+    pub fn unlink(&self, dir: Ino, name: &[u8]) -> Result<()> {
+        check_name(name)?;
+        if name == b"." || name == b".." {
+            return Err(Error::IsDir(crate::error::show_name(name)));
+        }
+        let mut op = self.begin_op()?;
+        let r = op.remove(dir, name, false);
+        op.end(r)
+    }
+
+    /// Removes the empty directory `name` from `dir` ([`Error::NotEmpty`] otherwise).
+    pub fn rmdir(&self, dir: Ino, name: &[u8]) -> Result<()> {
+        check_name(name)?;
+        match name {
+            b"." => return Err(Error::Invalid("rmdir of \".\"".into())),
+            b".." => return Err(Error::NotEmpty("\"..\"".into())),
+            _ => {}
+        }
+        let mut op = self.begin_op()?;
+        let r = op.remove(dir, name, true);
+        op.end(r)
+    }
+}
+
+impl Op<'_> {
+    /// Unlink (`want_dir` false) or rmdir (true): the entry goes, then the link counts
+    /// drop as F2FS's `f2fs_drop_nlink` drops them, then a last link frees the inode.
+    fn remove(&mut self, dir: Ino, name: &[u8], want_dir: bool) -> Result<()> {
+        let (_g, child) = self.lock_entry(dir, name)?;
+        let mut d = self.load_dir(dir)?;
+        let e = dentry::find(&self.t, &mut d, name)?.ok_or_else(|| Error::NotFound(crate::error::show_name(name)))?;
+        let mut c = self.load(child)?;
+        let is_dir = c.is_dir();
+        match (want_dir, is_dir) {
+            (false, true) => return Err(Error::IsDir(crate::error::show_name(name))),
+            (true, false) => return Err(Error::NotDir(crate::error::show_name(name))),
+            _ => {}
+        }
+        if is_dir && !dentry::is_empty(&self.t, &mut c)? {
+            return Err(Error::NotEmpty(crate::error::show_name(name)));
+        }
+        self.ensure_room()?;
+        self.commit();
+        dentry::remove(&mut self.t, &mut d, &e)?;
+        let t = now();
+        d.inode.mtime = t;
+        d.inode.ctime = t;
+        if is_dir {
+            d.inode.links = d.inode.links.saturating_sub(1);
+        }
+        self.t.store_inode(d)?;
+        c.inode.ctime = t;
+        c.inode.links = c.inode.links.saturating_sub(1);
+        if is_dir {
+            c.inode.links = c.inode.links.saturating_sub(1);
+            c.inode.size = 0;
+        }
+        if c.inode.links == 0 {
+            self.t.free_inode(&c)
+        } else {
+            self.t.store_inode(c)
+        }
+    }
+}

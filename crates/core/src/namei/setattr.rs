@@ -1,0 +1,81 @@
+//! setattr: mode, owner, group and times. Size changes are file data (step 3 of the
+//! write path) and are refused for now.
+
+use super::Op;
+use crate::api::SetAttr;
+use crate::inode::now;
+use crate::{Error, Fs, Ino, Result, Stat, Timestamp};
+use uf2fs_format::node::RawTime;
+
+fn raw(t: Timestamp) -> Result<RawTime> {
+    if t.secs < 0 || t.nsecs >= 1_000_000_000 {
+        return Err(Error::Invalid(format!(
+            "time {}.{:09} cannot be stored",
+            t.secs, t.nsecs
+        )));
+    }
+    Ok((t.secs as u64, t.nsecs))
+}
+
+impl Fs {
+    /// Changes the attributes `attrs` names of inode `ino` (see [`SetAttr`]); the
+    /// change time becomes now unless given. Returns the new attributes.
+    pub fn setattr(&self, ino: Ino, attrs: &SetAttr) -> Result<Stat> {
+        if attrs.size.is_some() {
+            return Err(Error::Unsupported {
+                feature: "truncate",
+                detail: "changing a file's size comes with file data (write path step 3)".into(),
+            });
+        }
+        let times = [attrs.atime, attrs.mtime, attrs.ctime].map(|t| t.map(raw).transpose());
+        let [atime, mtime, ctime] = times;
+        let (atime, mtime, ctime) = (atime?, mtime?, ctime?);
+        let mut op = self.begin_op()?;
+        let r = op.setattr(ino, attrs, (atime, mtime, ctime));
+        op.end(r)?;
+        self.stat(ino)
+    }
+}
+
+impl Op<'_> {
+    fn setattr(
+        &mut self,
+        ino: Ino,
+        attrs: &SetAttr,
+        (atime, mtime, ctime): (Option<RawTime>, Option<RawTime>, Option<RawTime>),
+    ) -> Result<()> {
+        let rw = self.rw;
+        let _g = rw.locks.lock(&[ino]);
+        let mut i = self.load(ino)?;
+        if i.inode.links == 0 {
+            return Err(Error::NotFound(format!("inode {ino} was removed")));
+        }
+        let ty = i.inode.mode as u32 & 0o170000;
+        if let Some(m) = attrs.mode {
+            if m & 0o170000 != 0 && m & 0o170000 != ty {
+                return Err(Error::Invalid(format!(
+                    "mode {m:#o} changes the file type of inode {ino}"
+                )));
+            }
+        }
+        self.ensure_room()?;
+        self.commit();
+        if let Some(m) = attrs.mode {
+            i.inode.mode = (ty | (m & 0o7777)) as u16;
+        }
+        if let Some(u) = attrs.uid {
+            i.inode.uid = u;
+        }
+        if let Some(g) = attrs.gid {
+            i.inode.gid = g;
+        }
+        if let Some(t) = atime {
+            i.inode.atime = t;
+        }
+        if let Some(t) = mtime {
+            i.inode.mtime = t;
+        }
+        i.inode.ctime = ctime.unwrap_or_else(now);
+        self.t.store_inode(i)
+    }
+}

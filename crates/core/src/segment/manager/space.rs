@@ -1,0 +1,147 @@
+//! Space rules of the write path: blocks reserved for new node and data blocks (the
+//! kernel counts them in `valid_block_count` as soon as an address is reserved), and
+//! whether the writes still pending fit without taking the reserved sections.
+//!
+//! Two limits, both checked before an operation changes anything:
+//! - blocks: valid + reserved + new ≤ `user_block_count` (overprovisioned space is not
+//!   for users);
+//! - sections: each log takes the rest of its segment (and the free segments after it
+//!   in its section), then whole free sections; after all pending writes at least
+//!   `rsvd_segment_count` worth of sections must stay free (the kernel keeps them for
+//!   garbage collection; uf2fs has none yet, so it never eats into them).
+
+use super::{LogType, SegmentManager, NR_LOGS};
+use crate::device::BlockDevice;
+use crate::{Error, Result};
+use uf2fs_format::checkpoint::Checkpoint;
+use uf2fs_format::consts::BLOCKS_PER_SEG;
+use uf2fs_format::summary::Summary;
+
+/// The fixed limits and the reservation count.
+#[derive(Debug, Clone)]
+pub(super) struct SpaceRules {
+    user_blocks: u64,
+    reserved_new: u64,
+    reserved_secs: u32,
+}
+
+impl SpaceRules {
+    pub(super) fn new(cp: &Checkpoint, segs_per_sec: u32) -> SpaceRules {
+        SpaceRules {
+            user_blocks: cp.user_block_count,
+            reserved_new: 0,
+            reserved_secs: cp.rsvd_segment_count.div_ceil(segs_per_sec.max(1)),
+        }
+    }
+}
+
+/// Blocks that pending and coming writes need.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpaceNeed {
+    /// Blocks each log will take (rewrites and new blocks alike).
+    pub per_log: [u64; NR_LOGS],
+    /// Blocks not yet reserved that will become valid (new nodes, new data blocks).
+    pub new_blocks: u64,
+}
+
+impl SpaceNeed {
+    /// Both needs added up.
+    pub fn plus(&self, other: &SpaceNeed) -> SpaceNeed {
+        SpaceNeed {
+            per_log: std::array::from_fn(|i| self.per_log[i] + other.per_log[i]),
+            new_blocks: self.new_blocks + other.new_blocks,
+        }
+    }
+}
+
+impl SegmentManager {
+    /// Reserves `n` blocks for new nodes or data blocks not written yet; fails with
+    /// [`Error::NoSpace`] (nothing reserved) past the user blocks.
+    pub fn reserve_new_blocks(&mut self, n: u64) -> Result<()> {
+        let s = &mut self.space;
+        if self.valid_blocks + s.reserved_new + n > s.user_blocks {
+            return Err(Error::NoSpace(format!(
+                "{} valid and {} reserved blocks of {} user blocks",
+                self.valid_blocks, s.reserved_new, s.user_blocks
+            )));
+        }
+        s.reserved_new += n;
+        Ok(())
+    }
+
+    /// Gives back `n` reserved blocks (their owner was dropped before being written).
+    pub fn release_new_blocks(&mut self, n: u64) {
+        debug_assert!(self.space.reserved_new >= n);
+        self.space.reserved_new = self.space.reserved_new.saturating_sub(n);
+    }
+
+    /// Blocks reserved and not written yet.
+    pub fn reserved_new_blocks(&self) -> u64 {
+        self.space.reserved_new
+    }
+
+    /// Blocks left for users: user blocks less valid and reserved ones.
+    pub fn free_user_blocks(&self) -> u64 {
+        self.space
+            .user_blocks
+            .saturating_sub(self.valid_blocks + self.space.reserved_new)
+    }
+
+    /// Writes a reserved block: [`SegmentManager::alloc_block`], with the reservation
+    /// consumed once the block is taken.
+    pub fn alloc_reserved_block(&mut self, dev: &dyn BlockDevice, log: LogType, sum: Summary) -> Result<u64> {
+        let addr = self.alloc_block(dev, log, sum)?;
+        self.release_new_blocks(1);
+        Ok(addr)
+    }
+
+    /// Fails with [`Error::NoSpace`] unless `need` fits: new blocks within the user
+    /// blocks, and every log's blocks within its segment, its section and whole free
+    /// sections, leaving the reserved sections free.
+    pub fn check_room(&self, need: &SpaceNeed) -> Result<()> {
+        if self.valid_blocks + self.space.reserved_new + need.new_blocks > self.space.user_blocks {
+            return Err(Error::NoSpace(format!(
+                "{} new blocks wanted, {} of {} user blocks free",
+                need.new_blocks,
+                self.free_user_blocks(),
+                self.space.user_blocks
+            )));
+        }
+        let wanted: u32 = LogType::ALL
+            .iter()
+            .map(|&log| self.sections_for(log, need.per_log[log as usize]))
+            .sum();
+        let free = self.free.free_sections();
+        if free < wanted + self.space.reserved_secs {
+            return Err(Error::NoSpace(format!(
+                "pending writes need {wanted} new sections; {free} free, {} reserved for cleaning",
+                self.space.reserved_secs
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whole free sections `log` takes to write `blocks` more blocks (a log that fills
+    /// its segment moves on at once, so filling the last one takes another).
+    fn sections_for(&self, log: LogType, blocks: u64) -> u32 {
+        if blocks == 0 {
+            return 0;
+        }
+        let cur = &self.logs[log as usize];
+        let spsec = self.geo.segs_per_sec;
+        let mut room = 0u64;
+        if cur.alloc_type == super::ALLOC_LFS {
+            room += BLOCKS_PER_SEG.saturating_sub(cur.next_blkoff as u32) as u64;
+            let end = (cur.segno / spsec + 1) * spsec;
+            let later = (cur.segno + 1..end.min(self.geo.segments))
+                .filter(|&s| self.free.is_free(s))
+                .count() as u64;
+            room += later * BLOCKS_PER_SEG as u64;
+        }
+        if blocks < room {
+            return 0;
+        }
+        let per_section = spsec as u64 * BLOCKS_PER_SEG as u64;
+        (1 + (blocks - room) / per_section) as u32
+    }
+}

@@ -1,0 +1,421 @@
+//! The node tree of an inode, for writing: finding the slot of a file block, reserving
+//! a block (making the direct and indirect nodes on its path, as F2FS's
+//! `f2fs_reserve_block` does), freeing blocks and whole inodes, and writing dirty data
+//! blocks out before the nodes that point at them.
+//!
+//! Counting follows the kernel: `i_blocks` grows by one for every data block reserved
+//! and every node made below the inode; a reserved block holds `NEW_ADDR` until its
+//! contents are written at a checkpoint, and is counted as reserved space meanwhile.
+
+use crate::device::{BlockDevice, BLOCK};
+use crate::inode::InodeMut;
+use crate::node::{is_dnode, NodeManager, NodePath};
+use crate::pagecache::PageCache;
+use crate::segment::{LogType, SegmentManager};
+use crate::{Error, Ino, Result};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NODE_FOOTER_OFFSET, NULL_ADDR};
+use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::node::{Inode, NodeFooter};
+use uf2fs_format::summary::Summary;
+use uf2fs_format::superblock::Superblock;
+
+/// Footer flag bit of a node that does not belong to a directory (the kernel's cold
+/// node mark; such direct nodes go to the warm node log).
+const COLD_BIT: u32 = 1;
+
+/// Where the address of a file block lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    /// The node holding it (the inode number when `in_inode`).
+    pub nid: u32,
+    /// Whether that node is the inode.
+    pub in_inode: bool,
+    /// Slot within the node (for the inode: counted from its first data address).
+    pub slot: usize,
+    /// The address there now.
+    pub addr: u32,
+}
+
+/// The node log of a node at footer offset `offset` of an inode that is (or is not) a
+/// directory: indirect nodes cold, direct nodes hot for directories and warm otherwise.
+pub fn node_log(offset: u32, dir: bool) -> LogType {
+    if !is_dnode(offset) {
+        LogType::ColdNode
+    } else if dir {
+        LogType::HotNode
+    } else {
+        LogType::WarmNode
+    }
+}
+
+/// An empty node block: footer naming node `nid` of inode `ino` at `offset`.
+pub fn new_node_block(nid: u32, ino: Ino, offset: u32, dir: bool) -> Vec<u8> {
+    let mut b = vec![0u8; BLOCK];
+    let flag = (offset << 3) | if dir { 0 } else { COLD_BIT };
+    // The footer's nid, ino and flag; the checkpoint version and next block address
+    // are stamped when the block is written.
+    put_u32(&mut b, NODE_FOOTER_OFFSET, nid);
+    put_u32(&mut b, NODE_FOOTER_OFFSET + 4, ino);
+    put_u32(&mut b, NODE_FOOTER_OFFSET + 8, flag);
+    b
+}
+
+/// Everything changing a node tree needs, for one operation (or one checkpoint).
+pub struct Tree<'a> {
+    /// The device.
+    pub dev: &'a dyn BlockDevice,
+    /// The superblock.
+    pub sb: &'a Superblock,
+    /// Node blocks and node ids.
+    pub nodes: &'a NodeManager,
+    /// Blocks and reservations.
+    pub segs: &'a Mutex<SegmentManager>,
+    /// Dirty data blocks.
+    pub pages: &'a PageCache,
+    /// Node ids taken ahead for this operation (so that it cannot run out midway).
+    pub nid_pool: Vec<u32>,
+}
+
+impl Tree<'_> {
+    fn segs(&self) -> MutexGuard<'_, SegmentManager> {
+        self.segs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads inode `ino` for changing (dirty copy first; no checksum check: the read
+    /// path has its own).
+    pub fn load_inode(&self, ino: Ino) -> Result<InodeMut> {
+        let block = self.nodes.read(self.dev, ino, ino)?;
+        let inode =
+            Inode::decode(&block, self.sb).map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+        Ok(InodeMut {
+            ino,
+            inode,
+            block: block.to_vec(),
+        })
+    }
+
+    /// Stores a changed inode as a dirty node block.
+    pub fn store_inode(&self, inode: InodeMut) -> Result<()> {
+        let (ino, log) = (inode.ino, inode.node_log());
+        let block = inode.finish(self.sb)?;
+        self.nodes.store_dirty(ino, block, log);
+        Ok(())
+    }
+
+    /// Takes `n` node ids ahead: afterwards this operation cannot run out of them.
+    pub fn take_nids(&mut self, n: usize) -> Result<()> {
+        while self.nid_pool.len() < n {
+            let nid = self.nodes.alloc_nid(self.dev)?;
+            self.nid_pool.push(nid);
+        }
+        Ok(())
+    }
+
+    /// A node id: from the pool, else freshly allocated.
+    pub fn take_nid(&mut self) -> Result<u32> {
+        match self.nid_pool.pop() {
+            Some(nid) => Ok(nid),
+            None => self.nodes.alloc_nid(self.dev),
+        }
+    }
+
+    /// Gives back the node ids the operation did not use.
+    pub fn release_pool(&mut self) {
+        for nid in self.nid_pool.drain(..) {
+            self.nodes.release_nid(nid);
+        }
+    }
+
+    fn path(&self, inode: &InodeMut, index: u64) -> Result<NodePath> {
+        if inode.is_inline() {
+            return Err(Error::Invalid(format!(
+                "inode {} keeps its data inline; it has no block {index}",
+                inode.ino
+            )));
+        }
+        crate::node::node_path(inode.inode.addrs_per_inode() as u64, index)
+    }
+
+    /// Where the address of file block `index` lives, or `None` when a node on the way
+    /// is missing.
+    pub fn locate(&self, inode: &InodeMut, index: u64) -> Result<Option<Loc>> {
+        let path = self.path(inode, index)?;
+        if path.depth == 0 {
+            let slot = path.slots[0];
+            return Ok(Some(Loc {
+                nid: inode.ino,
+                in_inode: true,
+                slot,
+                addr: inode.slot(slot),
+            }));
+        }
+        let mut nid = inode.inode.nids[path.slots[0]];
+        for level in 1..=path.depth {
+            if nid == 0 {
+                return Ok(None);
+            }
+            let b = self.nodes.read(self.dev, nid, inode.ino)?;
+            let value = u32_at(&b, 4 * path.slots[level]);
+            if level == path.depth {
+                return Ok(Some(Loc {
+                    nid,
+                    in_inode: false,
+                    slot: path.slots[level],
+                    addr: value,
+                }));
+            }
+            nid = value;
+        }
+        Ok(None)
+    }
+
+    /// A new node at `offset` of `inode` (counted in its `i_blocks`).
+    fn make_node(&mut self, inode: &mut InodeMut, offset: u32) -> Result<u32> {
+        let nid = self.take_nid()?;
+        let dir = inode.is_dir();
+        let block = new_node_block(nid, inode.ino, offset, dir);
+        if let Err(e) = self
+            .nodes
+            .new_node(self.dev, self.segs, nid, inode.ino, block, node_log(offset, dir))
+        {
+            self.nodes.release_nid(nid);
+            return Err(e);
+        }
+        inode.inode.blocks += 1;
+        Ok(nid)
+    }
+
+    /// Reserves file block `index` (which must have no address): the nodes on its
+    /// path are made as needed, its slot says `NEW_ADDR`, a block is reserved.
+    pub fn reserve(&mut self, inode: &mut InodeMut, index: u64) -> Result<Loc> {
+        let path = self.path(inode, index)?;
+        if path.depth == 0 {
+            let slot = path.slots[0];
+            if inode.slot(slot) != NULL_ADDR {
+                return Err(Error::Invalid(format!("block {index} of inode {} exists", inode.ino)));
+            }
+            self.segs().reserve_new_blocks(1)?;
+            inode.set_slot(slot, NEW_ADDR);
+            inode.inode.blocks += 1;
+            return Ok(Loc {
+                nid: inode.ino,
+                in_inode: true,
+                slot,
+                addr: NEW_ADDR,
+            });
+        }
+        let mut nid = inode.inode.nids[path.slots[0]];
+        if nid == 0 {
+            nid = self.make_node(inode, path.offsets[1])?;
+            inode.inode.nids[path.slots[0]] = nid;
+        }
+        let dir = inode.is_dir();
+        for level in 1..path.depth {
+            let mut b = self.nodes.read(self.dev, nid, inode.ino)?.to_vec();
+            let mut child = u32_at(&b, 4 * path.slots[level]);
+            if child == 0 {
+                child = self.make_node(inode, path.offsets[level + 1])?;
+                put_u32(&mut b, 4 * path.slots[level], child);
+                self.nodes.store_dirty(nid, b, node_log(path.offsets[level], dir));
+            }
+            nid = child;
+        }
+        let slot = path.slots[path.depth];
+        let mut b = self.nodes.read(self.dev, nid, inode.ino)?.to_vec();
+        if u32_at(&b, 4 * slot) != NULL_ADDR {
+            return Err(Error::Invalid(format!("block {index} of inode {} exists", inode.ino)));
+        }
+        self.segs().reserve_new_blocks(1)?;
+        put_u32(&mut b, 4 * slot, NEW_ADDR);
+        self.nodes.store_dirty(nid, b, node_log(path.offsets[path.depth], dir));
+        inode.inode.blocks += 1;
+        Ok(Loc {
+            nid,
+            in_inode: false,
+            slot,
+            addr: NEW_ADDR,
+        })
+    }
+
+    /// Points the slot at `loc` at `addr` (the inode's own slots change in `inode`,
+    /// which the caller stores).
+    pub fn set_addr(&self, inode: &mut InodeMut, loc: &Loc, addr: u32) -> Result<()> {
+        if loc.in_inode {
+            inode.set_slot(loc.slot, addr);
+            return Ok(());
+        }
+        let mut b = self.nodes.read(self.dev, loc.nid, inode.ino)?.to_vec();
+        put_u32(&mut b, 4 * loc.slot, addr);
+        let offset = NodeFooter::decode(&b)
+            .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
+            .offset();
+        self.nodes.store_dirty(loc.nid, b, node_log(offset, inode.is_dir()));
+        Ok(())
+    }
+
+    /// Gives up a data block address: a reservation back, or a block invalidated.
+    fn drop_addr(&self, addr: u32) -> Result<()> {
+        match addr {
+            NULL_ADDR => Ok(()),
+            NEW_ADDR => {
+                self.segs().release_new_blocks(1);
+                Ok(())
+            }
+            a => self.segs().invalidate(a as u64),
+        }
+    }
+
+    /// Frees file block `index` (its dirty copy too); false if it had no block.
+    pub fn free_block(&self, inode: &mut InodeMut, index: u64) -> Result<bool> {
+        let Some(loc) = self.locate(inode, index)? else {
+            return Ok(false);
+        };
+        if loc.addr == NULL_ADDR {
+            return Ok(false);
+        }
+        self.pages.remove(inode.ino, index);
+        self.drop_addr(loc.addr)?;
+        self.set_addr(inode, &loc, NULL_ADDR)?;
+        inode.inode.blocks = inode.inode.blocks.saturating_sub(1);
+        Ok(true)
+    }
+
+    /// File block `index` as it reads now: the dirty copy, else the device; `None` for
+    /// a hole.
+    pub fn read_block(&self, inode: &InodeMut, index: u64) -> Result<Option<Vec<u8>>> {
+        if let Some(p) = self.pages.get(inode.ino, index) {
+            return Ok(Some(p.to_vec()));
+        }
+        let Some(loc) = self.locate(inode, index)? else {
+            return Ok(None);
+        };
+        match loc.addr {
+            NULL_ADDR => Ok(None),
+            NEW_ADDR => Ok(Some(vec![0u8; BLOCK])),
+            a => {
+                let (lo, hi) = self.nodes.main_area();
+                if (a as u64) < lo || (a as u64) >= hi {
+                    return Err(Error::corrupt(
+                        format!("inode {}", inode.ino),
+                        Some(a as u64),
+                        "data block address outside the main area",
+                    ));
+                }
+                Ok(Some(crate::device::read_block(self.dev, a as u64)?))
+            }
+        }
+    }
+
+    /// Makes `data` the contents of file block `index`, reserving the block first when
+    /// it has none; it is written to `log` at the next checkpoint.
+    pub fn put_block(&mut self, inode: &mut InodeMut, index: u64, data: Vec<u8>, log: LogType) -> Result<()> {
+        let has = self.locate(inode, index)?.is_some_and(|l| l.addr != NULL_ADDR);
+        if !has {
+            self.reserve(inode, index)?;
+        }
+        self.pages.put(inode.ino, index, data, log);
+        Ok(())
+    }
+}
+
+/// A node still to visit while freeing a tree, by kind.
+#[derive(Clone, Copy)]
+enum Pending {
+    Direct(u32),
+    Indirect(u32),
+    DoubleIndirect(u32),
+}
+
+impl Tree<'_> {
+    /// Frees everything of an inode whose last link is gone: data blocks (dirty copies
+    /// dropped), direct, indirect and xattr nodes, and the inode itself. Iterative.
+    pub fn free_inode(&self, inode: &InodeMut) -> Result<()> {
+        let ino = inode.ino;
+        self.pages.remove_inode(ino);
+        // Device inodes keep their device number where addresses would be.
+        let has_data = matches!(
+            inode.kind()?,
+            crate::FileKind::File | crate::FileKind::Dir | crate::FileKind::Symlink
+        );
+        if has_data && !inode.is_inline() {
+            for i in 0..inode.inode.addrs_per_inode() {
+                self.drop_addr(inode.slot(i))?;
+            }
+        }
+        let n = &inode.inode.nids;
+        let mut todo: Vec<Pending> = Vec::new();
+        todo.extend([n[0], n[1]].iter().filter(|&&x| x != 0).map(|&x| Pending::Direct(x)));
+        todo.extend([n[2], n[3]].iter().filter(|&&x| x != 0).map(|&x| Pending::Indirect(x)));
+        if n[4] != 0 {
+            todo.push(Pending::DoubleIndirect(n[4]));
+        }
+        while let Some(p) = todo.pop() {
+            let nid = match p {
+                Pending::Direct(x) | Pending::Indirect(x) | Pending::DoubleIndirect(x) => x,
+            };
+            let b = self.nodes.read(self.dev, nid, ino)?;
+            for i in 0..ADDRS_PER_BLOCK {
+                let v = u32_at(&b, 4 * i);
+                match p {
+                    Pending::Direct(_) => self.drop_addr(v)?,
+                    Pending::Indirect(_) if v != 0 => todo.push(Pending::Direct(v)),
+                    Pending::DoubleIndirect(_) if v != 0 => todo.push(Pending::Indirect(v)),
+                    _ => {}
+                }
+            }
+            self.nodes.free_node(self.dev, self.segs, nid)?;
+        }
+        if inode.inode.xattr_nid != 0 {
+            self.nodes.free_node(self.dev, self.segs, inode.inode.xattr_nid)?;
+        }
+        self.nodes.free_node(self.dev, self.segs, ino)
+    }
+
+    /// Writes every dirty data block out of place to its log and points its node at it
+    /// (before the nodes are written: a checkpoint's first step). Returns the blocks
+    /// written.
+    pub fn write_dirty_pages(&self) -> Result<usize> {
+        let snapshot = self.pages.snapshot();
+        let mut written = 0;
+        let mut i = 0;
+        while i < snapshot.len() {
+            let ino = snapshot[i].0 .0;
+            let mut inode = self.load_inode(ino)?;
+            let mut inode_changed = false;
+            while i < snapshot.len() && snapshot[i].0 .0 == ino {
+                let ((_, index), page) = &snapshot[i];
+                let loc = self
+                    .locate(&inode, *index)?
+                    .filter(|l| l.addr != NULL_ADDR)
+                    .ok_or_else(|| Error::Invalid(format!("dirty block {index} of inode {ino} has no address")))?;
+                let version = self.nodes.nat_entry(self.dev, loc.nid)?.version;
+                let sum = Summary {
+                    nid: loc.nid,
+                    version,
+                    ofs_in_node: loc.slot as u16,
+                };
+                let addr = {
+                    let mut s = self.segs();
+                    if loc.addr == NEW_ADDR {
+                        s.alloc_reserved_block(self.dev, page.log, sum)?
+                    } else {
+                        let a = s.alloc_block(self.dev, page.log, sum)?;
+                        s.invalidate(loc.addr as u64)?;
+                        a
+                    }
+                };
+                self.dev.write_blocks(addr, &page.data)?;
+                self.set_addr(&mut inode, &loc, addr as u32)?;
+                inode_changed |= loc.in_inode;
+                self.pages.remove(ino, *index);
+                written += 1;
+                i += 1;
+            }
+            if inode_changed {
+                self.store_inode(inode)?;
+            }
+        }
+        Ok(written)
+    }
+}
