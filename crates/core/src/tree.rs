@@ -114,10 +114,10 @@ impl Tree<'_> {
 
     /// A node id: from the pool, else freshly allocated.
     pub fn take_nid(&mut self) -> Result<u32> {
-        match self.nid_pool.pop() {
-            Some(nid) => Ok(nid),
-            None => self.nodes.alloc_nid(self.dev),
+        if self.nid_pool.is_empty() {
+            return self.nodes.alloc_nid(self.dev);
         }
+        Ok(self.nid_pool.remove(0))
     }
 
     /// Gives back the node ids the operation did not use.

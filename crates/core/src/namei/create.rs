@@ -153,7 +153,12 @@ impl Op<'_> {
                 mode |= S_ISGID;
             }
         }
-        self.ensure_room()?;
+        let node_log = if kind == FileKind::Dir { 3 } else { 4 };
+        let mut extra = super::insert_need(&d);
+        extra.per_log[node_log] += 1;
+        extra.per_log[LogType::WarmData as usize] += u64::from(kind == FileKind::Symlink);
+        extra.new_blocks += 2;
+        self.ensure_room(extra, super::MAKE_NIDS)?;
         let ino = self.t.take_nid()?;
         let spec = NewInode {
             ino,
@@ -232,7 +237,9 @@ impl Op<'_> {
         if dentry::find(&self.t, &mut d, new_name)?.is_some() {
             return Err(Error::Exists(crate::error::show_name(new_name)));
         }
-        self.ensure_room()?;
+        let mut extra = super::insert_need(&d);
+        extra.per_log[LogType::WarmNode as usize] += 1;
+        self.ensure_room(extra, super::INSERT_NIDS)?;
         let ft = file_type(i.kind()?);
         self.commit();
         let t = now();

@@ -30,15 +30,28 @@ use std::sync::atomic::Ordering;
 use std::sync::{PoisonError, RwLockReadGuard};
 use uf2fs_format::consts::{F2FS_NAME_LEN, NULL_ADDR};
 
-/// Room checked for on top of all pending writes before an operation starts: more
-/// than any one operation dirties or makes (blocks per log; new blocks).
-const OP_HEADROOM: SpaceNeed = SpaceNeed {
-    per_log: [4, 2, 0, 8, 4, 4],
-    new_blocks: 12,
-};
-/// Node ids an operation takes before it changes anything: a new inode and a full
-/// path of new nodes in a growing directory.
-const OP_NIDS: usize = 4;
+/// Node ids an operation that makes an inode takes before it changes anything: the
+/// inode and a full path of new nodes in a growing directory.
+const MAKE_NIDS: usize = 4;
+/// Node ids an operation that adds a name takes ahead: a path of new nodes.
+const INSERT_NIDS: usize = 3;
+
+/// Blocks per log (hot, warm, cold data; hot, warm, cold node) and new blocks.
+const fn need(per_log: [u64; 6], new_blocks: u64) -> SpaceNeed {
+    SpaceNeed { per_log, new_blocks }
+}
+
+/// At most what adding a name to `dir` writes: two dentry blocks (an inline area
+/// moved, then a block made), the directory's inode, and the nodes on the way to a
+/// block past the inode's own addresses (indirect ones past the direct nodes).
+fn insert_need(dir: &InodeMut) -> SpaceNeed {
+    let blocks = dir.inode.size.div_ceil(uf2fs_format::consts::BLOCK_SIZE as u64) + 2;
+    let in_inode = dir.inode.addrs_per_inode() as u64;
+    let direct = in_inode + 2 * uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
+    let dnodes = if blocks > in_inode { 3 } else { 0 };
+    let indirect = if blocks > direct { 2 } else { 0 };
+    need([2, 0, 0, 1 + dnodes, 0, indirect], 2 + dnodes + indirect)
+}
 /// Attempts at locking a directory and the inode one of its names points at, while
 /// other operations keep changing that name.
 const LOCK_ATTEMPTS_MAX: usize = 64;
@@ -127,10 +140,17 @@ impl<'a> Op<'a> {
         r
     }
 
-    /// Fails with [`Error::NoSpace`] unless all pending writes and this operation's
-    /// fit (see [`crate::segment::SegmentManager::check_room`]); then takes the node
-    /// ids it may need.
-    fn ensure_room(&mut self) -> Result<()> {
+    /// Fails with [`Error::NoSpace`] unless all pending writes and `extra` (at most
+    /// what this operation writes) fit (see
+    /// [`crate::segment::SegmentManager::check_room`]); then takes the `nids` node ids
+    /// it may need.
+    fn ensure_room(&mut self, extra: SpaceNeed, nids: usize) -> Result<()> {
+        self.ensure_room_as(extra, nids, false)
+    }
+
+    /// [`Op::ensure_room`]; `freeing` lets an operation that frees space take the
+    /// reserved sections.
+    fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
         let nodes = self.fs.nodes().dirty_nodes_by_log();
         let pages = self.rw.pages.count_by_log();
         let mut need = SpaceNeed::default();
@@ -141,12 +161,15 @@ impl<'a> Op<'a> {
         need.per_log[LogType::HotNode as usize] += pages[LogType::HotData as usize];
         need.per_log[LogType::WarmNode as usize] +=
             pages[LogType::WarmData as usize] + pages[LogType::ColdData as usize];
-        self.rw
-            .segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .check_room(&need.plus(&OP_HEADROOM))?;
-        self.t.take_nids(OP_NIDS)
+        let segs = self.rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let need = need.plus(&extra);
+        if freeing {
+            segs.check_room_freeing(&need)?;
+        } else {
+            segs.check_room(&need)?;
+        }
+        drop(segs);
+        self.t.take_nids(nids)
     }
 
     /// Loads inode `ino` for changing; [`Error::NotFound`] when it is not allocated.

@@ -50,7 +50,8 @@ impl Op<'_> {
         if is_dir && !dentry::is_empty(&self.t, &mut c)? {
             return Err(Error::NotEmpty(crate::error::show_name(name)));
         }
-        self.ensure_room()?;
+        // The dentry block, the directory's inode and direct node, the child's inode.
+        self.ensure_room_as(super::need([1, 0, 0, 3, 1, 0], 0), 0, true)?;
         self.commit();
         dentry::remove(&mut self.t, &mut d, &e)?;
         let t = now();

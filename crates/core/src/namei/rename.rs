@@ -93,7 +93,10 @@ impl<'a> Op<'a> {
         let s_dir = inodes[&s].is_dir();
         let t_dir = target.is_some_and(|t| inodes[&t].is_dir());
         self.check_rename(n, flags, &found, &mut inodes, (s_dir, t_dir))?;
-        self.ensure_room()?;
+        // The target name's insertion, the source's dentry block and the moved
+        // directory's "..", four inodes.
+        let extra = super::insert_need(&inodes[&n.dst_dir]).plus(&super::need([2, 0, 0, 3, 2, 0], 0));
+        self.ensure_room(extra, super::INSERT_NIDS)?;
         self.commit();
         if flags & RENAME_EXCHANGE != 0 {
             let dst = found

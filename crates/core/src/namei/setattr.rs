@@ -58,7 +58,7 @@ impl Op<'_> {
                 )));
             }
         }
-        self.ensure_room()?;
+        self.ensure_room(super::need([0, 0, 0, 1, 1, 0], 0), 0)?;
         self.commit();
         if let Some(m) = attrs.mode {
             i.inode.mode = (ty | (m & 0o7777)) as u16;

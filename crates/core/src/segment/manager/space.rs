@@ -99,6 +99,17 @@ impl SegmentManager {
     /// blocks, and every log's blocks within its segment, its section and whole free
     /// sections, leaving the reserved sections free.
     pub fn check_room(&self, need: &SpaceNeed) -> Result<()> {
+        self.check_room_leaving(need, self.space.reserved_secs)
+    }
+
+    /// [`SegmentManager::check_room`] for an operation that frees space (unlink,
+    /// rmdir): it may take the reserved sections too, so that a full volume can still
+    /// be emptied (uf2fs has no cleaner that would make room otherwise).
+    pub fn check_room_freeing(&self, need: &SpaceNeed) -> Result<()> {
+        self.check_room_leaving(need, 0)
+    }
+
+    fn check_room_leaving(&self, need: &SpaceNeed, keep_secs: u32) -> Result<()> {
         if self.valid_blocks + self.space.reserved_new + need.new_blocks > self.space.user_blocks {
             return Err(Error::NoSpace(format!(
                 "{} new blocks wanted, {} of {} user blocks free",
@@ -112,10 +123,9 @@ impl SegmentManager {
             .map(|&log| self.sections_for(log, need.per_log[log as usize]))
             .sum();
         let free = self.free.free_sections();
-        if free < wanted + self.space.reserved_secs {
+        if free < wanted + keep_secs {
             return Err(Error::NoSpace(format!(
-                "pending writes need {wanted} new sections; {free} free, {} reserved for cleaning",
-                self.space.reserved_secs
+                "pending writes need {wanted} new sections; {free} free, {keep_secs} reserved for cleaning"
             )));
         }
         Ok(())
