@@ -37,7 +37,7 @@ const MAKE_NIDS: usize = 4;
 const INSERT_NIDS: usize = 3;
 
 /// Blocks per log (hot, warm, cold data; hot, warm, cold node) and new blocks.
-const fn need(per_log: [u64; 6], new_blocks: u64) -> SpaceNeed {
+pub(crate) const fn need(per_log: [u64; 6], new_blocks: u64) -> SpaceNeed {
     SpaceNeed { per_log, new_blocks }
 }
 
@@ -58,12 +58,12 @@ const LOCK_ATTEMPTS_MAX: usize = 64;
 
 /// A running namespace operation.
 pub(crate) struct Op<'a> {
-    fs: &'a Fs,
-    rw: &'a ReadWrite,
+    pub(crate) fs: &'a Fs,
+    pub(crate) rw: &'a ReadWrite,
     _cp: RwLockReadGuard<'a, CheckpointWriter>,
     /// Version of the checkpoint that will make this operation durable.
-    cp_ver_next: u64,
-    t: Tree<'a>,
+    pub(crate) cp_ver_next: u64,
+    pub(crate) t: Tree<'a>,
     /// Set at the first change: a failure from then on fails the file system.
     changing: bool,
 }
@@ -113,13 +113,13 @@ impl Fs {
 
 impl<'a> Op<'a> {
     /// From here on the operation changes memory.
-    fn commit(&mut self) {
+    pub(crate) fn commit(&mut self) {
         self.changing = true;
     }
 
     /// Ends the operation with `r`: unused node ids go back; a failure after the first
     /// change fails the file system; too many dirty nodes are written out.
-    fn end<T>(mut self, r: Result<T>) -> Result<T> {
+    pub(crate) fn end<T>(mut self, r: Result<T>) -> Result<T> {
         self.t.release_pool();
         if let Err(e) = &r {
             if self.changing {
@@ -144,13 +144,13 @@ impl<'a> Op<'a> {
     /// what this operation writes) fit (see
     /// [`crate::segment::SegmentManager::check_room`]); then takes the `nids` node ids
     /// it may need.
-    fn ensure_room(&mut self, extra: SpaceNeed, nids: usize) -> Result<()> {
+    pub(crate) fn ensure_room(&mut self, extra: SpaceNeed, nids: usize) -> Result<()> {
         self.ensure_room_as(extra, nids, false)
     }
 
     /// [`Op::ensure_room`]; `freeing` lets an operation that frees space take the
     /// reserved sections.
-    fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
+    pub(crate) fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
         let nodes = self.fs.nodes().dirty_nodes_by_log();
         let pages = self.rw.pages.count_by_log();
         let mut need = SpaceNeed::default();
@@ -173,7 +173,7 @@ impl<'a> Op<'a> {
     }
 
     /// Loads inode `ino` for changing; [`Error::NotFound`] when it is not allocated.
-    fn load(&self, ino: Ino) -> Result<InodeMut> {
+    pub(crate) fn load(&self, ino: Ino) -> Result<InodeMut> {
         let e = self
             .fs
             .nodes()
