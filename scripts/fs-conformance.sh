@@ -137,7 +137,9 @@ owned=0 # 1 when this script made the mount (and may remount it, fsck it, delete
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    fst_stop_child
     fst_unmount || true
+    fst_reap_child
     if [ "$owned" = 0 ] && [ -n "$testdir" ] && [ -d "$testdir" ]; then rm -rf "$testdir" || true; fi
     if [ -n "$secondary" ] && [ "${secondary#/dev/shm/}" != "$secondary" ]; then rm -rf "$secondary" || true; fi
     if [ -n "$image" ] && [ "$keep" = 0 ]; then rm -f "$image"; fi
@@ -274,7 +276,7 @@ run_pjdfstest_once() { # TAG ALLOW_REMOUNT [PATTERN...]: runs pjdfstest, appends
         shim_path="$run/shim:$PATH"
     fi
     fst_log "pjdfstest ($tag) in $testdir: log $log"
-    (cd "$testdir" && PATH="$shim_path" timeout -k 30 "$tool_timeout" pjdfstest "${args[@]}" "$@") >"$log" 2>&1 || rc=$?
+    PATH="$shim_path" fst_run "$tool_timeout" "$log" pjdfstest "${args[@]}" "$@" || rc=$?
     parse_pjdfstest "$log" >>"$run/pjdfstest.tsv"
     local summary
     summary="$(grep -m1 '^Summary:' "$log" || true)"
@@ -343,7 +345,7 @@ run_fsx_once() { # NAME FLEN OPSIZE_MAX OPS SEED
     mkdir -p "$run/fsx-artifacts"
     fst_log "fsx $name: $4 ops, seed $5, file up to $2 bytes: log $log"
     start=$(date +%s)
-    timeout -k 30 "$tool_timeout" fsx -N "$4" -S "$5" -f "$cfg" -P "$run/fsx-artifacts" "$file" >"$log" 2>&1 || rc=$?
+    fst_run "$tool_timeout" "$log" fsx -N "$4" -S "$5" -f "$cfg" -P "$run/fsx-artifacts" "$file" || rc=$?
     end=$(date +%s)
     local what="$4 ops, seed $5, file up to $2 bytes, ops up to $3 bytes, $((end - start)) s"
     if [ "$rc" = 0 ] && grep -q 'All operations completed A-OK' "$log"; then
@@ -387,18 +389,18 @@ if [ "$owned" = 1 ]; then
         record "mount::clean-unmount" pass "unmounted; daemon exited"
     fi
     if [ "$mode" = fuse2fs ]; then
-        if timeout 300 e2fsck -fn "$image" >"$run/fsck.log" 2>&1; then
+        if fst_run 300 "$run/fsck.log" e2fsck -fn "$image"; then
             record "fsck::after-unmount" pass "e2fsck -fn: clean"
         else
             record "fsck::after-unmount" fail "e2fsck -fn: $(tail -3 "$run/fsck.log" | tr '\n' ' ')"
         fi
     elif command -v fsck.f2fs >/dev/null; then
         rc=0
-        timeout 300 fsck.f2fs --dry-run -f "$image" >"$run/fsck.log" 2>&1 || rc=$?
+        fst_run 300 "$run/fsck.log" fsck.f2fs --dry-run -f "$image" || rc=$?
         if [ "$rc" = 0 ] && ! grep -qE '\[Fail\]|\[FIX|ASSERT' "$run/fsck.log"; then
             record "fsck::after-unmount" pass "fsck.f2fs --dry-run -f: clean"
         else
-            record "fsck::after-unmount" fail "fsck.f2fs --dry-run -f (exit $rc): $(grep -m3 -E '\[Fail\]|\[FIX|ASSERT' "$run/fsck.log" | tr '\n' ' ')"
+            record "fsck::after-unmount" fail "fsck.f2fs --dry-run -f (exit $rc): $({ grep -m3 -E '\[Fail\]|\[FIX|ASSERT' "$run/fsck.log" || tail -3 "$run/fsck.log"; } | tr '\n' ' '); see $run/fsck.log"
         fi
     else
         record "fsck::after-unmount" skip "fsck.f2fs not installed (apt-get install f2fs-tools)"
@@ -410,8 +412,14 @@ elapsed=$(($(date +%s) - started))
 verdict=0
 {
     echo "fs-conformance: $FST_DESC"
-    echo "tools: pjdfstest ${pjdfstest_version:-not run}$([ "$reference" = 1 ] && echo " (reference: built-in defaults)" || echo " (naptime $naptime s, features posix_fallocate utime_now utimensat rename_ctime, secondary fs ${secondary:-none}, EROFS cases $([ "$allow_remount" = 1 ] && echo on || echo off))"), fsx ${fsx_version:-not run}$([ "$mmap" = 0 ] && echo " (no mmap)")$([ "$fallocate" = 0 ] && echo " (no fallocate)"); ${elapsed} s; logs in $run"
-    awk -F '\t' -v known_file="${known:-/dev/null}" '
+    pjd_desc="not run"
+    if [ -n "$pjdfstest_version" ] && [ "$reference" = 1 ]; then
+        pjd_desc="$pjdfstest_version (--reference: built-in defaults)"
+    elif [ -n "$pjdfstest_version" ]; then
+        pjd_desc="$pjdfstest_version (naptime $naptime s, features posix_fallocate utime_now utimensat rename_ctime, secondary fs ${secondary:-none}, EROFS cases $([ "$allow_remount" = 1 ] && echo on || echo off))"
+    fi
+    echo "tools: pjdfstest $pjd_desc, fsx ${fsx_version:-not run}$([ "$mmap" = 0 ] && echo " (no mmap)")$([ "$fallocate" = 0 ] && echo " (no fallocate)"); ${elapsed} s; logs in $run"
+    awk -F '\t' -v known_file="${known:-/dev/null}" -v pjd_ran="$([ -n "$pjdfstest_version" ] && echo 1)" '
         BEGIN {
             while ((getline line < known_file) > 0) {
                 if (line ~ /^[[:space:]]*(#|$)/) continue
@@ -421,7 +429,7 @@ verdict=0
             }
         }
         {
-            suite = $1; sub(/::.*/, "", suite)
+            suite = ($1 ~ /^(fsx|mount|fsck)::/) ? $1 : "pjdfstest"; sub(/::.*/, "", suite)
             if (!(suite in seen)) { seen[suite] = 1; suites[++ns] = suite }
             count[suite, $2]++; total[$2]++; ran[$1] = 1
             if ($2 == "fail" && ($1 in known)) { kf++; kfl[kf] = "  failed (known): " $1 ": " known[$1] " [" $3 "]" }
@@ -440,7 +448,10 @@ verdict=0
             for (i = 1; i <= kf; i++) print kfl[i]
             for (i = 1; i <= sk; i++) print skl[i]
             for (i = 1; i <= up; i++) print upl[i]
-            for (k in known) if (!(k in ran)) print "  listed as a known failure but not run: " k
+            for (k in known) {
+                s = (k ~ /^(fsx|mount|fsck)::/) ? k : "pjdfstest"; sub(/::.*/, "", s)
+                if (!(k in ran) && ((s in seen) || (s == "pjdfstest" && pjd_ran))) print "  listed as a known failure but not run: " k
+            }
             if (listed) printf "known-failure list: %d entries; %d failed as listed, %d unexpected failures\n", listed, kf, uf
             printf "%d passed, %d failed, %d skipped\n", total["pass"], total["fail"], total["skip"]
             exit (uf > 0)

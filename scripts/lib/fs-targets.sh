@@ -114,15 +114,15 @@ fst_unmount() {
         for ((i = 0; i < 10; i++)); do
             if ! fst_is_fuse_mount "$mnt"; then break; fi
             if [ "$(id -u)" = 0 ]; then
-                umount "$mnt" 2>/dev/null && break
+                timeout 20 umount "$mnt" 2>/dev/null && break
             else
-                fusermount3 -u "$mnt" 2>/dev/null && break
+                timeout 20 fusermount3 -u "$mnt" 2>/dev/null && break
             fi
             sleep 0.5
         done
         if fst_is_fuse_mount "$mnt"; then
             fst_log "$mnt still busy: detaching it (lazy unmount)"
-            if [ "$(id -u)" = 0 ]; then umount -l "$mnt" || true; else fusermount3 -uz "$mnt" || true; fi
+            if [ "$(id -u)" = 0 ]; then timeout 20 umount -l "$mnt" || true; else timeout 20 fusermount3 -uz "$mnt" || true; fi
         fi
     fi
     if [ -n "$FST_PID" ]; then
@@ -138,6 +138,47 @@ fst_unmount() {
     fi
     FST_MNT=""
     FST_PID=""
+}
+
+# fst_run SECONDS LOG CMD...: runs CMD under `timeout` (TERM at SECONDS, KILL 30 s
+# later) with its output in LOG, and returns its status (124: timed out). It runs in the
+# background and is waited for, so a TERM or INT sent to the script is acted on at once
+# (bash runs traps only between foreground commands); fst_stop_child ends it.
+FST_CHILD=""
+fst_run() {
+    local seconds="$1" log="$2" rc=0
+    shift 2
+    timeout -k 30 "$seconds" "$@" >"$log" 2>&1 </dev/null &
+    FST_CHILD=$!
+    wait "$FST_CHILD" || rc=$?
+    FST_CHILD=""
+    return "$rc"
+}
+
+# fst_stop_child: from a trap, end the command fst_run is waiting for. `timeout` passes
+# the TERM on to the command. A command stuck in a FUSE request only dies once the mount
+# is gone, so the caller unmounts next and then calls fst_reap_child.
+fst_stop_child() {
+    if [ -n "$FST_CHILD" ] && kill -0 "$FST_CHILD" 2>/dev/null; then
+        kill -TERM "$FST_CHILD" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 50; i++)); do
+            kill -0 "$FST_CHILD" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
+}
+fst_reap_child() {
+    if [ -n "$FST_CHILD" ]; then
+        local i
+        for ((i = 0; i < 400; i++)); do
+            kill -0 "$FST_CHILD" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$FST_CHILD" 2>/dev/null || true
+        wait "$FST_CHILD" 2>/dev/null || true
+        FST_CHILD=""
+    fi
 }
 
 # fst_uf2fs_binary REPO: prints the uf2fs binary to use: $UF2FS if set, otherwise builds
