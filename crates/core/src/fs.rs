@@ -525,11 +525,18 @@ impl Fs {
             .map(|x| x.value))
     }
 
-    /// File system statistics.
+    /// File system statistics: of the opened checkpoint when read-only, of the live
+    /// state (blocks reserved for pending writes counted as used) when read-write.
     pub fn statfs(&self) -> Result<StatFs> {
         let cp = &self.cps.cp;
         let blocks = cp.user_block_count;
-        let free = blocks.saturating_sub(cp.valid_block_count);
+        let (free, nodes) = match &self.rw {
+            Some(rw) => {
+                let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+                (segs.free_user_blocks(), self.nodes.counts().valid_node_count)
+            }
+            None => (blocks.saturating_sub(cp.valid_block_count), cp.valid_node_count),
+        };
         let files = self.nodes.max_nid().saturating_sub(3);
         Ok(StatFs {
             block_size: crate::device::BLOCK as u32,
@@ -537,7 +544,7 @@ impl Fs {
             blocks_free: free,
             blocks_avail: free,
             files,
-            files_free: files.saturating_sub(cp.valid_node_count as u64),
+            files_free: files.saturating_sub(nodes as u64),
             name_max: uf2fs_format::consts::F2FS_NAME_LEN as u32,
         })
     }

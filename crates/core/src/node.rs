@@ -328,6 +328,12 @@ impl NodeManager {
                 "node {nid} has no block yet: dirty nodes are written before the NAT"
             )));
         }
+        let freed: Vec<u32> = t
+            .dirty
+            .iter()
+            .filter(|(_, e)| e.block_addr == uf2fs_format::consts::NULL_ADDR)
+            .map(|(n, _)| *n)
+            .collect();
         let joining = t.dirty.keys().filter(|n| !t.journal.contains_key(n)).count();
         let mut blocks_written = 0;
         if !empty_journal && t.journal.len() + joining <= NAT_JOURNAL_ENTRIES {
@@ -337,10 +343,14 @@ impl NodeManager {
             moving.append(&mut t.dirty);
             blocks_written = self.write_nat_blocks(dev, t, &moving)?;
         }
-        Ok(NatFlush {
+        let flush = NatFlush {
             journal: t.journal.iter().map(|(n, e)| (*n, *e)).collect(),
             blocks_written,
-        })
+        };
+        drop(nat);
+        // Ids freed since the last checkpoint are free for good with this one.
+        self.add_free_nids(&freed);
+        Ok(flush)
     }
 
     /// Writes `entries` into their NAT blocks (other copy, bit flipped).

@@ -238,6 +238,16 @@ impl Tree<'_> {
         })
     }
 
+    /// Forgets the inode's largest extent (`i_ext`) when it covers file block `index`,
+    /// whose address is changing: the kernel splits its extent there; dropping it is
+    /// always right (readers fall back to the node tree).
+    pub fn drop_extent_over(inode: &mut InodeMut, index: u64) {
+        let (fofs, _, len) = inode.inode.ext;
+        if len != 0 && index >= fofs as u64 && index < fofs as u64 + len as u64 {
+            inode.inode.ext = (0, 0, 0);
+        }
+    }
+
     /// Points the slot at `loc` at `addr` (the inode's own slots change in `inode`,
     /// which the caller stores).
     pub fn set_addr(&self, inode: &mut InodeMut, loc: &Loc, addr: u32) -> Result<()> {
@@ -276,6 +286,7 @@ impl Tree<'_> {
         }
         self.pages.remove(inode.ino, index);
         self.drop_addr(loc.addr)?;
+        Tree::drop_extent_over(inode, index);
         self.set_addr(inode, &loc, NULL_ADDR)?;
         inode.inode.blocks = inode.inode.blocks.saturating_sub(1);
         Ok(true)
@@ -407,7 +418,9 @@ impl Tree<'_> {
                 };
                 self.dev.write_blocks(addr, &page.data)?;
                 self.set_addr(&mut inode, &loc, addr as u32)?;
-                inode_changed |= loc.in_inode;
+                let ext = inode.inode.ext;
+                Tree::drop_extent_over(&mut inode, *index);
+                inode_changed |= loc.in_inode || ext != inode.inode.ext;
                 self.pages.remove(ino, *index);
                 written += 1;
                 i += 1;

@@ -617,3 +617,141 @@ fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
     }
     out
 }
+
+/// Not a check by itself: writes a namespace made by uf2fs to `$UF2FS_NS_IMAGE` and
+/// the kernel-check manifest of what it must hold to `$UF2FS_NS_IMAGE.manifest`, for
+/// `scripts/kernel-check.sh verify` (Linux F2FS reading uf2fs's namespace) and
+/// `mount --rw` (Linux adding to uf2fs's directories).
+#[test]
+#[ignore]
+fn kernel_fixture() {
+    let Ok(out) = std::env::var("UF2FS_NS_IMAGE") else {
+        return;
+    };
+    let features = std::env::var("UF2FS_NS_FEATURES").unwrap_or_default();
+    let features: &'static str = Box::leak(features.into_boxed_str());
+    let tmp = tempfile::tempdir().unwrap();
+    let img = image(tmp.path(), "fixture.img", Variant::Uf2fs(features), 256 * MIB);
+    let mut w = World::open(&img);
+    for d in ["inline", "big", "deep", "links"] {
+        w.ok(Op::mkdir("/", d));
+    }
+    w.ok(Op::create("/inline", "one"));
+    for i in 0..1500 {
+        w.ok(Op::create("/big", &name(i, 6 + i % 40)));
+    }
+    for i in (0..1500).step_by(5) {
+        w.ok(Op::unlink("/big", &name(i, 6 + i % 40)));
+    }
+    let mut p = String::from("/deep");
+    for d in 0..30 {
+        w.ok(Op::mkdir(&p, &format!("d{d}")));
+        p = format!("{p}/d{d}");
+    }
+    w.ok(Op::symlink("/links", "short", b"../inline/one"));
+    w.ok(Op::symlink("/links", "long", &[b'y'; 4000]));
+    w.ok(Op::link("/inline/one", "/links", "hard"));
+    for (i, (kind, rdev)) in [
+        (FileKind::Fifo, (0, 0)),
+        (FileKind::Socket, (0, 0)),
+        (FileKind::CharDev, (1, 3)),
+        (FileKind::BlockDev, (259, 70_000)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        w.ok(Op::Mknod(
+            b"/links".to_vec(),
+            format!("node{i}").into_bytes(),
+            kind,
+            rdev,
+        ));
+    }
+    w.ok(Op::rename("/deep/d0/d1", "d2", "/", "moved", 0));
+    w.ok(Op::rename("/inline", "one", "/big", &name(0, 6), RENAME_NOREPLACE));
+    let manifest = manifest(&w.model);
+    w.finish("kernel fixture");
+    std::fs::copy(&img, &out).unwrap();
+    std::fs::write(format!("{out}.manifest"), manifest).unwrap();
+}
+
+/// The kernel-check manifest of a model: path, type, mode, link count, owner, group,
+/// size (symlinks), target; "-" for what the model does not know.
+fn manifest(m: &Model) -> String {
+    let mut out = String::new();
+    for (p, n) in &m.nodes {
+        let ty = match n.kind {
+            FileKind::File => "f",
+            FileKind::Dir => "d",
+            FileKind::Symlink => "l",
+            FileKind::CharDev => "c",
+            FileKind::BlockDev => "b",
+            FileKind::Fifo => "p",
+            FileKind::Socket => "s",
+        };
+        let size = match n.kind {
+            FileKind::Symlink => n.target.len().to_string(),
+            _ => "-".into(),
+        };
+        let target = if n.kind == FileKind::Symlink {
+            String::from_utf8_lossy(&n.target).into_owned()
+        } else {
+            "-".into()
+        };
+        let path = String::from_utf8_lossy(p);
+        let nlink = m.nlink(p);
+        out.push_str(&format!(
+            "{path}\t{ty}\t{:04o}\t{nlink}\t0\t0\t{size}\t-\t-\t{target}\t-\t-\n",
+            n.perm
+        ));
+    }
+    out
+}
+
+/// Not a check by itself: with `$UF2FS_NS_IMAGE` naming an image Linux F2FS wrote
+/// (say, the fixture after `kernel-check.sh mount --rw`), changes every directory of
+/// its root with uf2fs (names added, half of the files removed, a directory made and
+/// one moved in), then unmounts and judges the result with fsck and the model.
+#[test]
+#[ignore]
+fn kernel_image_round_trip() {
+    let Ok(src) = std::env::var("UF2FS_NS_IMAGE") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("roundtrip.img");
+    std::fs::copy(&src, &img).unwrap();
+    let mut w = World::open(&img);
+    let dirs: Vec<String> = w
+        .model
+        .nodes
+        .iter()
+        .filter(|(p, n)| n.kind == FileKind::Dir && p.len() > 1 && !p[1..].contains(&b'/'))
+        .map(|(p, _)| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    for (k, d) in dirs.iter().enumerate() {
+        for i in 0..60 {
+            w.ok(Op::create(d, &format!("uf2fs-{i}")));
+        }
+        let files: Vec<Vec<u8>> = w
+            .model
+            .nodes
+            .iter()
+            .filter(|(p, n)| n.kind == FileKind::File && p.starts_with(format!("{d}/").as_bytes()))
+            .map(|(p, _)| p[d.len() + 1..].to_vec())
+            .filter(|n| !n.contains(&b'/'))
+            .collect();
+        for f in files.iter().step_by(2) {
+            w.ok(Op::Unlink(d.as_bytes().to_vec(), f.clone()));
+        }
+        w.ok(Op::mkdir(d, "uf2fs-dir"));
+        if k > 0 {
+            w.ok(Op::rename(&dirs[k - 1], "uf2fs-dir", d, "uf2fs-moved", 0));
+        }
+    }
+    let manifest = manifest(&w.model);
+    let text = w.finish("uf2fs changing an image Linux wrote");
+    println!("{text}");
+    std::fs::copy(&img, format!("{src}.roundtrip")).unwrap();
+    std::fs::write(format!("{src}.roundtrip.manifest"), manifest).unwrap();
+}

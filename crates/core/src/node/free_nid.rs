@@ -64,6 +64,20 @@ impl NodeManager {
         Ok(nid)
     }
 
+    /// Adds ids whose nodes were freed to the list (while it has room), as the
+    /// checkpoint that records them free is written.
+    pub(crate) fn add_free_nids(&self, nids: &[u32]) {
+        let mut f = lock(&self.free_nids);
+        for &nid in nids {
+            if f.list.len() >= FREE_NIDS_MAX {
+                break;
+            }
+            if !f.prealloc.contains(&nid) && nid as u64 >= 3 && !self.reserved.contains(&nid) {
+                f.list.insert(nid);
+            }
+        }
+    }
+
     /// Gives back an id from [`NodeManager::alloc_nid`] that did not become a node.
     pub(crate) fn release_nid(&self, nid: u32) {
         let mut f = lock(&self.free_nids);

@@ -105,6 +105,8 @@ impl NodeManager {
         block: Vec<u8>,
         log: LogType,
     ) -> Result<()> {
+        // Held throughout, so that no write-out of dirty nodes runs halfway through.
+        let mut dirty = lock(&self.dirty);
         let e = self.nat_entry(dev, nid)?;
         if e.block_addr != NULL_ADDR {
             return Err(Error::corrupt(
@@ -128,7 +130,14 @@ impl NodeManager {
                 c.valid_inode_count += 1;
             }
         }
-        self.store_dirty(nid, block, log);
+        dirty.insert(
+            nid,
+            DirtyNode {
+                block: Arc::new(block),
+                log,
+            },
+        );
+        lock(&self.node_cache).pop(&nid);
         Ok(())
     }
 
@@ -136,6 +145,9 @@ impl NodeManager {
     /// it was never written), its NAT entry points nowhere, the counts shrink. The id
     /// becomes free for others after the next checkpoint.
     pub(crate) fn free_node(&self, dev: &dyn BlockDevice, segs: &Mutex<SegmentManager>, nid: u32) -> Result<()> {
+        // Held throughout, so that no write-out of dirty nodes moves the node between
+        // reading its NAT entry and dropping it.
+        let mut dirty = lock(&self.dirty);
         let e = self.nat_entry(dev, nid)?;
         let mut version = e.version;
         match e.block_addr {
@@ -152,7 +164,7 @@ impl NodeManager {
                 version = version.wrapping_add(1);
             }
         }
-        lock(&self.dirty).remove(nid);
+        dirty.remove(nid);
         let entry = NatEntry {
             version,
             ino: e.ino,
