@@ -17,6 +17,8 @@ pub(crate) mod newinode;
 mod remove;
 mod rename;
 mod setattr;
+#[cfg(test)]
+mod tests;
 
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
