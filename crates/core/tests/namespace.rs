@@ -587,19 +587,23 @@ fn write_sparse(path: &Path, image: &[u8]) {
     }
 }
 
-/// Cuts of the recorded writes: after each flush, with none, all, the first half, three
-/// single writes spread over the window and one seeded subset of the writes in flight.
+/// Cuts of the recorded writes: after each flush, with six prefixes of the writes in
+/// flight (none and all among them: the device wrote them in order), three single
+/// writes spread over the window and one seeded subset (it reordered them).
 fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
     let mut out = Vec::new();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for k in 0..=dev.flush_count() {
         let n = dev.in_flight_after(k).len();
-        out.push((k, vec![false; n]));
         if n == 0 {
+            out.push((k, Vec::new()));
             continue;
         }
-        out.push((k, vec![true; n]));
-        out.push((k, (0..n).map(|j| j < n / 2).collect()));
+        let mut prefixes: Vec<usize> = (0..=5).map(|p| p * n / 5).collect();
+        prefixes.dedup();
+        for m in prefixes {
+            out.push((k, (0..n).map(|j| j < m).collect()));
+        }
         for i in 0..n.min(3) {
             out.push((k, (0..n).map(|j| j == i * n / 3).collect()));
         }
