@@ -75,6 +75,9 @@ pub enum Error {
     /// The link count would overflow.
     #[error("too many links: {0}")]
     TooManyLinks(String),
+    /// A file would grow past the largest size F2FS can address.
+    #[error("file too large: {0}")]
+    FileTooBig(String),
 }
 
 /// Shows raw name bytes in an error message: lossy UTF-8 with control characters
@@ -122,6 +125,7 @@ impl Error {
             Error::NotEmpty(_) => 39,                                       // ENOTEMPTY
             Error::NotPermitted(_) => 1,                                    // EPERM
             Error::TooManyLinks(_) => 31,                                   // EMLINK
+            Error::FileTooBig(_) => 27,                                     // EFBIG
         }
     }
 }

@@ -273,8 +273,7 @@ impl Fs {
         rw.check_failed()?;
         // Dirty data first, then the nodes pointing at it, then the NAT (in the writer).
         let before_nat = |cp_ver: u64| -> Result<()> {
-            let tree = self.tree(rw);
-            tree.write_dirty_pages()?;
+            crate::writeback::write_all_pages(&self.tree(rw))?;
             self.nodes
                 .write_dirty_nodes(self.dev.as_ref(), &self.sbc.sb, &rw.segs, cp_ver)?;
             Ok(())

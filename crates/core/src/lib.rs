@@ -11,6 +11,7 @@ mod data;
 pub mod device;
 mod dir;
 mod error;
+mod file;
 mod fs;
 mod info;
 mod inode;
@@ -20,6 +21,7 @@ mod node;
 mod pagecache;
 pub mod segment;
 mod tree;
+pub mod writeback;
 mod xattr;
 
 pub use api::{
@@ -28,5 +30,6 @@ pub use api::{
 };
 pub use checkpoint::write::CheckpointReport;
 pub use error::{show_name, Error, Result};
+pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 pub use fs::{Fs, FsInfo, OpenOptions};
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};

@@ -1,23 +1,36 @@
-//! Dirty data blocks of a read-write file system, held in memory until a checkpoint
-//! writes them out (before the node blocks that point at them).
+//! uf2fs's own page cache: dirty data blocks of a read-write file system, held in
+//! memory until a writeback context writes them out of place (before the node blocks
+//! that point at them), at the latest at the next checkpoint.
 //!
-//! Step 2 of the write path keeps directory blocks (dentry blocks) and the data block of
-//! a long symlink here; step 3 grows this into the page cache with writeback contexts.
-//! Every dirty block has a reserved address in its node (`NEW_ADDR` for a block never
-//! written, or its current address for a rewrite), so a reader that finds no dirty
-//! block reads the device.
+//! Directory blocks (dentry blocks), long symlink targets and regular file data all
+//! wait here. Every dirty block has a reserved address in its node (`NEW_ADDR` for a
+//! block never written, or its current address for a rewrite), so a reader that finds
+//! no dirty block reads the device. Readers look here first ([`PageCache::get`]).
 //!
-//! Bound: [`DIRTY_PAGES_MAX`]. An operation that finds more dirty blocks than that
-//! first runs a checkpoint, and no operation dirties more than a handful, so the map
-//! stays within a few blocks per concurrent operation of the bound.
+//! Pages are kept per inode; each inode with dirty pages belongs to one writeback
+//! context, chosen by the [`Writeback`] policy when its first page gets dirty, and
+//! contexts list their inodes oldest-dirtied first.
+//!
+//! Bounds (blocks of 4 KiB):
+//! - [`DIRTY_PAGES_PER_INODE_MAX`]: a file write that leaves more dirty pages than this
+//!   in its inode writes that inode's pages back before it returns;
+//! - [`DIRTY_PAGES_MAX`]: an operation that finds more dirty pages than this in all
+//!   first has the writeback contexts write them back (file data) or runs a checkpoint
+//!   (namespace operations). No operation dirties more than
+//!   [`crate::file::WRITE_CHUNK_BLOCKS`] pages, so the cache stays within one chunk per
+//!   concurrent operation of the bound.
 
 use crate::segment::{LogType, NR_LOGS};
+use crate::writeback::Writeback;
 use crate::Ino;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// Dirty blocks that make the next operation run a checkpoint first (16 MiB).
+/// Dirty blocks in all past which they are written back (16 MiB).
 pub const DIRTY_PAGES_MAX: usize = 4096;
+/// Dirty blocks of one inode past which a file write writes them back (4 MiB).
+pub const DIRTY_PAGES_PER_INODE_MAX: usize = 1024;
 
 /// One dirty block: its contents and the log it goes to.
 #[derive(Debug, Clone)]
@@ -28,78 +41,192 @@ pub struct DirtyPage {
     pub log: LogType,
 }
 
-/// Dirty data blocks by (inode, file block index).
+/// The dirty pages of one inode.
+#[derive(Debug, Default)]
+struct InodePages {
+    pages: BTreeMap<u64, DirtyPage>,
+    /// Writeback context that writes them.
+    context: usize,
+    /// When its first page (since it was last clean) got dirty: a sequence number.
+    dirtied_seq: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    inodes: BTreeMap<Ino, InodePages>,
+    total: usize,
+    per_log: [u64; NR_LOGS],
+    next_seq: u64,
+}
+
+impl Inner {
+    fn removed(&mut self, page: &DirtyPage) {
+        self.total -= 1;
+        self.per_log[page.log as usize] -= 1;
+    }
+
+    /// Drops the entry of `ino` when it has no pages left.
+    fn tidy(&mut self, ino: Ino) {
+        if self.inodes.get(&ino).is_some_and(|p| p.pages.is_empty()) {
+            self.inodes.remove(&ino);
+        }
+    }
+}
+
+/// Dirty data blocks by inode and file block index, with the writeback contexts.
 #[derive(Default)]
 pub struct PageCache {
-    pages: Mutex<BTreeMap<(Ino, u64), DirtyPage>>,
+    inner: Mutex<Inner>,
+    writeback: Writeback,
 }
 
 impl PageCache {
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<(Ino, u64), DirtyPage>> {
-        self.pages.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The writeback contexts and the policy that assigns inodes to them.
+    pub fn writeback(&self) -> &Writeback {
+        &self.writeback
     }
 
     /// The dirty block `index` of inode `ino`, if any.
     pub fn get(&self, ino: Ino, index: u64) -> Option<Arc<Vec<u8>>> {
-        self.lock().get(&(ino, index)).map(|p| p.data.clone())
+        self.lock()
+            .inodes
+            .get(&ino)
+            .and_then(|p| p.pages.get(&index))
+            .map(|p| p.data.clone())
     }
 
     /// Whether inode `ino` has any dirty block.
     pub fn has_inode(&self, ino: Ino) -> bool {
-        self.lock().range((ino, 0)..=(ino, u64::MAX)).next().is_some()
+        self.lock().inodes.contains_key(&ino)
+    }
+
+    /// Dirty blocks of inode `ino`.
+    pub fn inode_len(&self, ino: Ino) -> usize {
+        self.lock().inodes.get(&ino).map_or(0, |p| p.pages.len())
     }
 
     /// Stores block `index` of `ino` as dirty (replacing an older dirty copy).
     pub fn put(&self, ino: Ino, index: u64, data: Vec<u8>, log: LogType) {
         debug_assert_eq!(data.len(), crate::device::BLOCK);
-        self.lock().insert(
-            (ino, index),
-            DirtyPage {
-                data: Arc::new(data),
-                log,
-            },
-        );
+        let context = self.writeback.context_of(ino);
+        let mut inner = self.lock();
+        let seq = inner.next_seq;
+        let entry = inner.inodes.entry(ino).or_insert_with(|| InodePages {
+            pages: BTreeMap::new(),
+            context,
+            dirtied_seq: seq,
+        });
+        let page = DirtyPage {
+            data: Arc::new(data),
+            log,
+        };
+        let old = entry.pages.insert(index, page);
+        inner.next_seq += 1;
+        if let Some(old) = old {
+            inner.removed(&old);
+        }
+        inner.total += 1;
+        inner.per_log[log as usize] += 1;
     }
 
     /// Drops the dirty block `index` of `ino`; true if there was one.
     pub fn remove(&self, ino: Ino, index: u64) -> bool {
-        self.lock().remove(&(ino, index)).is_some()
+        let mut inner = self.lock();
+        let Some(old) = inner.inodes.get_mut(&ino).and_then(|p| p.pages.remove(&index)) else {
+            return false;
+        };
+        inner.removed(&old);
+        inner.tidy(ino);
+        true
+    }
+
+    /// Drops the dirty block `index` of `ino` if it still holds `data` (the copy a
+    /// writer just wrote); a newer copy stays dirty. True if it was dropped.
+    pub fn remove_written(&self, ino: Ino, index: u64, data: &Arc<Vec<u8>>) -> bool {
+        let mut inner = self.lock();
+        let same = inner
+            .inodes
+            .get(&ino)
+            .and_then(|p| p.pages.get(&index))
+            .is_some_and(|p| Arc::ptr_eq(&p.data, data));
+        if !same {
+            return false;
+        }
+        if let Some(old) = inner.inodes.get_mut(&ino).and_then(|p| p.pages.remove(&index)) {
+            inner.removed(&old);
+        }
+        inner.tidy(ino);
+        true
+    }
+
+    /// Drops the dirty blocks of `ino` with indexes in `range`; returns their indexes.
+    pub fn remove_range(&self, ino: Ino, range: Range<u64>) -> Vec<u64> {
+        let mut inner = self.lock();
+        let Some(p) = inner.inodes.get_mut(&ino) else {
+            return Vec::new();
+        };
+        let keys: Vec<u64> = p.pages.range(range).map(|(k, _)| *k).collect();
+        let mut gone = Vec::with_capacity(keys.len());
+        for k in &keys {
+            if let Some(old) = p.pages.remove(k) {
+                gone.push(old);
+            }
+        }
+        for old in &gone {
+            inner.removed(old);
+        }
+        inner.tidy(ino);
+        keys
     }
 
     /// Drops every dirty block of `ino` and returns their indexes.
     pub fn remove_inode(&self, ino: Ino) -> Vec<u64> {
-        let mut pages = self.lock();
-        let keys: Vec<(Ino, u64)> = pages.range((ino, 0)..=(ino, u64::MAX)).map(|(k, _)| *k).collect();
-        for k in &keys {
-            pages.remove(k);
-        }
-        keys.into_iter().map(|(_, i)| i).collect()
+        self.remove_range(ino, 0..u64::MAX)
     }
 
     /// Dirty blocks in all.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().total
     }
 
     /// Whether nothing is dirty.
     #[allow(dead_code)]
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().total == 0
     }
 
     /// Dirty blocks by the log they go to.
     pub fn count_by_log(&self) -> [u64; NR_LOGS] {
-        let mut out = [0u64; NR_LOGS];
-        for p in self.lock().values() {
-            out[p.log as usize] += 1;
-        }
-        out
+        self.lock().per_log
     }
 
-    /// Every dirty block, in (inode, index) order, left in place (the writer removes
-    /// each once it is on the device and its node points at it).
-    pub fn snapshot(&self) -> Vec<((Ino, u64), DirtyPage)> {
-        self.lock().iter().map(|(k, v)| (*k, v.clone())).collect()
+    /// The dirty blocks of `ino` in index order, left in place (the writer removes
+    /// each with [`PageCache::remove_written`] once it is on the device and its node
+    /// points at it).
+    pub fn inode_snapshot(&self, ino: Ino) -> Vec<(u64, DirtyPage)> {
+        self.lock()
+            .inodes
+            .get(&ino)
+            .map(|p| p.pages.iter().map(|(k, v)| (*k, v.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Inodes with dirty pages that writeback context `context` writes, the one
+    /// dirtied first first.
+    pub fn dirty_inodes(&self, context: usize) -> Vec<Ino> {
+        let inner = self.lock();
+        let mut v: Vec<(u64, Ino)> = inner
+            .inodes
+            .iter()
+            .filter(|(_, p)| p.context == context)
+            .map(|(ino, p)| (p.dirtied_seq, *ino))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, ino)| ino).collect()
     }
 }
 
@@ -116,9 +243,33 @@ mod tests {
         assert_eq!(c.len(), 3);
         assert_eq!(c.get(5, 1).unwrap()[0], 1);
         assert_eq!(c.count_by_log()[LogType::HotData as usize], 2);
-        assert_eq!(c.snapshot()[0].0, (5, 0));
+        assert_eq!(c.inode_snapshot(5)[0].0, 0);
+        assert_eq!(c.dirty_inodes(0), vec![5, 6]);
         assert_eq!(c.remove_inode(5), vec![0, 1]);
         assert!(!c.has_inode(5) && c.has_inode(6));
         assert!(c.remove(6, 0) && !c.remove(6, 0) && c.is_empty());
+        assert_eq!(c.count_by_log(), [0; NR_LOGS]);
+    }
+
+    #[test]
+    fn counts_follow_replacements_ranges_and_written_copies() {
+        let c = PageCache::default();
+        for i in 0..10 {
+            c.put(7, i, vec![i as u8; 4096], LogType::WarmData);
+        }
+        c.put(3, 0, vec![0; 4096], LogType::ColdData);
+        c.put(7, 4, vec![99; 4096], LogType::WarmData);
+        assert_eq!((c.len(), c.inode_len(7)), (11, 10));
+        assert_eq!(c.dirty_inodes(0), vec![7, 3], "oldest dirtied first");
+        assert_eq!(c.remove_range(7, 2..5), vec![2, 3, 4]);
+        assert_eq!(c.count_by_log()[LogType::WarmData as usize], 7);
+        let snap = c.inode_snapshot(7);
+        let (index, page) = &snap[0];
+        c.put(7, 1, vec![5; 4096], LogType::WarmData);
+        assert!(c.remove_written(7, *index, &page.data), "block 0 unchanged since");
+        let (index, page) = &snap[1];
+        assert!(!c.remove_written(7, *index, &page.data), "block 1 was rewritten");
+        assert_eq!(c.get(7, 1).unwrap()[0], 5);
+        assert_eq!(c.len(), 7);
     }
 }

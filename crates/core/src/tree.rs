@@ -1,11 +1,11 @@
 //! The node tree of an inode, for writing: finding the slot of a file block, reserving
 //! a block (making the direct and indirect nodes on its path, as F2FS's
-//! `f2fs_reserve_block` does), freeing blocks and whole inodes, and writing dirty data
-//! blocks out before the nodes that point at them.
+//! `f2fs_reserve_block` does), freeing blocks and whole inodes. Dirty data blocks are
+//! written out by [`crate::writeback`].
 //!
 //! Counting follows the kernel: `i_blocks` grows by one for every data block reserved
 //! and every node made below the inode; a reserved block holds `NEW_ADDR` until its
-//! contents are written at a checkpoint, and is counted as reserved space meanwhile.
+//! contents are written back, and is counted as reserved space meanwhile.
 
 use crate::device::{BlockDevice, BLOCK};
 use crate::inode::InodeMut;
@@ -17,7 +17,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NODE_FOOTER_OFFSET, NULL_ADDR};
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::{Inode, NodeFooter};
-use uf2fs_format::summary::Summary;
 use uf2fs_format::superblock::Superblock;
 
 /// Footer flag bit of a node that does not belong to a directory (the kernel's cold
@@ -381,54 +380,5 @@ impl Tree<'_> {
             self.nodes.free_node(self.dev, self.segs, inode.inode.xattr_nid)?;
         }
         self.nodes.free_node(self.dev, self.segs, ino)
-    }
-
-    /// Writes every dirty data block out of place to its log and points its node at it
-    /// (before the nodes are written: a checkpoint's first step). Returns the blocks
-    /// written.
-    pub fn write_dirty_pages(&self) -> Result<usize> {
-        let snapshot = self.pages.snapshot();
-        let mut written = 0;
-        let mut i = 0;
-        while i < snapshot.len() {
-            let ino = snapshot[i].0 .0;
-            let mut inode = self.load_inode(ino)?;
-            let mut inode_changed = false;
-            while i < snapshot.len() && snapshot[i].0 .0 == ino {
-                let ((_, index), page) = &snapshot[i];
-                let loc = self
-                    .locate(&inode, *index)?
-                    .filter(|l| l.addr != NULL_ADDR)
-                    .ok_or_else(|| Error::Invalid(format!("dirty block {index} of inode {ino} has no address")))?;
-                let version = self.nodes.nat_entry(self.dev, loc.nid)?.version;
-                let sum = Summary {
-                    nid: loc.nid,
-                    version,
-                    ofs_in_node: loc.slot as u16,
-                };
-                let addr = {
-                    let mut s = self.segs();
-                    if loc.addr == NEW_ADDR {
-                        s.alloc_reserved_block(self.dev, page.log, sum)?
-                    } else {
-                        let a = s.alloc_block(self.dev, page.log, sum)?;
-                        s.invalidate(loc.addr as u64)?;
-                        a
-                    }
-                };
-                self.dev.write_blocks(addr, &page.data)?;
-                self.set_addr(&mut inode, &loc, addr as u32)?;
-                let ext = inode.inode.ext;
-                Tree::drop_extent_over(&mut inode, *index);
-                inode_changed |= loc.in_inode || ext != inode.inode.ext;
-                self.pages.remove(ino, *index);
-                written += 1;
-                i += 1;
-            }
-            if inode_changed {
-                self.store_inode(inode)?;
-            }
-        }
-        Ok(written)
     }
 }

@@ -272,7 +272,9 @@ impl CheckpointWriter {
     fn next_checkpoint(&self, segs: &SegmentManager, counts: &NodeCounts) -> Checkpoint {
         let mut cp = self.last.cp.clone();
         cp.checkpoint_ver = cp.checkpoint_ver.wrapping_add(1);
-        cp.valid_block_count = segs.valid_block_count();
+        // Dirty data and nodes are written by now: what stays reserved are addresses
+        // reserved by fallocate (`NEW_ADDR`), which the kernel counts as valid blocks.
+        cp.valid_block_count = segs.valid_block_count() + segs.reserved_new_blocks();
         cp.free_segment_count = segs.free_segment_count();
         for (i, t) in LogType::ALL.into_iter().enumerate() {
             let log = segs.log(t);

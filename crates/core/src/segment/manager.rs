@@ -115,6 +115,9 @@ impl SegmentManager {
             m.free.set_used(segno, used);
         }
         m.check_against(cps)?;
+        // Blocks the checkpoint counts beyond the SIT's are addresses reserved and not
+        // written (`NEW_ADDR`): they stay reserved.
+        m.reserve_new_blocks(cps.cp.valid_block_count - m.valid_blocks)?;
         Ok(m)
     }
 
@@ -122,7 +125,9 @@ impl SegmentManager {
     fn check_against(&self, cps: &CheckpointState) -> Result<()> {
         let bad = |d: String| Error::corrupt("SIT", None, format!("{d}; run fsck.f2fs"));
         let cp = &cps.cp;
-        if self.valid_blocks != cp.valid_block_count {
+        // The checkpoint also counts reserved addresses (`NEW_ADDR`, from fallocate),
+        // which own no block yet: never fewer than the SIT's valid blocks.
+        if self.valid_blocks > cp.valid_block_count {
             return Err(bad(format!(
                 "{} valid blocks, the checkpoint says {}",
                 self.valid_blocks, cp.valid_block_count

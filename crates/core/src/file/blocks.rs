@@ -1,0 +1,471 @@
+//! File blocks through the node tree, a range at a time (F2FS's data.c and the truncate
+//! half of file.c): planning what a range needs, reserving its holes (making the
+//! direct and indirect nodes on the way), clearing it (punch) and trimming a file's
+//! tree from a block on (truncate).
+//!
+//! Ranges are walked a direct node at a time; a missing node skips its whole span.
+//! Every walk is iterative: the tree has at most three levels below the inode, and
+//! each level has its own loop.
+//!
+//! Counting, as the kernel counts (and fsck checks): `i_blocks` holds the inode, every
+//! node below it and every data address that is not `NULL_ADDR` (`NEW_ADDR` included).
+//! A reserved address (`NEW_ADDR`) holds one block of the SegmentManager's
+//! reservations until it is written or dropped.
+
+use crate::inode::InodeMut;
+use crate::node::{node_path, NodeBlock, NodePath};
+use crate::tree::{new_node_block, node_log, Tree};
+use crate::{Error, Ino, Result};
+use std::sync::PoisonError;
+use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NIDS_PER_BLOCK, NULL_ADDR};
+use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::node::NodeFooter;
+
+/// Addresses per direct node.
+pub const D: u64 = ADDRS_PER_BLOCK as u64;
+/// Node ids per indirect node.
+const N: u64 = NIDS_PER_BLOCK as u64;
+
+/// File blocks an inode's node tree addresses (its own addresses, two direct, two
+/// indirect and one double-indirect node).
+pub fn max_blocks(inode: &InodeMut) -> u64 {
+    inode.inode.addrs_per_inode() as u64 + 2 * D + 2 * D * N + D * N * N
+}
+
+/// What a range of blocks needs before it can be reserved and written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangePlan {
+    /// Blocks without an address (to reserve).
+    pub holes: u64,
+    /// Direct nodes to make.
+    pub new_direct: u64,
+    /// Indirect and double-indirect nodes to make.
+    pub new_indirect: u64,
+    /// Existing direct nodes the range touches (each is rewritten).
+    pub dnodes: u64,
+    /// Existing indirect nodes above them (at most; each may be rewritten).
+    pub indirect: u64,
+}
+
+/// Where a walk down to the direct node of one block ended.
+enum Walk {
+    /// The address is in the inode.
+    Inode,
+    /// The node at `level` of the path is missing; blocks up to `end` have none.
+    Missing { level: usize, end: u64 },
+    /// The direct node `nid`, holding blocks from `start`.
+    Dnode { nid: u32, block: NodeBlock, start: u64 },
+}
+
+/// Start and length (in blocks) of the node at `level` (1..=depth) of `path`, the path
+/// of block `index`.
+fn span(path: &NodePath, index: u64, level: usize) -> (u64, u64) {
+    let mut start = index;
+    let mut unit = 1u64;
+    for m in (level..=path.depth).rev() {
+        start -= path.slots[m] as u64 * unit;
+        unit *= if m == path.depth { D } else { N };
+    }
+    (start, unit)
+}
+
+fn read_node(t: &Tree, nid: u32, ino: Ino) -> Result<NodeBlock> {
+    t.nodes.read(t.dev, nid, ino)
+}
+
+/// Walks from the inode towards the direct node of block `index`.
+fn walk(t: &Tree, inode: &InodeMut, index: u64) -> Result<(NodePath, Walk)> {
+    let path = node_path(inode.inode.addrs_per_inode() as u64, index)?;
+    if path.depth == 0 {
+        return Ok((path, Walk::Inode));
+    }
+    let mut nid = inode.inode.nids[path.slots[0]];
+    for level in 1..=path.depth {
+        if nid == 0 {
+            let (start, len) = span(&path, index, level);
+            return Ok((
+                path,
+                Walk::Missing {
+                    level,
+                    end: start + len,
+                },
+            ));
+        }
+        let block = read_node(t, nid, inode.ino)?;
+        if level == path.depth {
+            let start = index - path.slots[level] as u64;
+            return Ok((path, Walk::Dnode { nid, block, start }));
+        }
+        nid = u32_at(&block, 4 * path.slots[level]);
+    }
+    Err(Error::Invalid(format!("node path of block {index} has no direct node")))
+}
+
+/// What blocks `first..end` of `inode` (not inline) need: holes, nodes to make,
+/// nodes touched.
+pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<RangePlan> {
+    let mut plan = RangePlan::default();
+    let in_inode = inode.inode.addrs_per_inode() as u64;
+    let mut index = first;
+    while index < end {
+        let (path, w) = walk(t, inode, index)?;
+        match w {
+            Walk::Inode => {
+                let stop = end.min(in_inode);
+                plan.holes += (index..stop).filter(|&s| inode.slot(s as usize) == NULL_ADDR).count() as u64;
+                index = stop;
+            }
+            Walk::Missing { level, end: e } => {
+                let stop = end.min(e);
+                plan.holes += stop - index;
+                // Every node at `level` and below inside [index, stop) is missing.
+                for l in level..=path.depth {
+                    let (start, len) = span(&path, index, l);
+                    let count = (stop - 1 - start) / len + 1;
+                    if l == path.depth {
+                        plan.new_direct += count;
+                    } else {
+                        plan.new_indirect += count;
+                    }
+                }
+                plan.indirect += (level - 1) as u64;
+                index = stop;
+            }
+            Walk::Dnode { block, start, .. } => {
+                let stop = end.min(start + D);
+                let from = (index - start) as usize;
+                let to = (stop - start) as usize;
+                plan.holes += (from..to).filter(|&s| u32_at(&block, 4 * s) == NULL_ADDR).count() as u64;
+                plan.dnodes += 1;
+                plan.indirect += (path.depth - 1) as u64;
+                index = stop;
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// Makes a new node at footer offset `offset` of `inode` (counted in `i_blocks`).
+fn make_node(t: &mut Tree, inode: &mut InodeMut, offset: u32) -> Result<u32> {
+    let nid = t.take_nid()?;
+    let dir = inode.is_dir();
+    let block = new_node_block(nid, inode.ino, offset, dir);
+    if let Err(e) = t
+        .nodes
+        .new_node(t.dev, t.segs, nid, inode.ino, block, node_log(offset, dir))
+    {
+        t.nodes.release_nid(nid);
+        return Err(e);
+    }
+    inode.inode.blocks += 1;
+    Ok(nid)
+}
+
+/// Stores a changed node block, to the log its footer offset says.
+fn store_node(t: &Tree, nid: u32, block: Vec<u8>, dir: bool) -> Result<()> {
+    let offset = NodeFooter::decode(&block)
+        .map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?
+        .offset();
+    t.nodes.store_dirty(nid, block, node_log(offset, dir));
+    Ok(())
+}
+
+/// The direct node on `path`, made (with the indirect nodes above it) when missing.
+fn ensure_dnode(t: &mut Tree, inode: &mut InodeMut, path: &NodePath) -> Result<u32> {
+    let dir = inode.is_dir();
+    let mut nid = inode.inode.nids[path.slots[0]];
+    if nid == 0 {
+        nid = make_node(t, inode, path.offsets[1])?;
+        inode.inode.nids[path.slots[0]] = nid;
+    }
+    for level in 1..path.depth {
+        let parent = read_node(t, nid, inode.ino)?;
+        let mut child = u32_at(&parent, 4 * path.slots[level]);
+        if child == 0 {
+            child = make_node(t, inode, path.offsets[level + 1])?;
+            let mut b = parent.to_vec();
+            put_u32(&mut b, 4 * path.slots[level], child);
+            store_node(t, nid, b, dir)?;
+        }
+        nid = child;
+    }
+    Ok(nid)
+}
+
+fn reserve(t: &Tree, n: u64) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    t.segs
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .reserve_new_blocks(n)
+}
+
+/// Reserves every hole of blocks `first..end` (`NEW_ADDR`, one reserved block and one
+/// `i_blocks` each), making the nodes on the way. Returns the blocks reserved.
+pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -> Result<u64> {
+    let in_inode = inode.inode.addrs_per_inode() as u64;
+    let dir = inode.is_dir();
+    let mut reserved = 0;
+    let mut index = first;
+    while index < end {
+        let path = node_path(in_inode, index)?;
+        if path.depth == 0 {
+            let stop = end.min(in_inode);
+            let holes: Vec<usize> = (index as usize..stop as usize)
+                .filter(|&s| inode.slot(s) == NULL_ADDR)
+                .collect();
+            reserve(t, holes.len() as u64)?;
+            for s in &holes {
+                inode.set_slot(*s, NEW_ADDR);
+            }
+            inode.inode.blocks += holes.len() as u64;
+            reserved += holes.len() as u64;
+            index = stop;
+            continue;
+        }
+        let nid = ensure_dnode(t, inode, &path)?;
+        let start = index - path.slots[path.depth] as u64;
+        let stop = end.min(start + D);
+        let mut b = read_node(t, nid, inode.ino)?.to_vec();
+        let holes: Vec<usize> = ((index - start) as usize..(stop - start) as usize)
+            .filter(|&s| u32_at(&b, 4 * s) == NULL_ADDR)
+            .collect();
+        if !holes.is_empty() {
+            reserve(t, holes.len() as u64)?;
+            for s in &holes {
+                put_u32(&mut b, 4 * s, NEW_ADDR);
+            }
+            store_node(t, nid, b, dir)?;
+            inode.inode.blocks += holes.len() as u64;
+            reserved += holes.len() as u64;
+        }
+        index = stop;
+    }
+    Ok(reserved)
+}
+
+/// Gives up a data address: a reservation back, or a block invalidated.
+fn drop_addr(t: &Tree, addr: u32) -> Result<()> {
+    let mut segs = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+    match addr {
+        NULL_ADDR => Ok(()),
+        NEW_ADDR => {
+            segs.release_new_blocks(1);
+            Ok(())
+        }
+        a => segs.invalidate(a as u64),
+    }
+}
+
+/// Clears the inode's own address slots `from..to`; returns the addresses dropped.
+fn clear_inode_slots(t: &Tree, inode: &mut InodeMut, from: u64, to: u64) -> Result<u64> {
+    let mut n = 0;
+    for s in from as usize..to as usize {
+        let a = inode.slot(s);
+        if a != NULL_ADDR {
+            drop_addr(t, a)?;
+            inode.set_slot(s, NULL_ADDR);
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Clears slots `from..to` of direct node `nid`; returns the addresses dropped.
+fn clear_dnode(t: &Tree, ino: Ino, dir: bool, nid: u32, from: usize, to: usize) -> Result<u64> {
+    let block = read_node(t, nid, ino)?;
+    let mut b: Option<Vec<u8>> = None;
+    let mut n = 0;
+    for s in from..to {
+        let a = u32_at(&block, 4 * s);
+        if a != NULL_ADDR {
+            drop_addr(t, a)?;
+            put_u32(b.get_or_insert_with(|| block.to_vec()), 4 * s, NULL_ADDR);
+            n += 1;
+        }
+    }
+    if let Some(b) = b {
+        store_node(t, nid, b, dir)?;
+    }
+    Ok(n)
+}
+
+/// Drops the addresses of blocks `first..end` (punching a hole); the nodes stay, as
+/// the kernel keeps them. Returns the addresses dropped.
+pub fn clear_range(t: &Tree, inode: &mut InodeMut, first: u64, end: u64) -> Result<u64> {
+    let in_inode = inode.inode.addrs_per_inode() as u64;
+    let end = end.min(max_blocks(inode));
+    let dir = inode.is_dir();
+    let mut dropped = 0;
+    let mut index = first;
+    while index < end {
+        let (_, w) = walk(t, inode, index)?;
+        index = match w {
+            Walk::Inode => {
+                let stop = end.min(in_inode);
+                dropped += clear_inode_slots(t, inode, index, stop)?;
+                stop
+            }
+            Walk::Missing { end: e, .. } => end.min(e),
+            Walk::Dnode { nid, start, .. } => {
+                let stop = end.min(start + D);
+                let (from, to) = ((index - start) as usize, (stop - start) as usize);
+                dropped += clear_dnode(t, inode.ino, dir, nid, from, to)?;
+                stop
+            }
+        };
+    }
+    Ok(dropped)
+}
+
+/// Kind of node a subtree starts with.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Direct,
+    Indirect,
+    Double,
+}
+
+/// Frees node `nid` (of kind `kind`) and everything below it; returns the blocks
+/// (data addresses and nodes) it held. Iterative; the stack holds at most one
+/// indirect node's children per level.
+fn free_subtree(t: &Tree, ino: Ino, nid: u32, kind: Kind) -> Result<u64> {
+    let mut freed = 0;
+    let mut todo = vec![(nid, kind)];
+    while let Some((nid, kind)) = todo.pop() {
+        let b = read_node(t, nid, ino)?;
+        for i in 0..ADDRS_PER_BLOCK {
+            let v = u32_at(&b, 4 * i);
+            if v == NULL_ADDR {
+                continue;
+            }
+            match kind {
+                Kind::Direct => {
+                    drop_addr(t, v)?;
+                    freed += 1;
+                }
+                Kind::Indirect => todo.push((v, Kind::Direct)),
+                Kind::Double => todo.push((v, Kind::Indirect)),
+            }
+        }
+        t.nodes.free_node(t.dev, t.segs, nid)?;
+        freed += 1;
+    }
+    Ok(freed)
+}
+
+/// Trims indirect node `nid`, which holds blocks from `start`, to end before block
+/// `from`: direct nodes wholly past it are freed, the one across it cleared from it.
+fn trim_indirect(t: &Tree, inode: &InodeMut, nid: u32, start: u64, from: u64) -> Result<u64> {
+    let (ino, dir) = (inode.ino, inode.is_dir());
+    let block = read_node(t, nid, ino)?;
+    let mut b: Option<Vec<u8>> = None;
+    let mut freed = 0;
+    for j in 0..NIDS_PER_BLOCK {
+        let child = u32_at(&block, 4 * j);
+        let cs = start + j as u64 * D;
+        if child == 0 || cs + D <= from {
+            continue;
+        }
+        if cs >= from {
+            freed += free_subtree(t, ino, child, Kind::Direct)?;
+            put_u32(b.get_or_insert_with(|| block.to_vec()), 4 * j, 0);
+        } else {
+            freed += clear_dnode(t, ino, dir, child, (from - cs) as usize, D as usize)?;
+        }
+    }
+    if let Some(b) = b {
+        store_node(t, nid, b, dir)?;
+    }
+    Ok(freed)
+}
+
+/// [`trim_indirect`] one level up, for the double-indirect node.
+fn trim_double(t: &Tree, inode: &InodeMut, nid: u32, start: u64, from: u64) -> Result<u64> {
+    let ino = inode.ino;
+    let block = read_node(t, nid, ino)?;
+    let mut b: Option<Vec<u8>> = None;
+    let mut freed = 0;
+    for j in 0..NIDS_PER_BLOCK {
+        let child = u32_at(&block, 4 * j);
+        let cs = start + j as u64 * D * N;
+        if child == 0 || cs + D * N <= from {
+            continue;
+        }
+        if cs >= from {
+            freed += free_subtree(t, ino, child, Kind::Indirect)?;
+            put_u32(b.get_or_insert_with(|| block.to_vec()), 4 * j, 0);
+        } else {
+            freed += trim_indirect(t, inode, child, cs, from)?;
+        }
+    }
+    if let Some(b) = b {
+        store_node(t, nid, b, inode.is_dir())?;
+    }
+    Ok(freed)
+}
+
+/// Frees every block from `from` on, as the kernel's truncate does: addresses in the
+/// inode and in the direct node across `from` are dropped, nodes wholly past `from`
+/// are freed with everything below them (the nodes across it stay). `i_blocks`
+/// shrinks by what was freed. Returns that count.
+pub fn truncate_blocks(t: &Tree, inode: &mut InodeMut, from: u64) -> Result<u64> {
+    let in_inode = inode.inode.addrs_per_inode() as u64;
+    let mut freed = 0;
+    if from < in_inode {
+        freed += clear_inode_slots(t, inode, from, in_inode)?;
+    }
+    let tops = [
+        (in_inode, D, Kind::Direct),
+        (in_inode + D, D, Kind::Direct),
+        (in_inode + 2 * D, D * N, Kind::Indirect),
+        (in_inode + 2 * D + D * N, D * N, Kind::Indirect),
+        (in_inode + 2 * D + 2 * D * N, D * N * N, Kind::Double),
+    ];
+    for (k, &(start, len, kind)) in tops.iter().enumerate() {
+        let nid = inode.inode.nids[k];
+        if nid == 0 || start + len <= from {
+            continue;
+        }
+        if start >= from {
+            freed += free_subtree(t, inode.ino, nid, kind)?;
+            inode.inode.nids[k] = 0;
+            continue;
+        }
+        freed += match kind {
+            Kind::Direct => clear_dnode(t, inode.ino, inode.is_dir(), nid, (from - start) as usize, D as usize)?,
+            Kind::Indirect => trim_indirect(t, inode, nid, start, from)?,
+            Kind::Double => trim_double(t, inode, nid, start, from)?,
+        };
+    }
+    inode.inode.blocks = inode.inode.blocks.saturating_sub(freed);
+    Ok(freed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_cover_the_node_at_each_level() {
+        let a = 873;
+        // A block in the second indirect node's 5th direct node.
+        let index = a + 2 * D + D * N + 4 * D + 17;
+        let p = node_path(a, index).unwrap();
+        assert_eq!(p.depth, 2);
+        assert_eq!(span(&p, index, 2), (a + 2 * D + D * N + 4 * D, D));
+        assert_eq!(span(&p, index, 1), (a + 2 * D + D * N, D * N));
+        // Double indirect: indirect 3, direct 7, slot 9.
+        let base = a + 2 * D + 2 * D * N;
+        let index = base + 3 * D * N + 7 * D + 9;
+        let p = node_path(a, index).unwrap();
+        assert_eq!(p.depth, 3);
+        assert_eq!(span(&p, index, 1), (base, D * N * N));
+        assert_eq!(span(&p, index, 2), (base + 3 * D * N, D * N));
+        assert_eq!(span(&p, index, 3), (base + 3 * D * N + 7 * D, D));
+        let p = node_path(a, a + 5).unwrap();
+        assert_eq!(span(&p, a + 5, 1), (a, D));
+    }
+}

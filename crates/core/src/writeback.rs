@@ -1,0 +1,331 @@
+//! Writeback: contexts that write dirty pages of the [`PageCache`] out of place, and
+//! the policy that chooses the context of each inode.
+//!
+//! One context for now, run synchronously by the operation that finds too many dirty
+//! pages, by `fsync` and by the checkpoint. The seams for running several in parallel
+//! (a later issue): every inode with dirty pages belongs to exactly one context
+//! ([`WritebackPolicy::context_of`], fixed while it stays dirty), a context writes an
+//! inode only while holding that inode's lock and `cp_lock` shared, and each context
+//! keeps its own counters. Two contexts therefore never write the same inode, and a
+//! checkpoint (holding `cp_lock` exclusively) never runs beside one.
+//!
+//! Writing one inode ([`write_inode_pages`]): its dirty pages in index order, grouped
+//! by the node that holds their addresses; per group, each page takes the next block
+//! of its log (summary: that node's id, the slot, its NAT version), the blocks go to
+//! the device in runs of consecutive addresses, then the node records the new
+//! addresses (the replaced blocks invalidated, `NEW_ADDR` reservations consumed) and
+//! the pages leave the cache. A reader therefore never finds an address whose block is
+//! not yet written.
+
+use crate::node::DIRTY_NODES_MAX;
+use crate::pagecache::PageCache;
+use crate::tree::{node_log, Tree};
+use crate::{Error, Fs, Ino, Result};
+use std::sync::{Mutex, PoisonError};
+use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::node::NodeFooter;
+use uf2fs_format::summary::Summary;
+
+/// Blocks gathered into one device write at most (1 MiB).
+const RUN_BLOCKS_MAX: usize = 256;
+
+/// Chooses the writeback context of an inode (a policy value: the lab will compare
+/// several on identical workloads).
+pub trait WritebackPolicy: Send + Sync {
+    /// A short name for reports.
+    fn name(&self) -> &'static str;
+    /// The context (`0..contexts`) that writes inode `ino`'s pages.
+    fn context_of(&self, ino: Ino, contexts: usize) -> usize;
+}
+
+/// Every inode in context 0.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SingleContext;
+
+impl WritebackPolicy for SingleContext {
+    fn name(&self) -> &'static str {
+        "single"
+    }
+
+    fn context_of(&self, _ino: Ino, _contexts: usize) -> usize {
+        0
+    }
+}
+
+/// What one writeback context has done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WritebackStats {
+    /// Times it was run.
+    pub runs: u64,
+    /// Inodes whose pages it wrote.
+    pub inodes: u64,
+    /// Pages (blocks) it wrote.
+    pub pages: u64,
+}
+
+/// One writeback context: its counters (its queue is the page cache's list of the
+/// inodes assigned to it).
+#[derive(Debug, Default)]
+pub struct WritebackContext {
+    stats: Mutex<WritebackStats>,
+}
+
+impl WritebackContext {
+    fn add(&self, inodes: u64, pages: u64) {
+        let mut s = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        s.inodes += inodes;
+        s.pages += pages;
+    }
+}
+
+/// The writeback contexts and the policy assigning inodes to them.
+pub struct Writeback {
+    policy: Box<dyn WritebackPolicy>,
+    contexts: Vec<WritebackContext>,
+}
+
+impl Default for Writeback {
+    fn default() -> Writeback {
+        Writeback::new(Box::new(SingleContext), 1)
+    }
+}
+
+impl Writeback {
+    /// `contexts` contexts (at least one) under `policy`.
+    pub fn new(policy: Box<dyn WritebackPolicy>, contexts: usize) -> Writeback {
+        Writeback {
+            policy,
+            contexts: (0..contexts.max(1)).map(|_| WritebackContext::default()).collect(),
+        }
+    }
+
+    /// The context of inode `ino` (the policy's choice, kept within range).
+    pub fn context_of(&self, ino: Ino) -> usize {
+        self.policy.context_of(ino, self.contexts.len()) % self.contexts.len()
+    }
+
+    /// Number of contexts.
+    pub fn contexts(&self) -> usize {
+        self.contexts.len()
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Counters of every context, by context number.
+    pub fn stats(&self) -> Vec<WritebackStats> {
+        self.contexts
+            .iter()
+            .map(|c| *c.stats.lock().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+}
+
+/// Device writes of consecutive blocks gathered into one.
+struct Run {
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Run {
+    fn push(&mut self, t: &Tree, addr: u64, block: &[u8]) -> Result<()> {
+        let blocks = self.buf.len() / crate::device::BLOCK;
+        if !self.buf.is_empty() && (self.start + blocks as u64 != addr || blocks >= RUN_BLOCKS_MAX) {
+            self.flush(t)?;
+        }
+        if self.buf.is_empty() {
+            self.start = addr;
+        }
+        self.buf.extend_from_slice(block);
+        Ok(())
+    }
+
+    fn flush(&mut self, t: &Tree) -> Result<()> {
+        if !self.buf.is_empty() {
+            t.dev.write_blocks(self.start, &self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Writes every dirty page of inode `ino` (see the module notes). The caller holds
+/// the inode's lock and `cp_lock`; an error leaves memory ahead of the device, so the
+/// caller must fail the file system. Returns the pages written.
+pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
+    let pages = t.pages.inode_snapshot(ino);
+    if pages.is_empty() {
+        return Ok(0);
+    }
+    let mut inode = t.load_inode(ino)?;
+    let in_inode = inode.inode.addrs_per_inode() as u64;
+    let mut run = Run {
+        start: 0,
+        buf: Vec::new(),
+    };
+    let mut inode_changed = false;
+    let mut i = 0;
+    while i < pages.len() {
+        let first = pages[i].0;
+        let loc = t
+            .locate(&inode, first)?
+            .ok_or_else(|| Error::Invalid(format!("dirty block {first} of inode {ino} has no node")))?;
+        let capacity = if loc.in_inode { in_inode } else { ADDRS_PER_BLOCK as u64 };
+        let group_end = first - loc.slot as u64 + capacity;
+        let n = pages[i..].iter().take_while(|(index, _)| *index < group_end).count();
+        let group = &pages[i..i + n];
+        let version = t.nodes.nat_entry(t.dev, loc.nid)?.version;
+        let mut node = if loc.in_inode {
+            None
+        } else {
+            Some(t.nodes.read(t.dev, loc.nid, ino)?.to_vec())
+        };
+        for (index, page) in group {
+            let slot = loc.slot + (index - first) as usize;
+            let old = match &node {
+                Some(b) => u32_at(b, 4 * slot),
+                None => inode.slot(slot),
+            };
+            let sum = Summary {
+                nid: loc.nid,
+                version,
+                ofs_in_node: slot as u16,
+            };
+            let addr = {
+                let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+                match old {
+                    NULL_ADDR => {
+                        return Err(Error::Invalid(format!(
+                            "dirty block {index} of inode {ino} has no address"
+                        )))
+                    }
+                    NEW_ADDR => s.alloc_reserved_block(t.dev, page.log, sum)?,
+                    old => {
+                        let a = s.alloc_block(t.dev, page.log, sum)?;
+                        s.invalidate(old as u64)?;
+                        a
+                    }
+                }
+            };
+            run.push(t, addr, &page.data)?;
+            match &mut node {
+                Some(b) => put_u32(b, 4 * slot, addr as u32),
+                None => inode.set_slot(slot, addr as u32),
+            }
+        }
+        run.flush(t)?;
+        let (fofs, _, len) = inode.inode.ext;
+        let (ext_start, ext_end) = (fofs as u64, fofs as u64 + len as u64);
+        if len != 0 && first < ext_end && group[n - 1].0 >= ext_start {
+            inode.inode.ext = (0, 0, 0);
+            inode_changed = true;
+        }
+        match node {
+            Some(b) => {
+                let offset = NodeFooter::decode(&b)
+                    .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
+                    .offset();
+                t.nodes.store_dirty(loc.nid, b, node_log(offset, inode.is_dir()));
+            }
+            None => inode_changed = true,
+        }
+        for (index, page) in group {
+            t.pages.remove_written(ino, *index, &page.data);
+        }
+        i += n;
+    }
+    if inode_changed {
+        t.store_inode(inode)?;
+    }
+    let wb = t.pages.writeback();
+    wb.contexts[wb.context_of(ino)].add(1, pages.len() as u64);
+    Ok(pages.len())
+}
+
+/// Writes every dirty page of every inode (a checkpoint's first step; `cp_lock` held
+/// exclusively, so no inode lock is needed). Returns the pages written.
+pub(crate) fn write_all_pages(t: &Tree) -> Result<usize> {
+    let mut written = 0;
+    for c in 0..t.pages.writeback().contexts() {
+        for ino in t.pages.dirty_inodes(c) {
+            written += write_inode_pages(t, ino)?;
+        }
+    }
+    Ok(written)
+}
+
+impl Fs {
+    /// Writes the dirty pages of inode `ino` out (not durable until the next
+    /// checkpoint). Holds `cp_lock` shared and the inode's lock; a failure fails the
+    /// file system. Returns the pages written.
+    pub(crate) fn writeback_inode(&self, ino: Ino) -> Result<usize> {
+        let rw = self.rw()?;
+        let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        let cp_ver_next = cp.last().cp.checkpoint_ver.wrapping_add(1);
+        let _g = rw.locks.lock(&[ino]);
+        let t = self.tree(rw);
+        let r = write_inode_pages(&t, ino).and_then(|n| {
+            if self.nodes().dirty_node_count() > DIRTY_NODES_MAX {
+                self.nodes()
+                    .write_dirty_nodes(self.device(), self.superblock(), &rw.segs, cp_ver_next)?;
+            }
+            Ok(n)
+        });
+        if let Err(e) = &r {
+            rw.fail(e);
+        }
+        r
+    }
+
+    /// Runs every writeback context once: each writes the dirty pages of its inodes,
+    /// the one dirtied first first. The data is not durable until the next checkpoint
+    /// ([`Fs::fsync`], [`Fs::write_checkpoint`]). Returns the pages written.
+    pub fn writeback(&self) -> Result<u64> {
+        let pages: &PageCache = &self.rw()?.pages;
+        let wb = pages.writeback();
+        let mut written = 0u64;
+        for (c, ctx) in wb.contexts.iter().enumerate() {
+            ctx.stats.lock().unwrap_or_else(PoisonError::into_inner).runs += 1;
+            for ino in pages.dirty_inodes(c) {
+                written += self.writeback_inode(ino)? as u64;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Counters of the writeback contexts (read-write only; empty otherwise).
+    pub fn writeback_stats(&self) -> Vec<WritebackStats> {
+        self.rw().map(|rw| rw.pages.writeback().stats()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct ByParity;
+    impl WritebackPolicy for ByParity {
+        fn name(&self) -> &'static str {
+            "parity"
+        }
+        fn context_of(&self, ino: Ino, contexts: usize) -> usize {
+            ino as usize % contexts
+        }
+    }
+
+    #[test]
+    fn policies_choose_contexts() {
+        let one = Writeback::default();
+        assert_eq!(
+            (one.contexts(), one.context_of(77), one.policy_name()),
+            (1, 0, "single")
+        );
+        let two = Writeback::new(Box::new(ByParity), 2);
+        assert_eq!((two.context_of(4), two.context_of(7)), (0, 1));
+        assert_eq!(two.stats(), vec![WritebackStats::default(); 2]);
+    }
+}
