@@ -122,8 +122,14 @@ esac
 mkdir -p "$work"
 work="$(realpath "$work")"
 run="$work/$label"
+# Clear an earlier run's directory, but only one this script made (it leaves a marker).
+if [ -e "$run" ] && [ ! -e "$run/.fs-conformance" ]; then
+    die_usage "$run exists and was not made by this script; choose another --work"
+fi
+if fst_is_fuse_mount "$run/mnt"; then die_usage "$run/mnt is still mounted; unmount it first"; fi
 rm -rf "$run"
 mkdir -p "$run"
+touch "$run/.fs-conformance"
 # pjdfstest's users must reach everything below: the mountpoint, the secondary fs.
 chmod 755 "$work" "$run"
 results="$run/results.tsv"
@@ -182,13 +188,13 @@ host)
     dir="${dir:-$run}"
     mkdir -p "$dir"
     testdir="$(mktemp -d "$(realpath "$dir")/fsc.XXXXXX")"
-    FST_DESC="host directory $(realpath "$dir") ($(findmnt -n -o FSTYPE,SOURCE --target "$dir" | tr -s ' '), mount options $(findmnt -n -o OPTIONS --target "$dir"))"
+    FST_DESC="host directory $(realpath "$dir") ($(findmnt -n -o FSTYPE,SOURCE --target "$dir" | tail -1 | tr -s ' '), mount options $(findmnt -n -o OPTIONS --target "$dir" | tail -1))"
     allow_remount=0
     ;;
 mount)
     [ -d "$dir" ] || die_usage "$dir is not a directory"
     testdir="$(mktemp -d "$(realpath "$dir")/fsc.XXXXXX")"
-    FST_DESC="$(realpath "$dir") ($(findmnt -n -o FSTYPE,SOURCE,OPTIONS --target "$dir" | tr -s ' '))"
+    FST_DESC="$(realpath "$dir") ($(findmnt -n -o FSTYPE,SOURCE,OPTIONS --target "$dir" | tail -1 | tr -s ' '))"
     ;;
 esac
 chmod 755 "$testdir"
