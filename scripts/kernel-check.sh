@@ -55,7 +55,7 @@
 # as console.log in the run directory.
 set -euo pipefail
 
-prog=kernel-check
+prog="kernel-check"
 here=$(cd "$(dirname "$0")" && pwd)
 kdir=$here/kernel
 WORK=${UF2FS_KC_WORK:-/var/tmp/uf2fs-kernel}
@@ -114,12 +114,14 @@ fetch_deb() {
     local pkg=$1 ver=$2 dest=$3 deb
     [ -f "$dest/.ok" ] && return 0
     mkdir -p "$WORK/debs"
-    deb=$(ls "$WORK/debs/${pkg}_"*.deb 2>/dev/null | grep -F "_${ver//:/%3a}_" | head -1 || true)
+    # apt-get download names the file PKG_VERSION_ARCH.deb, ":" in VERSION as "%3a".
+    deb=$(find "$WORK/debs" -maxdepth 1 -name "${pkg}_${ver//:/%3a}_*.deb" | head -1)
     if [ -z "$deb" ]; then
         log "downloading $pkg $ver"
         (cd "$WORK/debs" && timeout 900 apt-get "${APT_OPTS[@]}" -qq download "$pkg=$ver" >&2) \
             || die "apt-get download $pkg=$ver failed"
-        deb=$(ls "$WORK/debs/${pkg}_"*.deb | grep -F "_${ver//:/%3a}_" | head -1)
+        deb=$(find "$WORK/debs" -maxdepth 1 -name "${pkg}_${ver//:/%3a}_*.deb" | head -1)
+        [ -n "$deb" ] || die "apt-get download $pkg=$ver left no .deb in $WORK/debs"
     fi
     rm -rf "$dest"
     mkdir -p "$dest"
@@ -127,7 +129,7 @@ fetch_deb() {
     touch "$dest/.ok"
 }
 
-KPKG= KVERSION= KVER= KROOT= VMLINUZ= MODDIR=
+KPKG='' KVERSION='' KVER='' KROOT='' VMLINUZ='' MODDIR=''
 fetch_kernel() {
     KPKG=${UF2FS_KERNEL_PKG:-}
     if [ -z "$KPKG" ]; then
@@ -260,7 +262,7 @@ accel_args() {
     esac
 }
 
-run_dir= qpid=
+run_dir='' qpid=''
 cleanup() {
     if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
         kill -TERM "$qpid" 2>/dev/null || true
@@ -339,8 +341,8 @@ main() {
     [ $# -ge 1 ] || usage
     cmd=$1
     shift
-    rw=0 workload= no_workload=0 put= opts= manifest_out= listing_out= result_out= exact=0
-    hash_max=$((64 << 20)) timeout= quiet=0 keep=0 manifest=
+    rw=0 workload='' no_workload=0 put='' opts='' manifest_out='' listing_out='' result_out='' exact=0
+    hash_max=$((64 << 20)) timeout='' quiet=0 keep=0 manifest=''
     local args=()
     while [ $# -gt 0 ]; do
         case $1 in
@@ -450,6 +452,9 @@ main() {
         fi
     done < <(field dmesg)
 
+    if [ -n "$(field time)" ]; then
+        echo "timing:   $(field time | awk '{ printf "%s%s at %ss", sep, $1, $2; sep = ", " }') after boot"
+    fi
     field manifest >"$run_dir/manifest"
     field ls >"$run_dir/listing"
     [ -z "$manifest_out" ] || cp "$run_dir/manifest" "$manifest_out"

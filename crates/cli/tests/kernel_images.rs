@@ -1,0 +1,571 @@
+//! Images written by Linux F2FS itself, read back with `uf2fs ls -lRa`, `cat` and
+//! `extract` and compared with what the kernel saw.
+//!
+//! The fixtures in `tests/fixtures/kernel` were made by `scripts/kernel/make-fixtures.sh`:
+//! `uf2fs mkfs` made a 64 MiB image, Debian's kernel in QEMU mounted it read-write, ran
+//! `scripts/kernel/workloads/fixture.sh` (inline and multi-level directories, inline and
+//! block files, an 8 MiB file, a sparse file with data past 8 GiB in the double-indirect
+//! range, symlinks stored inline and in a block, hard links, xattrs inline and in an xattr
+//! node, a fifo, owners, special mode bits) and unmounted it. `NAME.manifest` is what the
+//! kernel reported before unmounting: one TAB-separated line per entry,
+//! `path type mode nlink uid gid size mtime sha256 target xattrs chunks` ("-" = not
+//! applicable; `chunks` are `offset:length:sha256` digests of ranges of files too big to
+//! hash whole). No QEMU is needed here: the images are committed, gzip'd.
+
+mod common;
+
+use common::{scratch, uf2fs};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use uf2fs_testkit::lsfmt::{mode_string, parse_long_line, utc_minute};
+use uf2fs_testkit::run::{arg, path_arg};
+use uf2fs_testkit::tree::is_root;
+
+const FIXTURES: [&str; 2] = ["default", "extra-attr"];
+
+macro_rules! per_fixture {
+    ($($module:ident => $name:literal),*) => {$(
+        mod $module {
+            #[test]
+            fn info_reads_the_kernel_checkpoint() {
+                super::info($name);
+            }
+            #[test]
+            fn ls_matches_the_kernel() {
+                super::ls($name);
+            }
+            #[test]
+            fn cat_matches_the_kernel() {
+                super::cat($name);
+            }
+            #[test]
+            fn extract_matches_the_kernel() {
+                super::extract($name);
+            }
+        }
+    )*};
+}
+
+per_fixture!(default => "default", extra_attr => "extra-attr");
+
+/// One manifest line.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Absolute path inside the image.
+    path: Vec<u8>,
+    /// f d l c b p s
+    kind: u8,
+    /// Permission bits (with set-ID and sticky).
+    perm: u32,
+    nlink: u64,
+    uid: u32,
+    gid: u32,
+    size: u64,
+    mtime: i64,
+    sha256: Option<String>,
+    target: Option<Vec<u8>>,
+    /// name -> value
+    xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// (offset, length, sha256)
+    chunks: Vec<(u64, u64, String)>,
+}
+
+impl Entry {
+    fn display(&self) -> String {
+        String::from_utf8_lossy(&self.path).into_owned()
+    }
+
+    /// The full mode (file type bits and permissions).
+    fn mode(&self) -> u32 {
+        let kind = match self.kind {
+            b'f' => 0o100000,
+            b'd' => 0o040000,
+            b'l' => 0o120000,
+            b'c' => 0o020000,
+            b'b' => 0o060000,
+            b'p' => 0o010000,
+            _ => 0o140000,
+        };
+        kind | self.perm
+    }
+}
+
+fn field<'a>(fields: &[&'a [u8]], i: usize) -> Option<&'a [u8]> {
+    fields.get(i).copied().filter(|f| *f != b"-")
+}
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("manifest field is not UTF-8")
+}
+
+fn number<T: std::str::FromStr>(fields: &[&[u8]], i: usize, line: &str) -> T {
+    text(fields[i])
+        .parse()
+        .unwrap_or_else(|_| panic!("bad field {i} in manifest line {line}"))
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    assert!(s.len() % 2 == 0, "odd hex string {s}");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
+        .collect()
+}
+
+fn parse_manifest(raw: &[u8]) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for line in raw.split(|&c| c == b'\n') {
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        let shown = String::from_utf8_lossy(line).into_owned();
+        let f: Vec<&[u8]> = line.split(|&c| c == b'\t').collect();
+        assert_eq!(f.len(), 12, "manifest line has {} fields: {shown}", f.len());
+        let mut xattrs = BTreeMap::new();
+        if let Some(list) = field(&f, 10) {
+            // name=0xHEX (getfattr -e hex), comma-joined; no value means empty
+            for item in text(list).split(',') {
+                let (name, value) = item.split_once('=').unwrap_or((item, "0x"));
+                let value = value.strip_prefix("0x").expect("hex xattr value");
+                xattrs.insert(name.as_bytes().to_vec(), unhex(value));
+            }
+        }
+        let mut chunks = Vec::new();
+        if let Some(list) = field(&f, 11) {
+            for item in text(list).split(',') {
+                let p: Vec<&str> = item.split(':').collect();
+                assert_eq!(p.len(), 3, "bad chunk {item} in {shown}");
+                chunks.push((p[0].parse().unwrap(), p[1].parse().unwrap(), p[2].to_string()));
+            }
+        }
+        out.push(Entry {
+            path: f[0].to_vec(),
+            kind: f[1][0],
+            perm: u32::from_str_radix(text(f[2]), 8).expect("octal mode"),
+            nlink: number(&f, 3, &shown),
+            uid: number(&f, 4, &shown),
+            gid: number(&f, 5, &shown),
+            size: number(&f, 6, &shown),
+            mtime: number(&f, 7, &shown),
+            sha256: field(&f, 8).map(|s| text(s).to_string()),
+            target: field(&f, 9).map(<[u8]>::to_vec),
+            xattrs,
+            chunks,
+        });
+    }
+    out
+}
+
+/// A fixture decompressed to a scratch file, with its manifest.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    img: PathBuf,
+    entries: Vec<Entry>,
+}
+
+impl Fixture {
+    fn by_path(&self) -> BTreeMap<&[u8], &Entry> {
+        self.entries.iter().map(|e| (e.path.as_slice(), e)).collect()
+    }
+}
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel")
+}
+
+fn load(name: &str) -> Fixture {
+    let dir = scratch("kernel-image-");
+    let img = dir.path().join(format!("{name}.img"));
+    let gz = fixture_dir().join(format!("{name}.img.gz"));
+    let input = fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display()));
+    let mut out = fs::File::create(&img).expect("scratch image");
+    std::io::copy(&mut flate2::read::GzDecoder::new(input), &mut out).expect("gunzip fixture");
+    let raw = fs::read(fixture_dir().join(format!("{name}.manifest"))).expect("manifest");
+    let entries = parse_manifest(&raw);
+    assert!(
+        entries.len() > 100,
+        "{name}.manifest lists only {} entries",
+        entries.len()
+    );
+    Fixture {
+        _dir: dir,
+        img,
+        entries,
+    }
+}
+
+static LOADED: [OnceLock<Fixture>; FIXTURES.len()] = [const { OnceLock::new() }; FIXTURES.len()];
+
+fn fixture(name: &str) -> &'static Fixture {
+    let i = FIXTURES.iter().position(|f| *f == name).expect("known fixture");
+    LOADED[i].get_or_init(|| load(name))
+}
+
+fn info(name: &str) {
+    let fx = fixture(name);
+    let out = uf2fs().run([arg(b"info"), path_arg(&fx.img)]);
+    let text = String::from_utf8_lossy(out.assert_ok()).into_owned();
+    // The kernel unmounted cleanly: an umount checkpoint with its usual flags.
+    let flags = text
+        .lines()
+        .find(|l| l.starts_with("checkpoint flags:"))
+        .unwrap_or_else(|| panic!("no checkpoint flags in:\n{text}"));
+    assert!(flags.contains("umount"), "{flags}");
+    if name == "extra-attr" {
+        let features = text.lines().find(|l| l.starts_with("features:")).unwrap();
+        for f in ["extra_attr", "inode_checksum", "flexible_inline_xattr", "inode_crtime"] {
+            assert!(features.contains(f), "{features}");
+        }
+    }
+    let inodes = text
+        .lines()
+        .find_map(|l| l.strip_prefix("valid inodes:"))
+        .map(|v| v.trim().parse::<usize>().unwrap())
+        .unwrap();
+    // Hard links share inodes: fewer inodes than entries, but every non-link entry has one.
+    let distinct = fx.entries.iter().filter(|e| e.kind == b'd' || e.nlink == 1).count();
+    assert!(
+        inodes >= distinct && inodes <= fx.entries.len() + 1,
+        "{inodes} inodes for {distinct}..{} entries",
+        fx.entries.len()
+    );
+}
+
+fn ls(name: &str) {
+    let fx = fixture(name);
+    let want = fx.by_path();
+    let out = uf2fs().run([arg(b"ls"), arg(b"-lRa"), path_arg(&fx.img)]);
+    let listing = out.assert_ok().to_vec();
+    let mut seen = BTreeSet::new();
+    let mut problems = Vec::new();
+    let mut dir: Vec<u8> = Vec::new();
+    for line in listing.split(|&c| c == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        if line[0] == b'/' && line.ends_with(b":") {
+            dir = line[..line.len() - 1].to_vec();
+            continue;
+        }
+        let parsed = parse_long_line(line, |n| {
+            let mut p = if dir == b"/" { Vec::new() } else { dir.clone() };
+            p.push(b'/');
+            p.extend_from_slice(n);
+            want.get(p.as_slice()).is_some_and(|e| e.kind == b'l')
+        })
+        .unwrap_or_else(|| panic!("unparsable ls line {}", String::from_utf8_lossy(line)));
+        if parsed.name == b".." {
+            continue;
+        }
+        let path = if parsed.name == b"." {
+            dir.clone()
+        } else {
+            let mut p = if dir == b"/" { Vec::new() } else { dir.clone() };
+            p.push(b'/');
+            p.extend_from_slice(&parsed.name);
+            p
+        };
+        let shown = String::from_utf8_lossy(&path).into_owned();
+        let Some(e) = want.get(path.as_slice()) else {
+            problems.push(format!("{shown}: listed, but the kernel did not see it"));
+            continue;
+        };
+        seen.insert(path.clone());
+        let checks = [
+            ("mode", parsed.mode.clone(), mode_string(e.mode())),
+            ("links", parsed.nlink.clone(), e.nlink.to_string()),
+            ("uid", parsed.uid.clone(), e.uid.to_string()),
+            ("gid", parsed.gid.clone(), e.gid.to_string()),
+            ("size", parsed.size.clone(), e.size.to_string()),
+            ("mtime", parsed.mtime.clone(), utc_minute(e.mtime)),
+        ];
+        for (what, got, expected) in checks {
+            if got != expected {
+                problems.push(format!("{shown}: {what} is {got}, the kernel says {expected}"));
+            }
+        }
+        if parsed.target != e.target {
+            problems.push(format!("{shown}: symlink target differs"));
+        }
+    }
+    for e in &fx.entries {
+        if !seen.contains(&e.path) {
+            problems.push(format!("{}: not listed", e.display()));
+        }
+    }
+    assert!(problems.is_empty(), "uf2fs ls -lRa on {name}:\n{}", problems.join("\n"));
+}
+
+fn cat(name: &str) {
+    let fx = fixture(name);
+    let bin = uf2fs();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for e in fx.entries.iter().filter(|e| e.kind == b'f') {
+        let Some(want) = &e.sha256 else { continue };
+        let out = bin.run([arg(b"cat"), path_arg(&fx.img), arg(&e.path)]);
+        let data = out.assert_ok();
+        if data.len() as u64 != e.size {
+            problems.push(format!(
+                "{}: {} bytes, the kernel says {}",
+                e.display(),
+                data.len(),
+                e.size
+            ));
+        } else if sha256_hex(data) != *want {
+            problems.push(format!("{}: contents differ from the kernel's", e.display()));
+        }
+        checked += 1;
+    }
+    // Symlinks are followed: a relative and an absolute link to /small/hello.txt.
+    let hello = bin.run([arg(b"cat"), path_arg(&fx.img), arg(b"/small/hello.txt")]);
+    for link in [&b"/links/rel"[..], b"/links/abs"] {
+        let out = bin.run([arg(b"cat"), path_arg(&fx.img), arg(link)]);
+        if out.assert_ok() != hello.assert_ok() {
+            problems.push(format!("{}: not the file it points to", String::from_utf8_lossy(link)));
+        }
+    }
+    assert!(checked > 300, "only {checked} files hashed");
+    assert!(problems.is_empty(), "uf2fs cat on {name}:\n{}", problems.join("\n"));
+}
+
+/// Whether `dir`'s file system keeps user.* xattrs (extract cannot copy them otherwise).
+fn host_keeps_user_xattrs(dir: &Path) -> bool {
+    let probe = dir.join("xattr-probe");
+    fs::write(&probe, b"").unwrap();
+    let ok = xattr::set(&probe, "user.uf2fs-probe", b"1").is_ok();
+    fs::remove_file(&probe).unwrap();
+    ok
+}
+
+fn extract(name: &str) {
+    let fx = fixture(name);
+    let tmp = scratch("kernel-extract-");
+    let dest = tmp.path().join("out");
+    uf2fs()
+        .run([arg(b"extract"), path_arg(&fx.img), path_arg(&dest)])
+        .assert_ok();
+    let owners = is_root();
+    let xattrs = host_keeps_user_xattrs(tmp.path());
+    if !xattrs {
+        eprintln!("note: this file system does not keep user.* xattrs; extract's xattrs are not compared");
+    }
+    let host = |p: &[u8]| -> PathBuf {
+        let mut h = dest.as_os_str().as_bytes().to_vec();
+        if p != b"/" {
+            h.extend_from_slice(p);
+        }
+        PathBuf::from(std::ffi::OsStr::from_bytes(&h))
+    };
+    let mut problems = Vec::new();
+    let mut chunks_checked = 0;
+    for e in &fx.entries {
+        let shown = e.display();
+        let path = host(&e.path);
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(err) => {
+                problems.push(format!("{shown}: not extracted ({err})"));
+                continue;
+            }
+        };
+        if meta.mode() & 0o170000 != e.mode() & 0o170000 {
+            problems.push(format!(
+                "{shown}: type {:o}, the kernel says {}",
+                meta.mode(),
+                e.kind as char
+            ));
+            continue;
+        }
+        if e.kind != b'l' && meta.permissions().mode() & 0o7777 != e.perm {
+            problems.push(format!(
+                "{shown}: mode {:04o}, the kernel says {:04o}",
+                meta.mode() & 0o7777,
+                e.perm
+            ));
+        }
+        if meta.mtime() != e.mtime {
+            problems.push(format!("{shown}: mtime {}, the kernel says {}", meta.mtime(), e.mtime));
+        }
+        if owners && (meta.uid() != e.uid || meta.gid() != e.gid) {
+            problems.push(format!(
+                "{shown}: owner {}:{}, the kernel says {}:{}",
+                meta.uid(),
+                meta.gid(),
+                e.uid,
+                e.gid
+            ));
+        }
+        if e.kind != b'd' && meta.nlink() != e.nlink {
+            problems.push(format!("{shown}: {} links, the kernel says {}", meta.nlink(), e.nlink));
+        }
+        match e.kind {
+            b'f' => {
+                if meta.len() != e.size {
+                    problems.push(format!("{shown}: {} bytes, the kernel says {}", meta.len(), e.size));
+                    continue;
+                }
+                if let Some(want) = &e.sha256 {
+                    if sha256_hex(&fs::read(&path).unwrap()) != *want {
+                        problems.push(format!("{shown}: contents differ from the kernel's"));
+                    }
+                }
+                let mut file = fs::File::open(&path).unwrap();
+                for (off, len, want) in &e.chunks {
+                    let mut buf = vec![0u8; *len as usize];
+                    file.seek(SeekFrom::Start(*off)).unwrap();
+                    file.read_exact(&mut buf).unwrap();
+                    if sha256_hex(&buf) != *want {
+                        problems.push(format!("{shown}: bytes {off}..+{len} differ from the kernel's"));
+                    }
+                    chunks_checked += 1;
+                }
+            }
+            b'l' => {
+                let target = fs::read_link(&path).unwrap();
+                if Some(target.as_os_str().as_bytes()) != e.target.as_deref() {
+                    problems.push(format!("{shown}: symlink target differs"));
+                }
+            }
+            _ => {}
+        }
+        if xattrs && e.kind != b'l' {
+            let mut got = BTreeMap::new();
+            for n in xattr::list(&path).unwrap() {
+                let v = xattr::get(&path, &n).unwrap().unwrap_or_default();
+                got.insert(n.as_bytes().to_vec(), v);
+            }
+            if got != e.xattrs {
+                problems.push(format!("{shown}: xattrs {got:?}, the kernel says {:?}", e.xattrs));
+            }
+        }
+    }
+    // Nothing extra was extracted.
+    let mut count = 0;
+    let mut stack = vec![dest.clone()];
+    while let Some(d) = stack.pop() {
+        count += 1;
+        for entry in fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                count += 1;
+            }
+        }
+    }
+    if count != fx.entries.len() {
+        problems.push(format!("{count} paths extracted, the kernel saw {}", fx.entries.len()));
+    }
+    assert!(chunks_checked >= 8, "only {chunks_checked} chunks checked");
+    assert!(problems.is_empty(), "uf2fs extract on {name}:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn manifests_cover_what_the_fixtures_are_for() {
+    for name in FIXTURES {
+        let raw = fs::read(fixture_dir().join(format!("{name}.manifest"))).unwrap();
+        let entries = parse_manifest(&raw);
+        let get = |p: &str| {
+            entries
+                .iter()
+                .find(|e| e.path == p.as_bytes())
+                .unwrap_or_else(|| panic!("{name}: no {p}"))
+        };
+        // Past the double-indirect boundary (block 2075607 with 4 KiB blocks).
+        let huge = get("/sparse/huge");
+        assert!(
+            huge.size > 2_075_607 * 4096 && huge.chunks.len() >= 8,
+            "{name}: {huge:?}"
+        );
+        // A directory beyond inline dentries, a 3900-byte symlink, an xattr node's worth.
+        assert!(entries.iter().filter(|e| e.path.starts_with(b"/bigdir/")).count() >= 900);
+        assert_eq!(get("/links/long").target.as_ref().map(Vec::len), Some(3900));
+        assert_eq!(get("/bigdir/target").nlink, 700);
+        assert!(
+            get("/xattrs/many").xattrs.len() == 12,
+            "{name}: no xattrs (setfattr missing in the guest?)"
+        );
+        assert_eq!(get("/special-fifo").kind, b'p');
+    }
+}
+
+#[test]
+fn sha256_known_answers() {
+    assert_eq!(
+        sha256_hex(b""),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(
+        sha256_hex(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(
+        sha256_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+    );
+    assert_eq!(
+        sha256_hex(&vec![b'a'; 1_000_000]),
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+    );
+}
+
+/// SHA-256 (FIPS 180-4) as lowercase hex; the manifests were made with sha256sum.
+fn sha256_hex(data: &[u8]) -> String {
+    const K: [u32; 64] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+        0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+        0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+        0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+        0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+        0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+        0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2,
+    ];
+    let mut h: [u32; 8] = [
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+    ];
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+    for block in msg.chunks_exact(64) {
+        let mut w = [0u32; 64];
+        for (i, word) in block.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..64 {
+            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = h;
+        for (k, wi) in K.iter().zip(w.iter()) {
+            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+            let ch = (e & f) ^ (!e & g);
+            let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(*k).wrapping_add(*wi);
+            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+            let maj = (a & b) ^ (a & c) ^ (b & c);
+            let t2 = s0.wrapping_add(maj);
+            hh = g;
+            g = f;
+            f = e;
+            e = d.wrapping_add(t1);
+            d = c;
+            c = b;
+            b = a;
+            a = t1.wrapping_add(t2);
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|x| format!("{x:08x}")).collect()
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Makes the kernel-written fixture images of crates/cli/tests/fixtures/kernel: for each
+# variant, `uf2fs mkfs` a 64 MiB image, let Linux F2FS (kernel-check.sh mount --rw) run
+# scripts/kernel/workloads/fixture.sh on it and unmount, check the result with
+# fsck.f2fs -f and scripts/kernel/readback.sh, then store it gzip'd with the kernel's
+# manifest (NAME.img.gz, NAME.manifest).
+#
+# usage: scripts/kernel/make-fixtures.sh [--uf2fs BIN] [VARIANT...]
+#        variants: default extra-attr (default: both)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+uf2fs=$root/target/release/uf2fs
+if [ "${1:-}" = --uf2fs ]; then uf2fs=$2; shift 2; fi
+export PATH="$PATH:/usr/sbin:/sbin"
+out=$root/crates/cli/tests/fixtures/kernel
+work=/var/tmp/uf2fs-kernel/fixtures
+mkdir -p "$out" "$work"
+[ -x "$uf2fs" ] || { echo "make-fixtures: build uf2fs first (cargo build --release -p uf2fs)" >&2; exit 2; }
+
+variant_opts() {
+    case $1 in
+        default) echo "" ;;
+        extra-attr) echo "-O extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime,sb_checksum,lost_found" ;;
+        *) echo "make-fixtures: unknown variant $1" >&2; exit 2 ;;
+    esac
+}
+
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(default extra-attr)
+for v in "${variants[@]}"; do
+    opts=$(variant_opts "$v")
+    img=$work/$v.img
+    rm -f "$img"
+    echo "== $v: uf2fs mkfs --size 64M $opts" >&2
+    # shellcheck disable=SC2086 # opts is a list of words
+    "$uf2fs" mkfs -q --size 64M $opts "$img"
+    "$here/../kernel-check.sh" mount --rw --quiet --workload "$here/workloads/fixture.sh" \
+        --manifest-out "$work/$v.manifest" --result-out "$work/$v.result" "$img" | tee "$work/$v.log"
+    fsck=$(fsck.f2fs -f --dry-run "$img" 2>&1) || { echo "$fsck" >&2; exit 1; }
+    if grep -qE '\[Fail\]|\[FIX|ASSERT' <<<"$fsck"; then echo "$fsck" >&2; exit 1; fi
+    "$here/readback.sh" --uf2fs "$uf2fs" "$img" "$work/$v.manifest"
+    kernel=$(sed -n 's/^kernel //p' "$work/$v.result")
+    {
+        echo "# Kernel-written F2FS image $v.img.gz: made by scripts/kernel/make-fixtures.sh"
+        echo "# (uf2fs mkfs --size 64M $opts; Linux $kernel ran"
+        echo "# scripts/kernel/workloads/fixture.sh on it, read-write, and unmounted it)."
+        echo "# What the kernel saw before unmounting; columns (TAB-separated, - = n/a):"
+        echo "# path type mode nlink uid gid size mtime sha256 target xattrs chunks"
+        cat "$work/$v.manifest"
+    } >"$out/$v.manifest"
+    gzip -9 -n -c "$img" >"$out/$v.img.gz"
+    echo "$v: $(stat -c %s "$out/$v.img.gz") bytes gzip'd, $(grep -vc '^#' "$out/$v.manifest") entries" >&2
+done
