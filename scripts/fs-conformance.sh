@@ -370,7 +370,7 @@ run_fsx() {
     # small: fsx's classic 256 KiB file, ops up to 64 KiB: dense overlap, many EOF cases.
     run_fsx_once small 262144 65536 "$fsx_ops" "$fsx_seed"
     # large: a 32 MiB file with ops up to 1 MiB: for F2FS this reaches past the inode's
-    # direct pointers and the two direct nodes into the indirect-node range (~8 MiB).
+    # 923 direct pointers and its two direct nodes (~11.6 MiB) into the indirect nodes.
     run_fsx_once large 33554432 1048576 "$((fsx_ops / 6))" "$((fsx_seed + 1))"
 }
 
