@@ -540,3 +540,129 @@ fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
     }
     out
 }
+
+/// SHA-256 of `bytes` in hex (through `sha256sum`, to keep the tests free of hashing
+/// crates).
+fn sha256(bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot run sha256sum");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)[..64].to_string()
+}
+
+/// Not a check by itself: with `$UF2FS_FD_IMAGE` set, writes an image of files uf2fs
+/// wrote (inline, converted, across every node boundary, fallocated, punched, sparse at
+/// 4.1 and 8.1 GiB) and, next to it, a `kernel-check.sh verify` manifest with each
+/// file's size and hash (chunk hashes for the sparse giants), so that Linux F2FS can
+/// read it back: `scripts/kernel-check.sh verify IMG IMG.manifest`.
+/// `$UF2FS_FD_FEATURES` picks mkfs features.
+#[test]
+#[ignore]
+fn kernel_fixture() {
+    let Ok(out) = std::env::var("UF2FS_FD_IMAGE") else {
+        return;
+    };
+    let features = std::env::var("UF2FS_FD_FEATURES").unwrap_or_default();
+    let v = Variant::Uf2fs(Box::leak(features.into_boxed_str()));
+    let tmp = tempfile::tempdir().unwrap();
+    let img = image(tmp.path(), "fixture.img", v, 512 * MIB);
+    let a = addrs_per_inode(v);
+    let mut w = World::open(&img);
+    for name in [
+        "inline",
+        "exact",
+        "converted",
+        "edges",
+        "falloc",
+        "holes",
+        "clip.mp4",
+        "far",
+    ] {
+        w.create(name);
+    }
+    w.write("inline", 0, 1000);
+    w.write("exact", 0, max_inline(v) as usize);
+    w.write("converted", 0, 100);
+    w.write("converted", 100, 5000);
+    for edge in [a, a + D, a + 2 * D] {
+        w.write("edges", (edge - 1) * B + 100, 2 * B as usize);
+    }
+    w.apply("falloc", FileOp::Allocate(0, (a + 2 * D + 9) * B, false));
+    w.write("falloc", (a + 7) * B + 3, 20_000);
+    w.apply("falloc", FileOp::Allocate((a + 2 * D + 9) * B, 64 * B, true));
+    w.write("holes", 0, 3 * MIB as usize);
+    w.apply("holes", FileOp::Punch(5000, 600_000));
+    w.apply("holes", FileOp::Truncate(2 * MIB + 77));
+    w.write("clip.mp4", 0, 2 * MIB as usize);
+    let far = [
+        (a + 2 * D + D * N + 5 * D - 1) * B,
+        (a + 2 * D + 2 * D * N + 50_000) * B,
+    ];
+    for at in far {
+        w.write("far", at, 3 * B as usize);
+    }
+    let mut manifest = String::new();
+    for (name, (_, m)) in &w.files {
+        let (sha, chunks) = if m.size <= 64 * MIB {
+            (sha256(&m.read(0, m.size)), "-".to_string())
+        } else {
+            let c: Vec<String> = far
+                .iter()
+                .map(|&at| {
+                    let (off, len) = (at / B * B - B, 5 * B);
+                    format!("{off}:{len}:{}", sha256(&m.read(off, len)))
+                })
+                .collect();
+            ("-".to_string(), c.join(","))
+        };
+        manifest.push_str(&format!(
+            "/{name}\tf\t0644\t1\t0\t0\t{}\t-\t{sha}\t-\t-\t{chunks}\n",
+            m.size
+        ));
+    }
+    w.finish("kernel fixture");
+    std::fs::copy(&img, &out).unwrap();
+    std::fs::write(format!("{out}.manifest"), manifest).unwrap();
+}
+
+/// Not a check by itself: with `$UF2FS_FD_KERNEL_IMAGE` naming an image Linux F2FS
+/// wrote (say, the fixture after `kernel-check.sh mount --rw`), changes every regular
+/// file of its root up to 64 MiB with uf2fs (overwrite, append, punch, truncate, a
+/// reservation), then unmounts and judges the result with fsck and the model.
+#[test]
+#[ignore]
+fn kernel_image_round_trip() {
+    let Ok(src) = std::env::var("UF2FS_FD_KERNEL_IMAGE") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("roundtrip.img");
+    std::fs::copy(&src, &img).unwrap();
+    let mut w = World::open(&img);
+    let entries = w.fs.read_dir(w.fs.root()).unwrap();
+    let mut names = Vec::new();
+    for e in entries.iter().filter(|e| e.kind == uf2fs_core::FileKind::File) {
+        let size = w.fs.stat(e.ino).unwrap().size;
+        if size > 64 * MIB {
+            continue;
+        }
+        let mut bytes = vec![0u8; size as usize];
+        assert_eq!(w.fs.read(e.ino, 0, &mut bytes).unwrap(), bytes.len());
+        let name = String::from_utf8_lossy(&e.name).into_owned();
+        w.adopt(&name, &bytes);
+        names.push((name, size));
+    }
+    for (k, (name, size)) in names.iter().enumerate() {
+        w.write(name, size / 2, 10_000);
+        w.write(name, size + 10_000, 5000);
+        w.apply(name, FileOp::Punch(size / 3, 9000));
+        w.apply(name, FileOp::Allocate(size + 100_000, 3 * B, k % 2 == 0));
+        w.apply(name, FileOp::Truncate(size * 3 / 4 + k as u64));
+    }
+    w.finish(&format!("{} kernel-written files changed", names.len()));
+}

@@ -488,3 +488,6 @@ impl Op<'_> {
         self.t.store_inode(i)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+//! File data from inside the crate: which log each block lands in, and `i_blocks`
+//! exactly as the kernel counts it (fsck checks it too; these name the figure).
+
+use crate::mkfs::{mkfs, MkfsOptions};
+use crate::segment::LogType;
+use crate::{Fs, Ino, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, NEW_ADDR};
+
+const B: u64 = 4096;
+const D: u64 = 1018;
+
+fn fresh(dir: &std::path::Path) -> Fs {
+    let img = dir.join("unit.img");
+    let opts = MkfsOptions {
+        size_bytes: Some(256 << 20),
+        ..MkfsOptions::default()
+    };
+    mkfs(&img, &opts).unwrap();
+    Fs::open_rw(&img, &[]).unwrap()
+}
+
+/// The segment of main-area block `addr`.
+fn segno(fs: &Fs, addr: u64) -> u32 {
+    ((addr - fs.superblock().main_blkaddr as u64) / BLOCKS_PER_SEG as u64) as u32
+}
+
+fn blocks(fs: &Fs, ino: Ino) -> u64 {
+    fs.inode(ino).unwrap().inode.blocks
+}
+
+#[test]
+fn blocks_and_nodes_go_to_their_logs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = fresh(tmp.path());
+    let root = fs.root();
+    let cold = fs.create(root, b"clip.mp4", 0o644, 0, 0).unwrap().ino;
+    let warm = fs.create(root, b"notes", 0o644, 0, 0).unwrap().ino;
+    let a = fs.inode(warm).unwrap().inode.addrs_per_inode() as u64;
+    fs.write(cold, 0, &[1; 3 * B as usize]).unwrap();
+    fs.write(warm, 0, &[2; 3 * B as usize]).unwrap();
+    // A block under the first indirect node: indirect and direct node made.
+    fs.write(warm, (a + 2 * D) * B, &[3; 10]).unwrap();
+    fs.write_checkpoint().unwrap();
+    let segs = fs.segments().unwrap();
+    let log_seg = |t: LogType| segs.log(t).segno;
+    let c = fs.inode(cold).unwrap();
+    let w = fs.inode(warm).unwrap();
+    assert_eq!(segno(&fs, c.inode.addr(&c.block, 0) as u64), log_seg(LogType::ColdData));
+    assert_eq!(segno(&fs, w.inode.addr(&w.block, 2) as u64), log_seg(LogType::WarmData));
+    let node_seg = |nid: u32| segno(&fs, fs.node_blkaddr(nid).unwrap());
+    assert_eq!(node_seg(w.inode.nids[2]), log_seg(LogType::ColdNode), "indirect node");
+    assert_eq!(node_seg(warm), log_seg(LogType::WarmNode), "file inode");
+    let ind = fs.nodes().read(fs.device(), w.inode.nids[2], warm).unwrap();
+    let dnode = uf2fs_format::le::u32_at(&ind, 0);
+    assert_eq!(node_seg(dnode), log_seg(LogType::WarmNode), "direct node of a file");
+}
+
+#[test]
+fn i_blocks_count_the_inode_nodes_and_every_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = fresh(tmp.path());
+    let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    let a = fs.inode(ino).unwrap().inode.addrs_per_inode() as u64;
+    fs.write(ino, 0, b"inline").unwrap();
+    assert_eq!(blocks(&fs, ino), 1, "inline data lives in the inode");
+    fs.write(ino, (a + 2 * D) * B, b"x").unwrap();
+    // Inode, block 0 (converted), the data block, an indirect and a direct node.
+    assert_eq!(blocks(&fs, ino), 5);
+    fs.fallocate(ino, 10 * B, 10 * B, FALLOC_FL_KEEP_SIZE).unwrap();
+    assert_eq!(blocks(&fs, ino), 15);
+    let i = fs.inode(ino).unwrap();
+    assert_eq!(i.inode.addr(&i.block, 12), NEW_ADDR, "reserved, not written");
+    fs.fallocate(ino, 12 * B, 5 * B, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
+        .unwrap();
+    assert_eq!(blocks(&fs, ino), 10);
+    fs.write_checkpoint().unwrap();
+    assert_eq!(blocks(&fs, ino), 10, "reservations survive a checkpoint");
+    fs.truncate(ino, a * B + 1).unwrap();
+    // The indirect subtree goes (3 blocks); block a is a hole.
+    assert_eq!(blocks(&fs, ino), 7);
+    fs.truncate(ino, 0).unwrap();
+    assert_eq!(blocks(&fs, ino), 1);
+    assert_eq!(fs.stat(ino).unwrap().blocks, 0);
+}
