@@ -1,7 +1,11 @@
 //! `uf2fs mount`: serve the image through FUSE.
 //!
+//! Mounts are read-write unless `-o ro` is given; a read-write mount writes the unmount
+//! checkpoint when the session ends, so the image is left clean.
+//!
 //! With `-f` the process mounts and serves in the foreground until unmounted; SIGINT,
-//! SIGTERM or SIGHUP unmount it cleanly. Without `-f` the command re-executes itself
+//! SIGTERM or SIGHUP unmount it cleanly (the kernel ends the session, then the
+//! checkpoint is written before the process exits). Without `-f` the command re-executes itself
 //! with `-f` in the background and returns once the mount is visible.
 
 mod background;
@@ -32,9 +36,6 @@ pub struct MountRequest {
 /// Validates the options and the mountpoint, then mounts in the foreground or background.
 pub fn run(request: &MountRequest) -> anyhow::Result<()> {
     let options = parse_mount_options(&request.options).map_err(UsageError)?;
-    if !options.read_only {
-        return Err(UsageError("read-write mounts are not supported yet; use -o ro".into()).into());
-    }
     let meta = std::fs::metadata(&request.mountpoint)
         .with_context(|| format!("mountpoint {}", escape_os(&request.mountpoint)))?;
     if !meta.is_dir() {
@@ -53,7 +54,11 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
     // the mask and only the signal thread ever sees them.
     let blocked = signals::block_termination_signals()?;
     // Open first: a bad image fails here with the core's message, before any mount.
-    let fs = crate::open_fs(&request.image, &request.devices)?;
+    let fs = if options.read_only {
+        crate::open_fs(&request.image, &request.devices)?
+    } else {
+        open_rw(&request.image, &request.devices)?
+    };
     let mountpoint = std::fs::canonicalize(&request.mountpoint)
         .with_context(|| format!("mountpoint {}", escape_os(&request.mountpoint)))?;
     signals::unmount_on_signal(blocked, mountpoint.clone())?;
@@ -63,6 +68,21 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         fsname: options.fsname.clone().unwrap_or_else(|| default_fsname(&request.image)),
     };
     uf2fs_fuse::mount(fs, &mountpoint, &fuse_options).with_context(|| format!("mounting on {}", escape_os(&mountpoint)))
+}
+
+/// Opens the image for writing: an image the core will not write fails with the core's
+/// one-line reason and a hint to mount it read-only.
+fn open_rw(image: &Path, devices: &[PathBuf]) -> anyhow::Result<uf2fs_core::Fs> {
+    let more: Vec<&Path> = devices.iter().map(PathBuf::as_path).collect();
+    let shown = escape_os(image);
+    uf2fs_core::Fs::open_rw(image, &more).map_err(|err| {
+        let reason = err.to_string();
+        if reason.contains(&shown) {
+            anyhow::anyhow!("{reason} (mount it read-only with -o ro)")
+        } else {
+            anyhow::anyhow!("{shown}: {reason} (mount it read-only with -o ro)")
+        }
+    })
 }
 
 /// The image's absolute path as the mount's source name, with the characters that FUSE

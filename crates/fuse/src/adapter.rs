@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -13,7 +14,7 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
     WriteFlags,
 };
-use uf2fs_core::{DirEntry, Fs, Ino};
+use uf2fs_core::{DirEntry, Fs, Ino, SetAttr, Stat, Timestamp};
 
 use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
@@ -21,11 +22,12 @@ use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
 use crate::{kernel, read_buf, xattr};
 
-/// How long the kernel may cache attributes and names. The image does not change under a
-/// read-only mount, so this only bounds staleness if someone rewrites it anyway.
+/// How long the kernel may cache attributes and names. Every change goes through the
+/// kernel (which updates or drops what it cached), so this only bounds staleness if
+/// someone rewrites the image behind the mount.
 pub(crate) const TTL: Duration = Duration::from_secs(60);
 
-/// Open flags that would modify the file.
+/// Whether a read-only mount may open with `flags`: not for writing or truncating.
 fn open_allowed(flags: OpenFlags) -> Result<(), Errno> {
     let write = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
     if write || flags.0 & libc::O_TRUNC != 0 {
@@ -37,8 +39,11 @@ fn open_allowed(flags: OpenFlags) -> Result<(), Errno> {
 
 /// The FUSE file system: the core `Fs` plus the adapter's own small state.
 pub(crate) struct F2fsFuse {
-    /// The file system being served.
-    pub(crate) fs: Fs,
+    /// The file system being served; [`crate::mount`] keeps a second reference to
+    /// unmount it once the session ends.
+    pub(crate) fs: Arc<Fs>,
+    /// Whether the mount is read-write (modifying requests call the core).
+    pub(crate) writable: bool,
     /// Core inode numbers <-> FUSE node ids.
     pub(crate) inos: InoMap,
     /// Open directory streams.
@@ -46,14 +51,66 @@ pub(crate) struct F2fsFuse {
 }
 
 impl F2fsFuse {
-    /// Serve `fs`.
-    pub(crate) fn new(fs: Fs) -> F2fsFuse {
+    /// Serve `fs`, read-write when `writable`.
+    pub(crate) fn new(fs: Arc<Fs>, writable: bool) -> F2fsFuse {
         let inos = InoMap::new(fs.root());
         F2fsFuse {
             fs,
+            writable,
             inos,
             dirs: DirHandles::new(OPEN_DIRS_MAX),
         }
+    }
+
+    /// `Ok` on a read-write mount, `EROFS` on a read-only one.
+    fn writable(&self) -> Result<(), Errno> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Errno::EROFS)
+        }
+    }
+
+    /// Entry reply contents for a core `stat`.
+    fn entry(&self, stat: &Stat) -> (FileAttr, Generation) {
+        let attr = file_attr(self.inos.to_fuse(stat.ino), stat);
+        (attr, Generation(u64::from(stat.generation)))
+    }
+
+    /// Make a name in directory `parent` with `op` (create, mkdir, mknod, symlink).
+    fn make(
+        &self,
+        parent: INodeNo,
+        op: impl FnOnce(&Fs, Ino) -> uf2fs_core::Result<Stat>,
+    ) -> Result<(FileAttr, Generation), Errno> {
+        self.writable()?;
+        let dir = self.inos.to_core(parent)?;
+        let stat = op(&self.fs, dir).or_errno()?;
+        Ok(self.entry(&stat))
+    }
+
+    /// setattr: the size through the core's truncate, then the other attributes.
+    fn set_attr(&self, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
+        self.writable()?;
+        let ino = self.inos.to_core(node)?;
+        if let Some(size) = size {
+            self.fs.truncate(ino, size).or_errno()?;
+        }
+        let stat = if *attrs == SetAttr::default() {
+            self.fs.stat(ino).or_errno()?
+        } else {
+            self.fs.setattr(ino, attrs).or_errno()?
+        };
+        Ok(self.entry(&stat).0)
+    }
+
+    /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then a checkpoint).
+    fn sync(&self, node: INodeNo, datasync: bool) -> Result<(), Errno> {
+        if !self.writable {
+            return Ok(());
+        }
+        let ino = self.inos.to_core(node)?;
+        self.fs.fsync(ino, datasync).or_errno()
     }
 
     /// Attributes and generation of core inode `ino`.
@@ -132,12 +189,12 @@ impl F2fsFuse {
         });
     }
 
-    /// `access(2)`: write is never allowed; read and execute by mode bits.
+    /// `access(2)`: by mode bits; write never on a read-only mount.
     fn check_access(&self, req: &Request, node: INodeNo, mask: AccessFlags) -> Result<(), Errno> {
         let ino = self.inos.to_core(node)?;
         let stat = self.fs.stat(ino).or_errno()?;
         if mask.contains(AccessFlags::W_OK) {
-            return Err(Errno::EROFS);
+            self.writable()?;
         }
         if access_allowed(&stat, req.uid(), req.gid(), mask) {
             Ok(())
@@ -170,8 +227,9 @@ fn reply_empty(reply: ReplyEmpty, result: Result<(), Errno>) {
     }
 }
 
-/// Read operations call the core; every modifying operation replies `EROFS` (fuser's
-/// defaults would reply `ENOSYS`, which tells callers the operation does not exist).
+/// Read operations call the core; modifying operations call it on a read-write mount and
+/// reply `EROFS` on a read-only one (fuser's defaults would reply `ENOSYS`, which tells
+/// callers the operation does not exist).
 impl Filesystem for F2fsFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
         kernel::configure(config);
@@ -203,8 +261,9 @@ impl Filesystem for F2fsFuse {
     }
 
     fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match open_allowed(flags) {
-            // The image cannot change under us: keep cached pages across opens.
+        let allowed = if self.writable { Ok(()) } else { open_allowed(flags) };
+        match allowed {
+            // The image changes only through this mount: keep cached pages across opens.
             Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
             Err(errno) => reply.error(errno),
         }
@@ -224,12 +283,14 @@ impl Filesystem for F2fsFuse {
         self.read_data(ino, offset, size, reply);
     }
 
+    /// close(2) does not make data durable on Linux F2FS either: nothing to do. Data
+    /// reaches the image on fsync, on the core's own checkpoints and at unmount.
     fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock: LockOwner, reply: ReplyEmpty) {
         reply.ok();
     }
 
-    fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        reply.ok();
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        reply_empty(reply, self.sync(ino, datasync));
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -258,8 +319,8 @@ impl Filesystem for F2fsFuse {
         reply.ok();
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        reply.ok();
+    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        reply_empty(reply, self.sync(ino, datasync));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -295,19 +356,19 @@ impl Filesystem for F2fsFuse {
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         reply_empty(reply, self.check_access(req, ino, mask));
     }
-    // ---- Modifying operations: the mount is read-only. ----
+    // ---- Modifying operations: `EROFS` on a read-only mount, the core otherwise. ----
 
     fn setattr(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
-        _size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -315,83 +376,150 @@ impl Filesystem for F2fsFuse {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        reply.error(Errno::EROFS);
+        let attrs = SetAttr {
+            mode,
+            uid,
+            gid,
+            size: None,
+            atime: atime.map(timestamp_or_now),
+            mtime: mtime.map(timestamp_or_now),
+            ctime: ctime.map(timestamp),
+        };
+        match self.set_attr(ino, size, &attrs) {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(errno) => reply.error(errno),
+        }
     }
 
     fn mknod(
         &self,
-        _req: &Request,
-        _parent: INodeNo,
-        _name: &OsStr,
-        _mode: u32,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
         _umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        reply.error(Errno::EROFS);
+        let made = self.make(parent, |fs, dir| {
+            fs.mknod(dir, name.as_bytes(), mode, split_rdev(rdev), req.uid(), req.gid())
+        });
+        reply_entry(reply, made);
     }
 
-    fn mkdir(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
-        reply.error(Errno::EROFS);
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+        let made = self.make(parent, |fs, dir| {
+            fs.mkdir(dir, name.as_bytes(), mode & 0o7777, req.uid(), req.gid())
+        });
+        reply_entry(reply, made);
     }
 
-    fn unlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.writable().and_then(|()| {
+            let dir = self.inos.to_core(parent)?;
+            self.fs.unlink(dir, name.as_bytes()).or_errno()
+        });
+        reply_empty(reply, result);
     }
 
-    fn rmdir(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.writable().and_then(|()| {
+            let dir = self.inos.to_core(parent)?;
+            self.fs.rmdir(dir, name.as_bytes()).or_errno()
+        });
+        reply_empty(reply, result);
     }
 
-    fn symlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _target: &Path, reply: ReplyEntry) {
-        reply.error(Errno::EROFS);
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let made = self.make(parent, |fs, dir| {
+            fs.symlink(
+                dir,
+                link_name.as_bytes(),
+                target.as_os_str().as_bytes(),
+                req.uid(),
+                req.gid(),
+            )
+        });
+        reply_entry(reply, made);
     }
 
     fn rename(
         &self,
         _req: &Request,
-        _parent: INodeNo,
-        _name: &OsStr,
-        _newparent: INodeNo,
-        _newname: &OsStr,
-        _flags: RenameFlags,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        reply.error(Errno::EROFS);
+        let result = self.writable().and_then(|()| {
+            let flags = rename_flags(flags)?;
+            let src = self.inos.to_core(parent)?;
+            let dst = self.inos.to_core(newparent)?;
+            self.fs
+                .rename(src, name.as_bytes(), dst, newname.as_bytes(), flags)
+                .or_errno()
+        });
+        reply_empty(reply, result);
     }
 
-    fn link(&self, _req: &Request, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
-        reply.error(Errno::EROFS);
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let made = self.writable().and_then(|()| {
+            let ino = self.inos.to_core(ino)?;
+            let dir = self.inos.to_core(newparent)?;
+            let stat = self.fs.link(ino, dir, newname.as_bytes()).or_errno()?;
+            Ok(self.entry(&stat))
+        });
+        reply_entry(reply, made);
     }
 
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
-        _offset: u64,
-        _data: &[u8],
+        offset: u64,
+        data: &[u8],
         _write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        reply.error(Errno::EROFS);
+        let written = self.writable().and_then(|()| {
+            let ino = self.inos.to_core(ino)?;
+            self.fs.write(ino, offset, data).or_errno()
+        });
+        match written {
+            // A WRITE carries at most max_write (< 4 GiB) bytes.
+            Ok(len) => reply.written(u32::try_from(len).unwrap_or(u32::MAX)),
+            Err(errno) => reply.error(errno),
+        }
     }
 
     fn create(
         &self,
-        _req: &Request,
-        _parent: INodeNo,
-        _name: &OsStr,
-        _mode: u32,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
         _umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
-        reply.error(Errno::EROFS);
+        let made = self.make(parent, |fs, dir| {
+            fs.create(dir, name.as_bytes(), mode, req.uid(), req.gid())
+        });
+        let _ = flags;
+        match made {
+            Ok((attr, generation)) => {
+                reply.created(&TTL, &attr, generation, FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+            }
+            Err(errno) => reply.error(errno),
+        }
     }
 
+    /// Extended attributes cannot be written yet: the core has no xattr writes.
     fn setxattr(
         &self,
         _req: &Request,
@@ -402,24 +530,30 @@ impl Filesystem for F2fsFuse {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(self.writable().err().unwrap_or(Errno::ENOTSUP));
     }
 
+    /// See [`Self::setxattr`].
     fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
+        reply.error(self.writable().err().unwrap_or(Errno::ENOTSUP));
     }
 
     fn fallocate(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
-        _offset: u64,
-        _length: u64,
-        _mode: i32,
+        offset: u64,
+        length: u64,
+        mode: i32,
         reply: ReplyEmpty,
     ) {
-        reply.error(Errno::EROFS);
+        let result = self.writable().and_then(|()| {
+            let ino = self.inos.to_core(ino)?;
+            let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
+            self.fs.fallocate(ino, offset, length, mode).or_errno()
+        });
+        reply_empty(reply, result);
     }
 
     fn copy_file_range(
@@ -435,7 +569,52 @@ impl Filesystem for F2fsFuse {
         _flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
-        reply.error(Errno::EROFS);
+        // ENOSYS on a writable mount: the kernel then copies through read and write.
+        reply.error(self.writable().err().unwrap_or(Errno::ENOSYS));
+    }
+}
+
+/// Reply to a request that made a name.
+fn reply_entry(reply: ReplyEntry, made: Result<(FileAttr, Generation), Errno>) {
+    match made {
+        Ok((attr, generation)) => reply.entry(&TTL, &attr, generation),
+        Err(errno) => reply.error(errno),
+    }
+}
+
+/// Core rename flags for FUSE's: `RENAME_NOREPLACE` and `RENAME_EXCHANGE`; anything
+/// else (`RENAME_WHITEOUT`, unknown bits) is `EINVAL`.
+fn rename_flags(flags: RenameFlags) -> Result<u32, Errno> {
+    let bits = flags.bits();
+    let known = uf2fs_core::RENAME_NOREPLACE | uf2fs_core::RENAME_EXCHANGE;
+    if bits & !known != 0 || bits == known {
+        return Err(Errno::EINVAL);
+    }
+    Ok(bits)
+}
+
+/// (major, minor) of a device number as FUSE sends it (the kernel's `new_encode_dev`).
+fn split_rdev(rdev: u32) -> (u32, u32) {
+    let major = (rdev & 0xf_ff00) >> 8;
+    let minor = (rdev & 0xff) | ((rdev >> 12) & 0xf_ff00);
+    (major, minor)
+}
+
+/// A core timestamp for a system time; times before 1970 are clamped to it (F2FS
+/// stores unsigned seconds).
+fn timestamp(t: SystemTime) -> Timestamp {
+    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    Timestamp {
+        secs: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+        nsecs: since.subsec_nanos(),
+    }
+}
+
+/// A core timestamp for a `utimensat` time, `UTIME_NOW` being the current time.
+fn timestamp_or_now(t: TimeOrNow) -> Timestamp {
+    match t {
+        TimeOrNow::SpecificTime(t) => timestamp(t),
+        TimeOrNow::Now => timestamp(SystemTime::now()),
     }
 }
 

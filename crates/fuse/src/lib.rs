@@ -2,8 +2,11 @@
 //!
 //! The adapter is thin: each FUSE request is one or two core calls and a reply. Core
 //! errors become errnos in one place ([`uf2fs_core::Error::errno`]); node ids and F2FS
-//! inode numbers meet in one place (the root is swapped with FUSE's root id 1). Only
-//! read-only mounts exist so far: every modifying request is answered `EROFS`.
+//! inode numbers meet in one place (the root is swapped with FUSE's root id 1). On a
+//! read-only mount every modifying request is answered `EROFS`; on a read-write mount
+//! (an `Fs` opened with [`uf2fs_core::Fs::open_rw`]) they call the core, and the end of
+//! the session writes the unmount checkpoint ([`uf2fs_core::Fs::unmount`]). Extended
+//! attributes cannot be written yet (`ENOTSUP`): the core has no xattr writes.
 //!
 //! Sequential reads are the common case, so the connection asks for the largest READs the
 //! kernel allows, worker threads serve requests in parallel, and (when run as root) the
@@ -28,6 +31,7 @@ mod xattr;
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use fuser::{Config, MountOption, SessionACL};
 
@@ -36,7 +40,8 @@ pub use uf2fs_core;
 /// How to mount.
 #[derive(Debug, Clone, Default)]
 pub struct MountOptions {
-    /// Mount read-only. Must be true for now: read-write mounts are not supported yet.
+    /// Mount read-only. When false, `fs` must have been opened with
+    /// [`uf2fs_core::Fs::open_rw`].
     pub read_only: bool,
     /// Let users other than the one mounting access the file system (`allow_other`).
     pub allow_other: bool,
@@ -47,24 +52,34 @@ pub struct MountOptions {
 /// Mount `fs` at `mountpoint` and serve it until the file system is unmounted
 /// (`fusermount3 -u MOUNTPOINT` or `umount`). Blocks the calling thread meanwhile.
 ///
+/// When the session ends (the kernel dropped the mount), `fs` is unmounted with
+/// [`uf2fs_core::Fs::unmount`]: a read-write image is left clean (`CP_UMOUNT_FLAG`).
+///
 /// # Errors
-/// `ErrorKind::Unsupported` when `opts.read_only` is false; otherwise whatever mounting
-/// or the FUSE session reports (no `/dev/fuse`, mountpoint missing, permission denied).
+/// Whatever mounting or the FUSE session reports (no `/dev/fuse`, mountpoint missing,
+/// permission denied), or the core's error writing the unmount checkpoint.
 pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::Result<()> {
-    if !opts.read_only {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "read-write mounts are not supported yet; mount read-only",
-        ));
-    }
     // Resolved before mounting: afterwards the path leads into the not yet served mount.
     let resolved = std::fs::canonicalize(mountpoint);
     let config = session_config(opts);
-    let session = fuser::Session::new(adapter::F2fsFuse::new(fs), mountpoint, &config)?;
+    let fs = Arc::new(fs);
+    let adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
+    let session = fuser::Session::new(adapter, mountpoint, &config)?;
     if let Ok(resolved) = resolved {
         readahead::raise(&resolved);
     }
-    session.run()
+    let served = session.run();
+    // The session and its worker threads are gone, and the adapter with them (its
+    // `destroy` ran): this is the last reference unless a worker thread panicked.
+    let unmounted = match Arc::try_unwrap(fs) {
+        Ok(fs) => fs.unmount().map_err(|err| io::Error::other(format!("unmount: {err}"))),
+        Err(_) if opts.read_only => Ok(()),
+        Err(fs) => fs
+            .write_checkpoint()
+            .map(drop)
+            .map_err(|err| io::Error::other(format!("checkpoint at the end of the session: {err}"))),
+    };
+    served.and(unmounted)
 }
 
 /// Session settings for `opts`: mount options, who may access, worker threads.
@@ -87,8 +102,13 @@ fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
     } else {
         opts.fsname.as_str()
     };
+    let access = if opts.read_only {
+        MountOption::RO
+    } else {
+        MountOption::RW
+    };
     vec![
-        MountOption::RO,
+        access,
         MountOption::FSName(fsname.to_owned()),
         // As a kernel option rather than `MountOption::Subtype`, which fuser only hands to
         // fusermount3: this way a direct mount (as root) also shows type "fuse.f2fs".
@@ -129,6 +149,9 @@ mod tests {
             ..opts
         };
         assert!(mount_options(&named).contains(&MountOption::FSName("/tmp/x.img".into())));
+        let rw = MountOptions::default();
+        assert!(mount_options(&rw).contains(&MountOption::RW));
+        assert!(!mount_options(&rw).contains(&MountOption::RO));
     }
 
     #[test]
