@@ -1,0 +1,419 @@
+//! Read-write mounts end to end through the kernel: `uf2fs mkfs`, `uf2fs mount -f` (rw),
+//! files small and large, directories, symlinks, hard links, renames, unlinks,
+//! truncation and appends through the mount, `fusermount3 -u`, then the image must pass
+//! `fsck.f2fs -f` with an unmount checkpoint and `uf2fs ls -lR` / `uf2fs cat` must show
+//! exactly what was written; a second read-write mount changes more and is checked again.
+//!
+//! Needs /dev/fuse and fusermount3. Without /dev/fuse the test prints why and passes,
+//! unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which case it fails.
+
+mod common;
+
+use common::{scratch, uf2fs};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use uf2fs_testkit::lsfmt::parse_long_line;
+use uf2fs_testkit::rng::Rng;
+use uf2fs_testkit::run::wait_until;
+
+/// Whether FUSE can be used here; `false` (after saying why) only when it may be skipped.
+fn fuse_available() -> bool {
+    let required = std::env::var_os("UF2FS_REQUIRE_FUSE").is_some();
+    let missing = if !Path::new("/dev/fuse").exists() {
+        Some("/dev/fuse does not exist")
+    } else if which("fusermount3").is_none() {
+        Some("fusermount3 is not installed (Debian package fuse3)")
+    } else if which("fsck.f2fs").is_none() {
+        Some("fsck.f2fs is not installed (Debian package f2fs-tools)")
+    } else {
+        None
+    };
+    match missing {
+        None => true,
+        Some(why) if required => panic!("UF2FS_REQUIRE_FUSE is set but {why}"),
+        Some(why) => {
+            eprintln!("skipping FUSE test: {why} (set UF2FS_REQUIRE_FUSE=1 to make this a failure)");
+            false
+        }
+    }
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// Whether `mnt` is a mount point now (per /proc/self/mountinfo).
+fn is_mounted(mnt: &Path) -> bool {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = mnt.to_string_lossy();
+    info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+}
+
+/// A running read-write `uf2fs mount -f`; dropping it unmounts and reaps the process.
+struct Mounted {
+    child: Option<Child>,
+    mnt: PathBuf,
+    log: PathBuf,
+}
+
+impl Mounted {
+    /// Starts `uf2fs mount -f IMG MNT` (read-write) and waits until the mount appears.
+    fn start(img: &Path, mnt: &Path, log: &Path) -> Mounted {
+        let log_file = fs::File::create(log).expect("mount log");
+        let child = Command::new(env!("CARGO_BIN_EXE_uf2fs"))
+            .args(["mount", "-f"])
+            .arg(img)
+            .arg(mnt)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log"))
+            .stderr(log_file)
+            .spawn()
+            .expect("start uf2fs mount");
+        let mut m = Mounted {
+            child: Some(child),
+            mnt: mnt.to_path_buf(),
+            log: log.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_mounted(mnt) {
+            if let Some(status) = m.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                m.child = None;
+                panic!("uf2fs mount exited with {status} before mounting: {}", m.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no mount at {} after 20 s: {}",
+                mnt.display(),
+                m.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        m
+    }
+
+    fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Unmounts with fusermount3 -u and waits for `uf2fs mount -f` to exit (it writes
+    /// the unmount checkpoint first); returns whether it exited 0, with its log.
+    fn unmount(&mut self) -> (bool, String) {
+        if is_mounted(&self.mnt) {
+            let _ = Command::new("fusermount3").arg("-u").arg(&self.mnt).status();
+        }
+        let mut ok = false;
+        if let Some(mut child) = self.child.take() {
+            match wait_until(&mut child, Instant::now() + Duration::from_secs(60)) {
+                Some(status) => ok = status.success(),
+                None => eprintln!("uf2fs mount did not exit within 60 s of fusermount3 -u; killed"),
+            }
+        }
+        if is_mounted(&self.mnt) {
+            // Last resort, so a failed test never leaves a mount behind.
+            let _ = Command::new("fusermount3").arg("-uz").arg(&self.mnt).status();
+        }
+        (ok, self.log_text())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+/// What a path must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File(Vec<u8>),
+    Symlink(Vec<u8>),
+}
+
+/// The expected tree: relative path (no leading '/') -> node.
+type Model = BTreeMap<String, Node>;
+
+fn random_bytes(rng: &mut Rng, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        out.extend_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn write_file(mnt: &Path, model: &mut Model, rel: &str, data: Vec<u8>) {
+    fs::write(mnt.join(rel), &data).unwrap_or_else(|e| panic!("writing {rel}: {e}"));
+    model.insert(rel.to_owned(), Node::File(data));
+}
+
+fn append(mnt: &Path, model: &mut Model, rel: &str, more: &[u8]) {
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(mnt.join(rel))
+        .unwrap_or_else(|e| panic!("opening {rel} to append: {e}"));
+    f.write_all(more).unwrap_or_else(|e| panic!("appending to {rel}: {e}"));
+    f.sync_all().unwrap_or_else(|e| panic!("fsync of {rel}: {e}"));
+    match model.get_mut(rel) {
+        Some(Node::File(data)) => data.extend_from_slice(more),
+        other => panic!("append to {rel}: model has {other:?}"),
+    }
+}
+
+fn truncate(mnt: &Path, model: &mut Model, rel: &str, len: usize) {
+    let f = fs::OpenOptions::new().write(true).open(mnt.join(rel)).unwrap();
+    f.set_len(len as u64)
+        .unwrap_or_else(|e| panic!("truncating {rel}: {e}"));
+    match model.get_mut(rel) {
+        Some(Node::File(data)) => data.resize(len, 0),
+        other => panic!("truncate {rel}: model has {other:?}"),
+    }
+}
+
+/// Moves `from` (and everything under it) to `to` in the model.
+fn model_rename(model: &mut Model, from: &str, to: &str) {
+    let prefix = format!("{from}/");
+    let moved: Vec<String> = model
+        .keys()
+        .filter(|k| *k == from || k.starts_with(&prefix))
+        .cloned()
+        .collect();
+    for old in moved {
+        let node = model.remove(&old).unwrap();
+        let new = format!("{to}{}", &old[from.len()..]);
+        model.insert(new, node);
+    }
+}
+
+/// Checks the mounted tree against the model: names, kinds, contents, link targets.
+fn check_mounted(mnt: &Path, model: &Model) {
+    let mut seen = Model::new();
+    let mut stack = vec![String::new()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(mnt.join(&dir)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().into_string().unwrap();
+            let rel = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+            let path = entry.path();
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let node = if meta.file_type().is_symlink() {
+                Node::Symlink(fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes())
+            } else if meta.is_dir() {
+                stack.push(rel.clone());
+                Node::Dir
+            } else {
+                Node::File(fs::read(&path).unwrap())
+            };
+            seen.insert(rel, node);
+        }
+    }
+    assert_eq!(names(&seen), names(model), "names under the mount");
+    for (rel, node) in model {
+        assert!(
+            seen[rel] == *node,
+            "{rel} under the mount differs from what was written"
+        );
+    }
+}
+
+fn names(model: &Model) -> Vec<&String> {
+    model.keys().collect()
+}
+
+/// Checks the unmounted image with `uf2fs ls -lR` and `uf2fs cat`.
+fn check_image(img: &Path, model: &Model) {
+    let ls = uf2fs().run([OsString::from("ls"), "-lR".into(), img.into()]);
+    let out = ls.assert_ok().to_vec();
+    let mut listed: BTreeMap<String, (char, u64, Option<Vec<u8>>)> = BTreeMap::new();
+    let mut dir = String::new();
+    for line in out.split(|&c| c == b'\n') {
+        if line.is_empty() || line.starts_with(b"total ") {
+            continue;
+        }
+        if line.ends_with(b":") && line.starts_with(b"/") {
+            dir = String::from_utf8(line[1..line.len() - 1].to_vec()).unwrap();
+            continue;
+        }
+        let is_symlink = |name: &[u8]| {
+            let rel = join(&dir, &String::from_utf8_lossy(name));
+            matches!(model.get(&rel), Some(Node::Symlink(_)))
+        };
+        let parsed = parse_long_line(line, is_symlink)
+            .unwrap_or_else(|| panic!("unparsable ls line {:?}", String::from_utf8_lossy(line)));
+        let rel = join(&dir, &String::from_utf8_lossy(&parsed.name));
+        let kind = parsed.mode.chars().next().unwrap();
+        listed.insert(rel, (kind, parsed.size.parse().unwrap_or(0), parsed.target));
+    }
+    let want: Vec<&String> = names(model);
+    assert_eq!(listed.keys().collect::<Vec<_>>(), want, "names in uf2fs ls -lR");
+    for (rel, node) in model {
+        let (kind, size, target) = &listed[rel];
+        match node {
+            Node::Dir => assert_eq!(*kind, 'd', "{rel} is a directory"),
+            Node::Symlink(t) => {
+                assert_eq!(*kind, 'l', "{rel} is a symlink");
+                assert_eq!(target.as_deref(), Some(t.as_slice()), "target of {rel}");
+            }
+            Node::File(data) => {
+                assert_eq!(*kind, '-', "{rel} is a regular file");
+                assert_eq!(*size, data.len() as u64, "size of {rel}");
+                let cat = uf2fs().run([OsString::from("cat"), img.into(), format!("/{rel}").into()]);
+                assert!(
+                    cat.assert_ok() == data.as_slice(),
+                    "uf2fs cat /{rel} differs from what was written"
+                );
+            }
+        }
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// `fsck.f2fs -f` on a copy of the image: exit 0, no complaint, an unmount checkpoint.
+fn fsck_clean(img: &Path, work: &Path) {
+    let copy = work.join("fsck.img");
+    fs::copy(img, &copy).unwrap();
+    let out = Command::new("fsck.f2fs")
+        .arg("-f")
+        .arg(&copy)
+        .output()
+        .expect("run fsck.f2fs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "fsck.f2fs -f exited {}: {text}", out.status);
+    for bad in ["[Fail]", "[FIX", "ASSERT"] {
+        assert!(!text.contains(bad), "fsck.f2fs -f reports {bad}: {text}");
+    }
+    let state = text
+        .lines()
+        .find(|l| l.contains("checkpoint state"))
+        .unwrap_or_else(|| panic!("no checkpoint state in fsck output: {text}"));
+    assert!(state.contains("unmount"), "not an unmount checkpoint: {state}");
+    fs::remove_file(copy).unwrap();
+}
+
+#[test]
+fn read_write_mount_changes_pass_fsck_and_read_back() {
+    if !fuse_available() {
+        return;
+    }
+    let tmp = scratch("mount-rw-");
+    let img = tmp.path().join("rw.img");
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    uf2fs()
+        .run([
+            OsString::from("mkfs"),
+            "--size".into(),
+            "256M".into(),
+            img.clone().into(),
+        ])
+        .assert_ok();
+    let mut rng = Rng::new(0x4057_0001);
+    let mut model = Model::new();
+
+    // First mount: build a tree.
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"));
+    write_file(&mnt, &mut model, "hello.txt", b"hello\n".to_vec());
+    write_file(&mnt, &mut model, "empty", Vec::new());
+    write_file(
+        &mnt,
+        &mut model,
+        "big.bin",
+        random_bytes(&mut rng, 3 * 1024 * 1024 + 123),
+    );
+    fs::create_dir(mnt.join("dir")).unwrap();
+    model.insert("dir".into(), Node::Dir);
+    fs::create_dir(mnt.join("dir/sub")).unwrap();
+    model.insert("dir/sub".into(), Node::Dir);
+    write_file(&mnt, &mut model, "dir/sub/deep.txt", b"deep\n".to_vec());
+    write_file(&mnt, &mut model, "dir/mid.bin", random_bytes(&mut rng, 5 * 1024 * 1024));
+    std::os::unix::fs::symlink("hello.txt", mnt.join("link")).unwrap();
+    model.insert("link".into(), Node::Symlink(b"hello.txt".to_vec()));
+    std::os::unix::fs::symlink("../big.bin", mnt.join("dir/up")).unwrap();
+    model.insert("dir/up".into(), Node::Symlink(b"../big.bin".to_vec()));
+    fs::hard_link(mnt.join("hello.txt"), mnt.join("dir/hard")).unwrap();
+    model.insert("dir/hard".into(), Node::File(b"hello\n".to_vec()));
+    assert_eq!(fs::metadata(mnt.join("hello.txt")).unwrap().nlink(), 2);
+    fs::rename(mnt.join("dir/mid.bin"), mnt.join("moved.bin")).unwrap();
+    model_rename(&mut model, "dir/mid.bin", "moved.bin");
+    write_file(&mnt, &mut model, "doomed", random_bytes(&mut rng, 70_000));
+    fs::remove_file(mnt.join("doomed")).unwrap();
+    model.remove("doomed");
+    write_file(&mnt, &mut model, "shrink.bin", random_bytes(&mut rng, 1024 * 1024));
+    truncate(&mnt, &mut model, "shrink.bin", 10_000);
+    truncate(&mnt, &mut model, "empty", 5000);
+    append(&mnt, &mut model, "moved.bin", b"tail of the moved file");
+    // The hard link shares the data: append through one name, both change.
+    append(&mnt, &mut model, "hello.txt", b"world\n");
+    model.insert("dir/hard".into(), Node::File(b"hello\nworld\n".to_vec()));
+    check_mounted(&mnt, &model);
+    let (ok, log) = m.unmount();
+    assert!(ok, "uf2fs mount -f did not exit 0 after fusermount3 -u; log: {log}");
+    assert!(!is_mounted(&mnt));
+    fsck_clean(&img, tmp.path());
+    check_image(&img, &model);
+
+    // Second mount: everything is there; change more.
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"));
+    check_mounted(&mnt, &model);
+    fs::remove_file(mnt.join("big.bin")).unwrap();
+    model.remove("big.bin");
+    fs::rename(mnt.join("dir"), mnt.join("renamed_dir")).unwrap();
+    model_rename(&mut model, "dir", "renamed_dir");
+    fs::remove_file(mnt.join("renamed_dir/sub/deep.txt")).unwrap();
+    model.remove("renamed_dir/sub/deep.txt");
+    fs::remove_dir(mnt.join("renamed_dir/sub")).unwrap();
+    model.remove("renamed_dir/sub");
+    fs::create_dir(mnt.join("new_dir")).unwrap();
+    model.insert("new_dir".into(), Node::Dir);
+    for i in 0..50 {
+        let data = random_bytes(&mut rng, i * 97);
+        write_file(&mnt, &mut model, &format!("new_dir/file{i:02}"), data);
+    }
+    append(&mnt, &mut model, "shrink.bin", &random_bytes(&mut rng, 200_000));
+    truncate(&mnt, &mut model, "moved.bin", 4096 * 3 + 1);
+    check_mounted(&mnt, &model);
+    let (ok, log) = m.unmount();
+    assert!(ok, "second mount did not exit 0 after fusermount3 -u; log: {log}");
+    fsck_clean(&img, tmp.path());
+    check_image(&img, &model);
+}
+
+#[test]
+fn read_write_mount_refuses_unknown_options_by_name() {
+    let tmp = scratch("mount-rw-opts-");
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let out = uf2fs().with_timeout(Duration::from_secs(20)).run([
+        OsString::from("mount"),
+        "-o".into(),
+        "rw,noexec".into(),
+        "-f".into(),
+        tmp.path().join("missing.img").into(),
+        mnt.clone().into(),
+    ]);
+    if is_mounted(&mnt) {
+        let _ = Command::new("fusermount3").arg("-uz").arg(&mnt).status();
+    }
+    assert!(!out.success());
+    assert!(out.err().contains("noexec"), "{}", out.describe());
+}
