@@ -14,8 +14,10 @@
 //! 6. the [`SegmentManager`] mutex;
 //! 7. the device.
 //!
-//! Readers (lookup, stat, read_dir, read) take no lock of this list but the managers'
-//! own: they see each change whole or not at all, per block.
+//! Readers (lookup, stat, read_dir) take no lock of this list but the managers' own:
+//! they see each change whole or not at all, per block. File reads of a read-write
+//! file system hold `cp_lock` shared and the file's inode lock, as a writer does (the
+//! page cache moves blocks to the device under those).
 
 use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
@@ -477,7 +479,13 @@ impl Fs {
     }
 
     /// Read file data at `offset` into `buf`; returns bytes read, short only at end of file.
+    /// Read-write, a read holds `cp_lock` shared and the inode's lock (writes wait for
+    /// it): no writeback moves a block from the page cache to the device under it.
     pub fn read(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let _held = self
+            .rw
+            .as_ref()
+            .map(|rw| (read_lock(&rw.cp_lock), rw.locks.lock(&[ino])));
         let i = self.inode(ino)?;
         match i.kind()? {
             FileKind::Dir => return Err(Error::IsDir(format!("inode {ino}"))),

@@ -337,7 +337,7 @@ fn refusals_change_nothing() {
 }
 
 #[test]
-fn threads_write_their_own_files() {
+fn threads_write_and_read_their_own_files() {
     let tmp = tempfile::tempdir().unwrap();
     let img = image(tmp.path(), "threads.img", Variant::Uf2fs(EXTRA), 256 * MIB);
     let mut w = World::open(&img);
@@ -346,11 +346,17 @@ fn threads_write_their_own_files() {
     std::thread::scope(|s| {
         for (t, &ino) in inos.iter().enumerate() {
             let fs = &w.fs;
+            let neighbour = inos[(t + 1) % inos.len()];
             s.spawn(move || {
+                let mut back = vec![0u8; 150_000];
                 for k in 0..40u64 {
                     let off = (k * 7919 % 40) * 100_000 + t as u64;
                     let data = pattern(t as u64, off, 150_000);
                     assert_eq!(fs.write(ino, off, &data).unwrap(), data.len());
+                    // Read back while others write, write back and checkpoint.
+                    assert_eq!(fs.read(ino, off, &mut back).unwrap(), back.len());
+                    assert!(back == data, "thread {t} step {k}: read back differs");
+                    fs.read(neighbour, off, &mut back).unwrap();
                     if k % 13 == 0 {
                         fs.fsync(ino, false).unwrap();
                     }
