@@ -17,9 +17,10 @@
 //! the pages leave the cache. A reader therefore never finds an address whose block is
 //! not yet written.
 
+use crate::inode::InodeMut;
 use crate::node::DIRTY_NODES_MAX;
-use crate::pagecache::PageCache;
-use crate::tree::{node_log, Tree};
+use crate::pagecache::{DirtyPage, PageCache};
+use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, Fs, Ino, Result};
 use std::sync::{Mutex, PoisonError};
 use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
@@ -177,60 +178,11 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
         let group_end = first - loc.slot as u64 + capacity;
         let n = pages[i..].iter().take_while(|(index, _)| *index < group_end).count();
         let group = &pages[i..i + n];
-        let version = t.nodes.nat_entry(t.dev, loc.nid)?.version;
-        let mut node = if loc.in_inode {
-            None
-        } else {
-            Some(t.nodes.read(t.dev, loc.nid, ino)?.to_vec())
-        };
-        for (index, page) in group {
-            let slot = loc.slot + (index - first) as usize;
-            let old = match &node {
-                Some(b) => u32_at(b, 4 * slot),
-                None => inode.slot(slot),
-            };
-            let sum = Summary {
-                nid: loc.nid,
-                version,
-                ofs_in_node: slot as u16,
-            };
-            let addr = {
-                let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
-                match old {
-                    NULL_ADDR => {
-                        return Err(Error::Invalid(format!(
-                            "dirty block {index} of inode {ino} has no address"
-                        )))
-                    }
-                    NEW_ADDR => s.alloc_reserved_block(t.dev, page.log, sum)?,
-                    old => {
-                        let a = s.alloc_block(t.dev, page.log, sum)?;
-                        s.invalidate(old as u64)?;
-                        a
-                    }
-                }
-            };
-            run.push(t, addr, &page.data)?;
-            match &mut node {
-                Some(b) => put_u32(b, 4 * slot, addr as u32),
-                None => inode.set_slot(slot, addr as u32),
-            }
-        }
-        run.flush(t)?;
+        inode_changed |= write_group(t, &mut inode, &loc, group, &mut run)?;
         let (fofs, _, len) = inode.inode.ext;
-        let (ext_start, ext_end) = (fofs as u64, fofs as u64 + len as u64);
-        if len != 0 && first < ext_end && group[n - 1].0 >= ext_start {
+        if len != 0 && first < fofs as u64 + len as u64 && group[n - 1].0 >= fofs as u64 {
             inode.inode.ext = (0, 0, 0);
             inode_changed = true;
-        }
-        match node {
-            Some(b) => {
-                let offset = NodeFooter::decode(&b)
-                    .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
-                    .offset();
-                t.nodes.store_dirty(loc.nid, b, node_log(offset, inode.is_dir()));
-            }
-            None => inode_changed = true,
         }
         for (index, page) in group {
             t.pages.remove_written(ino, *index, &page.data);
@@ -243,6 +195,63 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
     let wb = t.pages.writeback();
     wb.contexts[wb.context_of(ino)].add(1, pages.len() as u64);
     Ok(pages.len())
+}
+
+/// Writes `group`, pages whose addresses share the node at `loc` (the first page's
+/// slot), and records their new addresses: in that node (stored dirty) or in `inode`
+/// (true is returned: the caller stores it).
+fn write_group(t: &Tree, inode: &mut InodeMut, loc: &Loc, group: &[(u64, DirtyPage)], run: &mut Run) -> Result<bool> {
+    let ino = inode.ino;
+    let version = t.nodes.nat_entry(t.dev, loc.nid)?.version;
+    let mut node = if loc.in_inode {
+        None
+    } else {
+        Some(t.nodes.read(t.dev, loc.nid, ino)?.to_vec())
+    };
+    let first = group[0].0;
+    for (index, page) in group {
+        let slot = loc.slot + (index - first) as usize;
+        let old = match &node {
+            Some(b) => u32_at(b, 4 * slot),
+            None => inode.slot(slot),
+        };
+        let sum = Summary {
+            nid: loc.nid,
+            version,
+            ofs_in_node: slot as u16,
+        };
+        let addr = {
+            let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            match old {
+                NULL_ADDR => {
+                    return Err(Error::Invalid(format!(
+                        "dirty block {index} of inode {ino} has no address"
+                    )))
+                }
+                NEW_ADDR => s.alloc_reserved_block(t.dev, page.log, sum)?,
+                old => {
+                    let a = s.alloc_block(t.dev, page.log, sum)?;
+                    s.invalidate(old as u64)?;
+                    a
+                }
+            }
+        };
+        run.push(t, addr, &page.data)?;
+        match &mut node {
+            Some(b) => put_u32(b, 4 * slot, addr as u32),
+            None => inode.set_slot(slot, addr as u32),
+        }
+    }
+    // The blocks are on the device before any node points at them.
+    run.flush(t)?;
+    let Some(b) = node else {
+        return Ok(true);
+    };
+    let offset = NodeFooter::decode(&b)
+        .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
+        .offset();
+    t.nodes.store_dirty(loc.nid, b, node_log(offset, inode.is_dir()));
+    Ok(false)
 }
 
 /// Writes every dirty page of every inode (a checkpoint's first step; `cp_lock` held
