@@ -433,7 +433,11 @@ main() {
             field workload | sed 's/^/workload: /'
         fi
         rc=$(field umount_rc)
-        if [ "$rc" != 0 ]; then fail "umount failed (exit ${rc:-none}): $(field umount_out | tr '\n' ' ')"; fi
+        if [ -n "$rc" ] && [ "$rc" != 0 ]; then
+            fail "umount failed (exit $rc): $(field umount_out | tr '\n' ' ')"
+        elif [ -z "$rc" ] && grep -qx END-RESULT "$run_dir/result"; then
+            fail "the guest did not unmount"
+        fi
         field df | tail -1 | awk '{ printf "df:       %s KiB used of %s\n", $3, $2 }'
     fi
 
