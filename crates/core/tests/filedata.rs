@@ -386,14 +386,19 @@ mod random {
     use super::*;
     use proptest::prelude::*;
 
-    /// Offsets cluster around the boundaries of the default layout: inline area, the
-    /// inode's addresses, the two direct nodes, the first indirect node.
+    /// Offsets cluster around the boundaries of both layouts (with and without extra
+    /// attributes): inline area, the inode's addresses, the two direct nodes, the
+    /// first indirect node.
     fn offset() -> impl Strategy<Value = u64> {
-        let a = addrs_per_inode(Variant::Uf2fs(""));
-        let edges = [0, max_inline(Variant::Uf2fs("")), a * B, (a + D) * B, (a + 2 * D) * B];
+        let mut edges = vec![0];
+        for v in [Variant::Uf2fs(""), Variant::Uf2fs(EXTRA)] {
+            let a = addrs_per_inode(v);
+            edges.extend([max_inline(v), a * B, (a + D) * B, (a + 2 * D) * B]);
+        }
+        let top = (addrs_per_inode(Variant::Uf2fs("")) + 2 * D + 40) * B;
         prop_oneof![
-            (0..5usize, -9000i64..9000).prop_map(move |(e, d)| (edges[e] as i64 + d).max(0) as u64),
-            0..(a + 2 * D + 40) * B,
+            (0..edges.len(), -9000i64..9000).prop_map(move |(e, d)| (edges[e] as i64 + d).max(0) as u64),
+            0..top,
         ]
     }
 
@@ -420,12 +425,13 @@ mod random {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
         #[test]
-        fn random_file_operations_match_the_model(steps in proptest::collection::vec(step(), 1..24), case in 0u32..1000) {
+        fn random_file_operations_match_the_model(steps in proptest::collection::vec(step(), 1..40), extra in any::<bool>(), case in 0u32..1000) {
             let tmp = tempfile::tempdir().unwrap();
-            let img = image(tmp.path(), "random.img", Variant::Uf2fs(""), 128 * MIB);
+            let v = Variant::Uf2fs(if extra { EXTRA } else { "" });
+            let img = image(tmp.path(), "random.img", v, 128 * MIB);
             let mut w = World::open(&img);
             let ino = w.create("f");
             for s in &steps {
