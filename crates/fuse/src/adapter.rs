@@ -20,6 +20,7 @@ use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
 use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
+use crate::open_files::OpenFiles;
 use crate::{kernel, read_buf, xattr};
 
 /// How long the kernel may cache attributes and names. Every change goes through the
@@ -48,6 +49,8 @@ pub(crate) struct F2fsFuse {
     pub(crate) inos: InoMap,
     /// Open directory streams.
     pub(crate) dirs: DirHandles,
+    /// Open files, and the hidden names of unlinked ones (see [`crate::open_files`]).
+    pub(crate) files: OpenFiles,
 }
 
 impl F2fsFuse {
@@ -59,6 +62,7 @@ impl F2fsFuse {
             writable,
             inos,
             dirs: DirHandles::new(OPEN_DIRS_MAX),
+            files: OpenFiles::default(),
         }
     }
 
@@ -71,10 +75,46 @@ impl F2fsFuse {
         }
     }
 
-    /// Entry reply contents for a core `stat`.
+    /// Entry reply contents for a core `stat`. An unlinked open file shows no links.
     fn entry(&self, stat: &Stat) -> (FileAttr, Generation) {
-        let attr = file_attr(self.inos.to_fuse(stat.ino), stat);
+        let mut attr = file_attr(self.inos.to_fuse(stat.ino), stat);
+        if self.writable && self.files.is_hidden(stat.ino) {
+            attr.nlink = 0;
+        }
         (attr, Generation(u64::from(stat.generation)))
+    }
+
+    /// unlink: an open regular file losing its last name is renamed to a hidden name
+    /// instead, and unlinked at its last release (see [`crate::open_files`]).
+    fn remove_file(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
+        self.writable()?;
+        let dir = self.inos.to_core(parent)?;
+        let name = name.as_bytes();
+        let mut files = self.files.lock();
+        if let Ok(ino) = self.fs.lookup(dir, name) {
+            if files.is_open(ino) {
+                let stat = self.fs.stat(ino).or_errno()?;
+                if stat.kind == uf2fs_core::FileKind::File && stat.nlink == 1 {
+                    let hidden = files.hidden_name(ino);
+                    self.fs
+                        .rename(dir, name, dir, &hidden, uf2fs_core::RENAME_NOREPLACE)
+                        .or_errno()?;
+                    files.hide(ino, dir, hidden);
+                    return Ok(());
+                }
+            }
+        }
+        self.fs.unlink(dir, name).or_errno()
+    }
+
+    /// Unlink the hidden name of an unlinked file that is no longer open.
+    fn unlink_hidden(&self, (dir, name): (Ino, Vec<u8>)) {
+        if let Err(err) = self.fs.unlink(dir, &name) {
+            eprintln!(
+                "uf2fs: removing unlinked file {} at its last close: {err}",
+                String::from_utf8_lossy(&name)
+            );
+        }
     }
 
     /// Make a name in directory `parent` with `op` (create, mkdir, mknod, symlink).
@@ -116,8 +156,7 @@ impl F2fsFuse {
     /// Attributes and generation of core inode `ino`.
     fn attr(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
         let stat = self.fs.stat(ino).or_errno()?;
-        let attr = file_attr(self.inos.to_fuse(ino), &stat);
-        Ok((attr, Generation(u64::from(stat.generation))))
+        Ok(self.entry(&stat))
     }
 
     /// Look `name` up in `parent`: `Ok(None)` when it does not exist.
@@ -133,7 +172,10 @@ impl F2fsFuse {
     /// Snapshot directory `node` into a new directory handle.
     fn open_dir(&self, node: INodeNo) -> Result<FileHandle, Errno> {
         let dir = self.inos.to_core(node)?;
-        let entries = self.fs.read_dir(dir).or_errno()?;
+        let mut entries = self.fs.read_dir(dir).or_errno()?;
+        if self.writable {
+            entries.retain(|e| !self.files.is_hidden_name(dir, &e.name));
+        }
         let parent = self.fs.lookup(dir, b"..").or_errno()?;
         self.dirs.insert(DirSnapshot::new(dir, parent, entries))
     }
@@ -260,12 +302,46 @@ impl Filesystem for F2fsFuse {
         }
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let allowed = if self.writable { Ok(()) } else { open_allowed(flags) };
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let allowed = if self.writable {
+            self.inos.to_core(ino).map(|ino| self.files.lock().opened(ino))
+        } else {
+            open_allowed(flags)
+        };
         match allowed {
             // The image changes only through this mount: keep cached pages across opens.
             Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
             Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        if self.writable {
+            if let Ok(ino) = self.inos.to_core(ino) {
+                let mut files = self.files.lock();
+                if let Some(hidden) = files.closed(ino) {
+                    self.unlink_hidden(hidden);
+                }
+            }
+        }
+        reply.ok();
+    }
+
+    /// The session ends: unlinked files still open (the kernel normally releases every
+    /// handle before) lose their hidden names.
+    fn destroy(&mut self) {
+        let hidden = self.files.lock().take_all_hidden();
+        for name in hidden {
+            self.unlink_hidden(name);
         }
     }
 
@@ -415,11 +491,7 @@ impl Filesystem for F2fsFuse {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let result = self.writable().and_then(|()| {
-            let dir = self.inos.to_core(parent)?;
-            self.fs.unlink(dir, name.as_bytes()).or_errno()
-        });
-        reply_empty(reply, result);
+        reply_empty(reply, self.remove_file(parent, name));
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -508,7 +580,9 @@ impl Filesystem for F2fsFuse {
         reply: ReplyCreate,
     ) {
         let made = self.make(parent, |fs, dir| {
-            fs.create(dir, name.as_bytes(), mode, req.uid(), req.gid())
+            let stat = fs.create(dir, name.as_bytes(), mode, req.uid(), req.gid())?;
+            self.files.lock().opened(stat.ino);
+            Ok(stat)
         });
         let _ = flags;
         match made {

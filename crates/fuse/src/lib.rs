@@ -25,6 +25,7 @@ mod dir_handles;
 mod errors;
 mod inode_map;
 mod kernel;
+mod open_files;
 mod read_buf;
 mod readahead;
 mod xattr;
