@@ -310,6 +310,30 @@ fn fsck_clean(img: &Path, work: &Path) {
     fs::remove_file(copy).unwrap();
 }
 
+/// A file open while its last name goes stays usable until closed, then disappears.
+fn open_file_survives_unlink(mnt: &Path) {
+    use std::io::{Read, Seek, SeekFrom};
+    let p = mnt.join("open_unlinked");
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    f.write_all(b"still here").unwrap();
+    fs::remove_file(&p).unwrap();
+    assert_eq!(f.metadata().unwrap().nlink(), 0, "links of an unlinked open file");
+    let listed = fs::read_dir(mnt).unwrap().count();
+    f.write_all(b", after unlink").unwrap();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    let mut back = String::new();
+    f.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "still here, after unlink");
+    drop(f);
+    assert_eq!(fs::read_dir(mnt).unwrap().count(), listed, "names after the last close");
+}
+
 #[test]
 fn read_write_mount_changes_pass_fsck_and_read_back() {
     if !fuse_available() {
@@ -365,6 +389,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     // The hard link shares the data: append through one name, both change.
     append(&mnt, &mut model, "hello.txt", b"world\n");
     model.insert("dir/hard".into(), Node::File(b"hello\nworld\n".to_vec()));
+    open_file_survives_unlink(&mnt);
     check_mounted(&mnt, &model);
     let (ok, log) = m.unmount();
     assert!(ok, "uf2fs mount -f did not exit 0 after fusermount3 -u; log: {log}");
