@@ -332,6 +332,18 @@ fn open_file_survives_unlink(mnt: &Path) {
     assert_eq!(back, "still here, after unlink");
     drop(f);
     assert_eq!(fs::read_dir(mnt).unwrap().count(), listed, "names after the last close");
+    // The same for a rename over an open file's last name.
+    fs::write(mnt.join("replaced"), b"old contents").unwrap();
+    fs::write(mnt.join("replacement"), b"new").unwrap();
+    let mut old = fs::File::open(mnt.join("replaced")).unwrap();
+    fs::rename(mnt.join("replacement"), mnt.join("replaced")).unwrap();
+    let mut back = String::new();
+    old.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "old contents", "an open file renamed over");
+    assert_eq!(fs::read(mnt.join("replaced")).unwrap(), b"new");
+    drop(old);
+    assert_eq!(fs::read_dir(mnt).unwrap().count(), listed + 1, "names after the rename");
+    fs::remove_file(mnt.join("replaced")).unwrap();
 }
 
 #[test]

@@ -91,20 +91,63 @@ impl F2fsFuse {
         let dir = self.inos.to_core(parent)?;
         let name = name.as_bytes();
         let mut files = self.files.lock();
-        if let Ok(ino) = self.fs.lookup(dir, name) {
-            if files.is_open(ino) {
-                let stat = self.fs.stat(ino).or_errno()?;
-                if stat.kind == uf2fs_core::FileKind::File && stat.nlink == 1 {
-                    let hidden = files.hidden_name(ino);
-                    self.fs
-                        .rename(dir, name, dir, &hidden, uf2fs_core::RENAME_NOREPLACE)
-                        .or_errno()?;
-                    files.hide(ino, dir, hidden);
-                    return Ok(());
-                }
-            }
+        if let Some(ino) = self.open_last_name(&files, dir, name) {
+            let hidden = files.hidden_name(ino);
+            self.fs
+                .rename(dir, name, dir, &hidden, uf2fs_core::RENAME_NOREPLACE)
+                .or_errno()?;
+            files.hide(ino, dir, hidden);
+            return Ok(());
         }
         self.fs.unlink(dir, name).or_errno()
+    }
+
+    /// rename: a plain rename over an open regular file's last name first moves that
+    /// file to a hidden name (as [`Self::remove_file`] does), and moves it back if the
+    /// rename then fails.
+    fn move_name(&self, src: Ino, name: &[u8], dst: Ino, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+        let mut files = self.files.lock();
+        let replaced = if flags == 0 {
+            self.open_last_name(&files, dst, new_name)
+                .filter(|&victim| self.fs.lookup(src, name).is_ok_and(|moved| moved != victim))
+                .filter(|_| {
+                    self.fs
+                        .lookup(src, name)
+                        .and_then(|moved| self.fs.stat(moved))
+                        .is_ok_and(|st| st.kind != uf2fs_core::FileKind::Dir)
+                })
+        } else {
+            None
+        };
+        let Some(victim) = replaced else {
+            return self.fs.rename(src, name, dst, new_name, flags).or_errno();
+        };
+        let hidden = files.hidden_name(victim);
+        self.fs
+            .rename(dst, new_name, dst, &hidden, uf2fs_core::RENAME_NOREPLACE)
+            .or_errno()?;
+        match self.fs.rename(src, name, dst, new_name, uf2fs_core::RENAME_NOREPLACE) {
+            Ok(()) => {
+                files.hide(victim, dst, hidden);
+                Ok(())
+            }
+            Err(err) => {
+                let _ = self
+                    .fs
+                    .rename(dst, &hidden, dst, new_name, uf2fs_core::RENAME_NOREPLACE);
+                Err(crate::errors::errno(&err))
+            }
+        }
+    }
+
+    /// The inode whose last name is `name` in `dir`, when it is an open regular file.
+    fn open_last_name(&self, files: &crate::open_files::Inner, dir: Ino, name: &[u8]) -> Option<Ino> {
+        let ino = self.fs.lookup(dir, name).ok()?;
+        if !files.is_open(ino) {
+            return None;
+        }
+        let stat = self.fs.stat(ino).ok()?;
+        (stat.kind == uf2fs_core::FileKind::File && stat.nlink == 1).then_some(ino)
     }
 
     /// Unlink the hidden name of an unlinked file that is no longer open.
@@ -172,10 +215,16 @@ impl F2fsFuse {
     /// Snapshot directory `node` into a new directory handle.
     fn open_dir(&self, node: INodeNo) -> Result<FileHandle, Errno> {
         let dir = self.inos.to_core(node)?;
-        let mut entries = self.fs.read_dir(dir).or_errno()?;
-        if self.writable {
-            entries.retain(|e| !self.files.is_hidden_name(dir, &e.name));
-        }
+        let entries = if self.writable {
+            // Under the lock, so that a last release cannot unlink a hidden name between
+            // the read and the filter.
+            let files = self.files.lock();
+            let mut entries = self.fs.read_dir(dir).or_errno()?;
+            entries.retain(|e| !files.is_hidden_name(dir, &e.name));
+            entries
+        } else {
+            self.fs.read_dir(dir).or_errno()?
+        };
         let parent = self.fs.lookup(dir, b"..").or_errno()?;
         self.dirs.insert(DirSnapshot::new(dir, parent, entries))
     }
@@ -529,9 +578,7 @@ impl Filesystem for F2fsFuse {
             let flags = rename_flags(flags)?;
             let src = self.inos.to_core(parent)?;
             let dst = self.inos.to_core(newparent)?;
-            self.fs
-                .rename(src, name.as_bytes(), dst, newname.as_bytes(), flags)
-                .or_errno()
+            self.move_name(src, name.as_bytes(), dst, newname.as_bytes(), flags)
         });
         reply_empty(reply, result);
     }

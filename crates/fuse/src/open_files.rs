@@ -43,11 +43,6 @@ impl OpenFiles {
     pub(crate) fn is_hidden(&self, ino: Ino) -> bool {
         self.lock().hidden.contains_key(&ino)
     }
-
-    /// Whether `name` in `dir` is the hidden name of an unlinked open file.
-    pub(crate) fn is_hidden_name(&self, dir: Ino, name: &[u8]) -> bool {
-        name.starts_with(HIDDEN_PREFIX.as_bytes()) && self.lock().hidden.values().any(|(d, n)| *d == dir && n == name)
-    }
 }
 
 impl Inner {
@@ -65,6 +60,11 @@ impl Inner {
         }
         self.open.remove(&ino);
         self.hidden.remove(&ino)
+    }
+
+    /// Whether `name` in `dir` is the hidden name of an unlinked open file.
+    pub(crate) fn is_hidden_name(&self, dir: Ino, name: &[u8]) -> bool {
+        name.starts_with(HIDDEN_PREFIX.as_bytes()) && self.hidden.values().any(|(d, n)| *d == dir && n == name)
     }
 
     /// Whether `ino` has open handles.
@@ -104,10 +104,10 @@ mod tests {
         let name = g.hidden_name(7);
         assert!(name.starts_with(HIDDEN_PREFIX.as_bytes()));
         g.hide(7, 3, name.clone());
+        assert!(g.is_hidden_name(3, &name));
+        assert!(!g.is_hidden_name(4, &name));
         drop(g);
         assert!(files.is_hidden(7));
-        assert!(files.is_hidden_name(3, &name));
-        assert!(!files.is_hidden_name(4, &name));
         let mut g = files.lock();
         assert_eq!(g.closed(7), None);
         assert_eq!(g.closed(7), Some((3, name)));
