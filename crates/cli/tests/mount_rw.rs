@@ -9,127 +9,18 @@
 
 mod common;
 
+use common::mount::{fuse_available, is_mounted, Mounted};
 use common::{scratch, uf2fs};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 use uf2fs_testkit::lsfmt::parse_long_line;
 use uf2fs_testkit::rng::Rng;
-use uf2fs_testkit::run::wait_until;
-
-/// Whether FUSE can be used here; `false` (after saying why) only when it may be skipped.
-fn fuse_available() -> bool {
-    let required = std::env::var_os("UF2FS_REQUIRE_FUSE").is_some();
-    let missing = if !Path::new("/dev/fuse").exists() {
-        Some("/dev/fuse does not exist")
-    } else if which("fusermount3").is_none() {
-        Some("fusermount3 is not installed (Debian package fuse3)")
-    } else if which("fsck.f2fs").is_none() {
-        Some("fsck.f2fs is not installed (Debian package f2fs-tools)")
-    } else {
-        None
-    };
-    match missing {
-        None => true,
-        Some(why) if required => panic!("UF2FS_REQUIRE_FUSE is set but {why}"),
-        Some(why) => {
-            eprintln!("skipping FUSE test: {why} (set UF2FS_REQUIRE_FUSE=1 to make this a failure)");
-            false
-        }
-    }
-}
-
-fn which(tool: &str) -> Option<PathBuf> {
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-}
-
-/// Whether `mnt` is a mount point now (per /proc/self/mountinfo).
-fn is_mounted(mnt: &Path) -> bool {
-    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let want = mnt.to_string_lossy();
-    info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
-}
-
-/// A running read-write `uf2fs mount -f`; dropping it unmounts and reaps the process.
-struct Mounted {
-    child: Option<Child>,
-    mnt: PathBuf,
-    log: PathBuf,
-}
-
-impl Mounted {
-    /// Starts `uf2fs mount -f IMG MNT` (read-write) and waits until the mount appears.
-    fn start(img: &Path, mnt: &Path, log: &Path) -> Mounted {
-        let log_file = fs::File::create(log).expect("mount log");
-        let child = Command::new(env!("CARGO_BIN_EXE_uf2fs"))
-            .args(["mount", "-f"])
-            .arg(img)
-            .arg(mnt)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("log"))
-            .stderr(log_file)
-            .spawn()
-            .expect("start uf2fs mount");
-        let mut m = Mounted {
-            child: Some(child),
-            mnt: mnt.to_path_buf(),
-            log: log.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !is_mounted(mnt) {
-            if let Some(status) = m.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                m.child = None;
-                panic!("uf2fs mount exited with {status} before mounting: {}", m.log_text());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no mount at {} after 20 s: {}",
-                mnt.display(),
-                m.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        m
-    }
-
-    fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Unmounts with fusermount3 -u and waits for `uf2fs mount -f` to exit (it writes
-    /// the unmount checkpoint first); returns whether it exited 0, with its log.
-    fn unmount(&mut self) -> (bool, String) {
-        if is_mounted(&self.mnt) {
-            let _ = Command::new("fusermount3").arg("-u").arg(&self.mnt).status();
-        }
-        let mut ok = false;
-        if let Some(mut child) = self.child.take() {
-            match wait_until(&mut child, Instant::now() + Duration::from_secs(60)) {
-                Some(status) => ok = status.success(),
-                None => eprintln!("uf2fs mount did not exit within 60 s of fusermount3 -u; killed"),
-            }
-        }
-        if is_mounted(&self.mnt) {
-            // Last resort, so a failed test never leaves a mount behind.
-            let _ = Command::new("fusermount3").arg("-uz").arg(&self.mnt).status();
-        }
-        (ok, self.log_text())
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        self.unmount();
-    }
-}
 
 /// What a path must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -348,7 +239,7 @@ fn open_file_survives_unlink(mnt: &Path) {
 
 #[test]
 fn read_write_mount_changes_pass_fsck_and_read_back() {
-    if !fuse_available() {
+    if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
         return;
     }
     let tmp = scratch("mount-rw-");
@@ -367,7 +258,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     let mut model = Model::new();
 
     // First mount: build a tree.
-    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"));
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &[]);
     write_file(&mnt, &mut model, "hello.txt", b"hello\n".to_vec());
     write_file(&mnt, &mut model, "empty", Vec::new());
     write_file(
@@ -410,7 +301,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     check_image(&img, &model);
 
     // Second mount: everything is there; change more.
-    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"));
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &[]);
     check_mounted(&mnt, &model);
     fs::remove_file(mnt.join("big.bin")).unwrap();
     model.remove("big.bin");

@@ -2,6 +2,8 @@
 //! once per test binary (and cached across runs under the target directory).
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod mount;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
