@@ -59,6 +59,8 @@ pub(crate) struct ReadWrite {
     pub(crate) rename_lock: Mutex<()>,
     /// Inodes held by running operations.
     pub(crate) locks: crate::namei::locks::InodeLocks,
+    /// What the mount options chose ([`crate::settings`]).
+    pub(crate) settings: Mutex<crate::settings::Settings>,
     /// Set when an operation failed halfway: memory may no longer be consistent, so
     /// nothing more is written and every later operation fails.
     pub(crate) failed: Mutex<Option<String>>,
@@ -592,6 +594,7 @@ fn open_for_writing(
         pages: Default::default(),
         rename_lock: Mutex::new(()),
         locks: Default::default(),
+        settings: Default::default(),
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
     })

@@ -61,15 +61,12 @@ const FADVISE_KEEP_SIZE_BIT: u8 = 0x10;
 
 const B: u64 = BLOCK_SIZE as u64;
 
-/// The data log of a regular file's blocks.
-fn data_log(inode: &InodeMut) -> LogType {
-    if inode.inode.advise & FADVISE_COLD_BIT != 0 {
-        LogType::ColdData
-    } else if inode.inode.advise & FADVISE_HOT_BIT != 0 {
-        LogType::HotData
-    } else {
-        LogType::WarmData
-    }
+/// The data log class of a regular file's blocks: cold or hot by its advise bits (hot
+/// only with six active logs, see [`crate::segment::ActiveLogs::file_data_class`]).
+fn data_log(inode: &InodeMut, segs: &std::sync::Mutex<crate::segment::SegmentManager>) -> LogType {
+    let logs = segs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).active_logs();
+    let advise = inode.inode.advise;
+    logs.file_data_class(advise & FADVISE_COLD_BIT != 0, advise & FADVISE_HOT_BIT != 0)
 }
 
 /// Room for `data_blocks` blocks of `log` plus what `plan` says, `extra_new` more new
@@ -303,7 +300,7 @@ impl Op<'_> {
             touch(&mut i);
             return self.t.store_inode(i);
         }
-        let log = data_log(&i);
+        let log = data_log(&i, self.t.segs);
         let (first, last) = (pos / B, end.div_ceil(B));
         let view = inline::converted_view(&i);
         let plan = blocks::plan_range(&self.t, &view, first, last)?;
@@ -355,7 +352,7 @@ impl Op<'_> {
                 inline::truncate(&mut i, size);
             }
         } else if inline::is_inline(&i) || size >= old {
-            let log = data_log(&i);
+            let log = data_log(&i, self.t.segs);
             let block0 = u64::from(inline::conversion_makes_block(&i));
             let mut extra = need([0, 0, 0, 0, 1, 0], block0);
             extra.per_log[log as usize] += block0;
@@ -373,7 +370,7 @@ impl Op<'_> {
     /// Truncate down of a file with blocks: the partial last block's tail zeroed
     /// (rewritten) when it holds data, every block from the next one on freed.
     fn shrink(&mut self, i: &mut InodeMut, size: u64) -> Result<()> {
-        let log = data_log(i);
+        let log = data_log(i, self.t.segs);
         let from = size.div_ceil(B);
         // The last block rewritten, the nodes across the cut and the inode.
         let mut extra = need([0, 0, 0, 0, 4, 2], 0);
@@ -419,7 +416,7 @@ impl Op<'_> {
                 i.inode.max_file_bytes()
             )));
         }
-        let log = data_log(&i);
+        let log = data_log(&i, self.t.segs);
         let view = inline::converted_view(&i);
         let plan = blocks::plan_range(&self.t, &view, first, end)?;
         let block0 = u64::from(inline::conversion_makes_block(&i));
@@ -448,7 +445,7 @@ impl Op<'_> {
             return Ok(None);
         }
         let end = end.min(i.inode.max_file_bytes());
-        let log = data_log(&i);
+        let log = data_log(&i, self.t.segs);
         let block0 = u64::from(inline::conversion_makes_block(&i));
         let mut extra = need([0, 0, 0, 0, 3, 2], block0);
         extra.per_log[log as usize] += 2 + block0;

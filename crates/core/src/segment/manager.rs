@@ -1,6 +1,7 @@
 //! [`SegmentManager`]: the in-memory SIT, free and prefree segments, and the six active
 //! logs; hands out blocks by F2FS's LFS rules and tells the checkpoint what changed.
 
+use super::active_logs::ActiveLogs;
 use super::curseg::{load_logs, CurSeg, LogType, ALLOC_LFS, NR_LOGS};
 use super::free::FreeMap;
 use super::sit::{load_sit, write_sit_blocks, SegEntry, SitArea};
@@ -69,6 +70,8 @@ pub struct SegmentManager {
     /// Segments emptied since the last checkpoint: free after the next one.
     prefree: BTreeSet<u32>,
     logs: [CurSeg; NR_LOGS],
+    /// The logs written to (`active_logs`): block classes fold onto them.
+    active_logs: ActiveLogs,
     valid_blocks: u64,
     clock: Clock,
     /// Space rules of the write path (see [`space`]).
@@ -104,6 +107,7 @@ impl SegmentManager {
             dirty: BTreeSet::new(),
             prefree: BTreeSet::new(),
             logs,
+            active_logs: ActiveLogs::default(),
             clock: Clock {
                 at_open_secs: cps.cp.elapsed_time,
                 opened: Instant::now(),
@@ -175,10 +179,12 @@ impl SegmentManager {
         ))
     }
 
-    /// Takes the next block of `log` for a block owned as `sum` says (LFS: the next free
-    /// block of its segment; a full segment is first replaced by a free one, its summary
-    /// block written to its SSA slot). Returns the block address.
+    /// Takes the next block for a block of class `log` owned as `sum` says, from the log
+    /// the class folds onto ([`ActiveLogs`]; the class's own log with six). LFS: the
+    /// next free block of its segment; a full segment is first replaced by a free one,
+    /// its summary block written to its SSA slot. Returns the block address.
     pub fn alloc_block(&mut self, dev: &dyn BlockDevice, log: LogType, sum: Summary) -> Result<u64> {
+        let log = self.active_logs.log_for(log);
         let li = log as usize;
         if self.logs[li].alloc_type != ALLOC_LFS || self.logs[li].next_blkoff as u32 >= BLOCKS_PER_SEG {
             self.new_segment(dev, log)?;
@@ -316,6 +322,17 @@ impl SegmentManager {
         .encode()
         .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
         dev.write_blocks(self.geo.ssa_blkaddr + log.segno as u64, &block)
+    }
+
+    /// The logs written to.
+    pub fn active_logs(&self) -> ActiveLogs {
+        self.active_logs
+    }
+
+    /// Changes the logs written to, from the next block on (the logs left keep their
+    /// segments, recorded by every checkpoint as before).
+    pub fn set_active_logs(&mut self, logs: ActiveLogs) {
+        self.active_logs = logs;
     }
 
     /// The active log `log`.

@@ -1,6 +1,7 @@
 //! Segments: the SIT read for `info` ([`segment_usage`]) and, for a read-write file
 //! system, the [`SegmentManager`] (SIT in memory, free/prefree maps, active logs).
 
+mod active_logs;
 mod curseg;
 mod free;
 mod manager;
@@ -8,6 +9,7 @@ mod sit;
 #[cfg(test)]
 mod tests;
 
+pub use active_logs::ActiveLogs;
 pub use curseg::{CurSeg, LogType, ALLOC_LFS, ALLOC_SSR, NR_LOGS};
 pub use manager::{SegmentManager, SitFlush, SpaceNeed};
 pub use sit::{SegEntry, SitArea};

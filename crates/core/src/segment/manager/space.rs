@@ -118,9 +118,10 @@ impl SegmentManager {
                 self.space.user_blocks
             )));
         }
+        let per_log = self.active_logs.fold(&need.per_log);
         let wanted: u32 = LogType::ALL
             .iter()
-            .map(|&log| self.sections_for(log, need.per_log[log as usize]))
+            .map(|&log| self.sections_for(log, per_log[log as usize]))
             .sum();
         let free = self.free.free_sections();
         if free < wanted + keep_secs {

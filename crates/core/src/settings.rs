@@ -1,0 +1,162 @@
+//! [`Settings`]: what F2FS mount options choose in the core, by the kernel's names.
+//!
+//! A read-write file system starts with the kernel's defaults; [`Fs::set_settings`]
+//! changes them at any time, as a remount would. What each one does in uf2fs:
+//!
+//! - `active_logs` ([`ActiveLogs`]): the logs blocks are written to, as the kernel
+//!   chooses them for 2, 4 or 6 logs (see [`crate::segment::ActiveLogs`]).
+//! - `background_gc` ([`BackgroundGc`]): kept and reported, with no effect yet — uf2fs
+//!   has no background cleaning thread.
+//! - `mode` ([`AllocMode`]): kept and reported. uf2fs allocates LFS-only (every block
+//!   appended to a free segment) in both modes; `adaptive` is the kernel's default, which
+//!   also appends while free segments last and only then fills holes of dirty segments
+//!   (SSR), which uf2fs does not do.
+//! - `checkpoint_merge`: concurrent sync requests ([`Fs::sync_fs`], which `fsync` uses)
+//!   share one checkpoint: a request finding that a checkpoint started after it was
+//!   made returns without writing another (the kernel's checkpoint merge daemon queues
+//!   requests for the same effect). On by default, as in the kernel.
+
+use crate::{Fs, Result};
+use std::sync::PoisonError;
+
+pub use crate::segment::ActiveLogs;
+
+/// `background_gc=on|off|sync`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum BackgroundGc {
+    /// `on` (the kernel's default).
+    #[default]
+    On,
+    /// `off`.
+    Off,
+    /// `sync`: background cleaning in synchronous mode.
+    Sync,
+}
+
+impl BackgroundGc {
+    /// From the option's value; `None` for values the kernel refuses.
+    pub fn from_name(name: &str) -> Option<BackgroundGc> {
+        match name {
+            "on" => Some(BackgroundGc::On),
+            "off" => Some(BackgroundGc::Off),
+            "sync" => Some(BackgroundGc::Sync),
+            _ => None,
+        }
+    }
+
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackgroundGc::On => "on",
+            BackgroundGc::Off => "off",
+            BackgroundGc::Sync => "sync",
+        }
+    }
+}
+
+/// `mode=adaptive|lfs`: the block allocation mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum AllocMode {
+    /// `adaptive` (the kernel's default on devices that are not zoned).
+    #[default]
+    Adaptive,
+    /// `lfs`: never write into holes of dirty segments.
+    Lfs,
+}
+
+impl AllocMode {
+    /// From the option's value; `None` for anything but `adaptive` and `lfs`.
+    pub fn from_name(name: &str) -> Option<AllocMode> {
+        match name {
+            "adaptive" => Some(AllocMode::Adaptive),
+            "lfs" => Some(AllocMode::Lfs),
+            _ => None,
+        }
+    }
+
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocMode::Adaptive => "adaptive",
+            AllocMode::Lfs => "lfs",
+        }
+    }
+}
+
+/// The settings of a read-write file system (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Settings {
+    /// `active_logs=2|4|6`.
+    pub active_logs: ActiveLogs,
+    /// `background_gc=on|off|sync` (no effect yet).
+    pub background_gc: BackgroundGc,
+    /// `mode=adaptive|lfs` (uf2fs allocates LFS-only in both).
+    pub mode: AllocMode,
+    /// `checkpoint_merge` (true) or `nocheckpoint_merge` (false).
+    pub checkpoint_merge: bool,
+}
+
+impl Default for Settings {
+    /// The kernel's defaults: six logs, background GC on, adaptive, checkpoint merge.
+    fn default() -> Settings {
+        Settings {
+            active_logs: ActiveLogs::default(),
+            background_gc: BackgroundGc::default(),
+            mode: AllocMode::default(),
+            checkpoint_merge: true,
+        }
+    }
+}
+
+impl Fs {
+    /// Applies `settings` from now on (read-write only, else [`crate::Error::ReadOnly`]).
+    pub fn set_settings(&self, settings: Settings) -> Result<()> {
+        let rw = self.rw()?;
+        let mut current = rw.settings.lock().unwrap_or_else(PoisonError::into_inner);
+        rw.segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_active_logs(settings.active_logs);
+        *current = settings;
+        Ok(())
+    }
+
+    /// The settings in force: the defaults until [`Fs::set_settings`], and always the
+    /// defaults on a read-only file system.
+    pub fn settings(&self) -> Settings {
+        match self.rw() {
+            Ok(rw) => *rw.settings.lock().unwrap_or_else(PoisonError::into_inner),
+            Err(_) => Settings::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_others_are_refused() {
+        for gc in [BackgroundGc::On, BackgroundGc::Off, BackgroundGc::Sync] {
+            assert_eq!(BackgroundGc::from_name(gc.name()), Some(gc));
+        }
+        for mode in [AllocMode::Adaptive, AllocMode::Lfs] {
+            assert_eq!(AllocMode::from_name(mode.name()), Some(mode));
+        }
+        for bad in ["", "ON", "yes", "1", "on "] {
+            assert_eq!(BackgroundGc::from_name(bad), None, "{bad:?}");
+        }
+        for bad in ["", "LFS", "fragment:segment", "fragment:block", "ssr"] {
+            assert_eq!(AllocMode::from_name(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_kernels() {
+        let d = Settings::default();
+        assert_eq!(d.active_logs.count(), 6);
+        assert_eq!(d.background_gc, BackgroundGc::On);
+        assert_eq!(d.mode, AllocMode::Adaptive);
+        assert!(d.checkpoint_merge);
+    }
+}
