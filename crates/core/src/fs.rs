@@ -66,6 +66,8 @@ pub(crate) struct ReadWrite {
     pub(crate) failed: Mutex<Option<String>>,
     /// State of the generator of inode generations (xorshift, seeded at open).
     pub(crate) generation_rng: std::sync::atomic::AtomicU64,
+    /// Garbage-collection settings, state and counters.
+    pub(crate) gc: Mutex<crate::gc::GcState>,
 }
 
 /// How to open a file system.
@@ -275,6 +277,16 @@ impl Fs {
         let rw = self.writable()?;
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
+        self.checkpoint_locked(rw, &mut writer, umount)
+    }
+
+    /// Writes a checkpoint; the caller holds `cp_lock` exclusively (`writer`).
+    pub(crate) fn checkpoint_locked(
+        &self,
+        rw: &ReadWrite,
+        writer: &mut CheckpointWriter,
+        umount: bool,
+    ) -> Result<CheckpointReport> {
         // Dirty data first, then the nodes pointing at it, then the NAT (in the writer).
         let before_nat = |cp_ver: u64| -> Result<()> {
             crate::writeback::write_all_pages(&self.tree(rw))?;
@@ -597,6 +609,7 @@ fn open_for_writing(
         settings: Default::default(),
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
+        gc: Mutex::new(Default::default()),
     })
 }
 

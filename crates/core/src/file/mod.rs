@@ -10,8 +10,8 @@
 //!
 //! | request   | chunk                           | when space runs out                       |
 //! |-----------|---------------------------------|-------------------------------------------|
-//! | write     | [`WRITE_CHUNK_BLOCKS`] blocks   | checkpoint once (segments emptied since the last one become free) and retry; then smaller chunks down to one block; then a short write (the bytes written are whole, `i_size` covers them), or `NoSpace` when nothing was written |
-//! | fallocate | [`ALLOC_CHUNK_BLOCKS`] blocks   | checkpoint once and retry; then `NoSpace`, the blocks reserved so far kept (and `i_size` covering them without `KEEP_SIZE`) |
+//! | write     | [`WRITE_CHUNK_BLOCKS`] blocks   | make room (checkpoint prefree sections, else foreground GC) once and retry; then smaller chunks down to one block; then a short write (the bytes written are whole, `i_size` covers them), or `NoSpace` when nothing was written |
+//! | fallocate | [`ALLOC_CHUNK_BLOCKS`] blocks   | make room once and retry; then `NoSpace`, the blocks reserved so far kept (and `i_size` covering them without `KEEP_SIZE`) |
 //! | punch     | [`PUNCH_CHUNK_BLOCKS`] blocks   | may use the reserved sections (it frees space) |
 //! | truncate  | one operation                   | may use the reserved sections             |
 //!
@@ -29,7 +29,6 @@ use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
-use std::sync::PoisonError;
 use uf2fs_format::consts::{BLOCK_SIZE, NULL_ADDR};
 
 /// Blocks one write operation dirties at most (1 MiB).
@@ -128,7 +127,7 @@ impl Fs {
         let data = &data[..data.len().min((max_bytes - offset.min(max_bytes)) as usize)];
         let mut done = 0usize;
         let mut chunk_blocks = WRITE_CHUNK_BLOCKS;
-        let mut checkpointed = false;
+        let mut reclaims = 0;
         while done < data.len() {
             self.balance_dirty_pages()?;
             let pos = offset + done as u64;
@@ -139,11 +138,10 @@ impl Fs {
             match op.end(r) {
                 Ok(()) => {
                     done += len;
-                    checkpointed = false;
+                    reclaims = 0;
                 }
-                Err(Error::NoSpace(_)) if !checkpointed && self.has_prefree()? => {
-                    self.write_checkpoint()?;
-                    checkpointed = true;
+                Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
+                    reclaims += 1;
                 }
                 Err(Error::NoSpace(_)) if chunk_blocks > 1 => chunk_blocks = (chunk_blocks / 4).max(1),
                 Err(Error::NoSpace(_)) if done > 0 => break,
@@ -157,9 +155,11 @@ impl Fs {
     /// past the new end (and the nodes wholly past it) and zeroes the rest of the last
     /// partial block; growing leaves a hole. mtime and ctime become now.
     pub fn truncate(&self, ino: Ino, size: u64) -> Result<()> {
-        let mut op = self.begin_op()?;
-        let r = op.truncate(ino, size);
-        op.end(r)
+        self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.truncate(ino, size);
+            op.end(r)
+        })
     }
 
     /// `fallocate(2)` on regular file `ino`, for `len` bytes at `offset`. Modes:
@@ -224,18 +224,11 @@ impl Fs {
         Ok(())
     }
 
-    /// Whether segments emptied since the last checkpoint wait for the next one to
-    /// become free.
-    fn has_prefree(&self) -> Result<bool> {
-        let rw = self.rw()?;
-        Ok(rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count() > 0)
-    }
-
     /// fallocate modes 0 and `KEEP_SIZE` over bytes `offset..end`, in chunks.
     fn allocate(&self, ino: Ino, offset: u64, end: u64, keep_size: bool) -> Result<()> {
         let (first, last) = (offset / B, end.div_ceil(B));
         let mut index = first;
-        let mut checkpointed = false;
+        let mut reclaims = 0;
         while index < last {
             let stop = last.min(index + ALLOC_CHUNK_BLOCKS);
             let mut op = self.begin_op()?;
@@ -244,11 +237,10 @@ impl Fs {
             match op.end(r) {
                 Ok(()) => {
                     index = stop;
-                    checkpointed = false;
+                    reclaims = 0;
                 }
-                Err(Error::NoSpace(_)) if !checkpointed && self.has_prefree()? => {
-                    self.write_checkpoint()?;
-                    checkpointed = true;
+                Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
+                    reclaims += 1;
                 }
                 Err(e) => return Err(e),
             }

@@ -15,6 +15,7 @@ const S_ISGID: u32 = 0o2000;
 const PERM_MASK: u32 = 0o7777;
 
 /// What a new inode holds besides its fields.
+#[derive(Clone, Copy)]
 enum Contents<'t> {
     /// Nothing (files, directories, fifos, sockets).
     None,
@@ -95,9 +96,11 @@ impl Fs {
         if is_dots(new_name) {
             return Err(Error::Exists(crate::error::show_name(new_name)));
         }
-        let mut op = self.begin_op()?;
-        let r = op.link(ino, new_dir, new_name);
-        op.end(r)?;
+        self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.link(ino, new_dir, new_name);
+            op.end(r)
+        })?;
         self.stat(ino)
     }
 
@@ -120,9 +123,11 @@ impl Fs {
             encode_rdev(major, minor)?;
         }
         let mode = kind.mode_bits() | (mode & PERM_MASK);
-        let mut op = self.begin_op()?;
-        let r = op.make(dir, name, kind, (mode, uid, gid), contents);
-        let ino = op.end(r)?;
+        let ino = self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.make(dir, name, kind, (mode, uid, gid), contents);
+            op.end(r)
+        })?;
         self.stat(ino)
     }
 }

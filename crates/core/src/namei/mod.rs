@@ -25,7 +25,7 @@ use crate::fs::ReadWrite;
 use crate::inode::InodeMut;
 use crate::node::DIRTY_NODES_MAX;
 use crate::pagecache::DIRTY_PAGES_MAX;
-use crate::segment::{LogType, SpaceNeed};
+use crate::segment::SpaceNeed;
 use crate::tree::Tree;
 use crate::{Error, Fs, Ino, Result};
 use std::sync::atomic::Ordering;
@@ -99,6 +99,7 @@ impl Fs {
         if rw.pages.len() > DIRTY_PAGES_MAX {
             self.write_checkpoint()?;
         }
+        self.balance_fs()?;
         let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
         let cp_ver_next = cp.last().cp.checkpoint_ver.wrapping_add(1);
@@ -153,16 +154,7 @@ impl<'a> Op<'a> {
     /// [`Op::ensure_room`]; `freeing` lets an operation that frees space take the
     /// reserved sections.
     pub(crate) fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
-        let nodes = self.fs.nodes().dirty_nodes_by_log();
-        let pages = self.rw.pages.count_by_log();
-        let mut need = SpaceNeed::default();
-        for i in 0..need.per_log.len() {
-            need.per_log[i] = nodes[i] + pages[i];
-        }
-        // Writing a dirty data block may dirty the node that points at it.
-        need.per_log[LogType::HotNode as usize] += pages[LogType::HotData as usize];
-        need.per_log[LogType::WarmNode as usize] +=
-            pages[LogType::WarmData as usize] + pages[LogType::ColdData as usize];
+        let need = crate::gc::pending_need(self.fs, self.rw);
         let segs = self.rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
         let need = need.plus(&extra);
         if freeing {

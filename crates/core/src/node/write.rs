@@ -279,3 +279,44 @@ fn stamp(block: &[u8], sb: &Superblock, addr: u64, cp_ver: u64) -> Result<Vec<u8
     }
     Ok(b)
 }
+
+impl NodeManager {
+    /// Writes the dirty blocks of the nodes in `nids` (those not dirty are skipped) as
+    /// [`NodeManager::write_dirty_nodes`] writes all of them; garbage collection uses it
+    /// to empty a victim section without writing every other dirty node. Returns the
+    /// blocks written.
+    pub(crate) fn write_nodes(
+        &self,
+        dev: &dyn BlockDevice,
+        sb: &Superblock,
+        segs: &Mutex<SegmentManager>,
+        cp_ver: u64,
+        nids: &[u32],
+    ) -> Result<usize> {
+        let mut dirty = lock(&self.dirty);
+        let mut plan = Vec::with_capacity(nids.len());
+        for nid in nids {
+            if let Some(node) = dirty.map.get(nid) {
+                plan.push((*nid, self.nat_entry(dev, *nid)?, node.clone()));
+            }
+        }
+        if plan.is_empty() {
+            return Ok(0);
+        }
+        let written = {
+            let mut s = lock_segs(segs);
+            write_planned(dev, sb, &mut s, &plan, cp_ver)?
+        };
+        {
+            let mut nat = lock(&self.nat);
+            for (nid, e, _) in &written {
+                nat.dirty.insert(*nid, *e);
+            }
+        }
+        for (nid, _, block) in &written {
+            dirty.remove(*nid);
+            put_cached(&self.node_cache, *nid, block.clone());
+        }
+        Ok(written.len())
+    }
+}

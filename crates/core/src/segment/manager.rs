@@ -17,7 +17,9 @@ use uf2fs_format::summary::{Summary, SummaryBlock};
 use uf2fs_format::superblock::Superblock;
 
 mod space;
+mod victims;
 pub use space::SpaceNeed;
+pub use victims::SectionInfo;
 
 /// Main-area geometry the manager needs.
 #[derive(Debug, Clone, Copy)]

@@ -22,7 +22,7 @@ use uf2fs_format::summary::Summary;
 pub(super) struct SpaceRules {
     user_blocks: u64,
     reserved_new: u64,
-    reserved_secs: u32,
+    pub(super) reserved_secs: u32,
 }
 
 impl SpaceRules {
@@ -134,7 +134,7 @@ impl SegmentManager {
 
     /// Whole free sections `log` takes to write `blocks` more blocks (a log that fills
     /// its segment moves on at once, so filling the last one takes another).
-    fn sections_for(&self, log: LogType, blocks: u64) -> u32 {
+    pub(super) fn sections_for(&self, log: LogType, blocks: u64) -> u32 {
         if blocks == 0 {
             return 0;
         }

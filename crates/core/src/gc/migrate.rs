@@ -1,0 +1,218 @@
+//! Emptying a victim section: every valid block moves out of place, as F2FS's
+//! `do_garbage_collect` moves them.
+//!
+//! - Node blocks: the summary names the node; its NAT entry must point at the block.
+//!   The node is marked dirty (if it is not already) and written at once to its node
+//!   log; the old block is invalidated by that write.
+//! - Data blocks: the summary names the direct node (or inode) and the slot; its NAT
+//!   version must match and the slot must hold the block. The contents are copied to
+//!   the cold data log (F2FS's destination for moved data), the old block invalidated
+//!   and the slot repointed; the changed node is stored dirty and written out with the
+//!   rest of the section's nodes. An inode whose extent hint covers a moved block loses
+//!   the hint.
+//!
+//! A block the SIT calls valid that no owner points at is corruption: the move stops
+//! with an error naming the block. Blocks are moved with `cp_lock` held exclusively,
+//! so no operation runs meanwhile.
+
+use crate::device::BLOCK;
+use crate::inode::InodeMut;
+use crate::segment::LogType;
+use crate::tree::{node_log, Tree};
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::PoisonError;
+use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::node::NodeFooter;
+use uf2fs_format::summary::Summary;
+
+/// Footer flag bit of a node that does not belong to a directory.
+const COLD_BIT: u32 = 1;
+
+/// Blocks moved out of one section.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// Data blocks copied to the cold data log.
+    pub data: u64,
+    /// Node blocks rewritten to their node logs.
+    pub node: u64,
+    /// Whether the section was left without a valid block.
+    pub emptied: bool,
+}
+
+/// A node changed by data moves, waiting to be stored dirty.
+enum Owner {
+    Inode(Box<InodeMut>),
+    Node { block: Vec<u8>, log: LogType },
+}
+
+/// Moves every valid block of section `secno` (see the module notes); `cp_ver` is the
+/// version of the next checkpoint (stamped in node footers).
+pub fn migrate_section(t: &Tree, secno: u32, cp_ver: u64) -> Result<Moved> {
+    let (first, spsec) = {
+        let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        (secno * s.segs_per_sec(), s.segs_per_sec())
+    };
+    let mut moved = Moved::default();
+    for segno in first..first + spsec {
+        let (entry, sums, base) = {
+            let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(e) = s.segment(segno) else { break };
+            if e.valid_blocks == 0 {
+                continue;
+            }
+            (e.clone(), s.read_summary_block(t.dev, segno)?, s.block_addr(segno, 0))
+        };
+        let valid: Vec<u32> = (0..sums.entries.len() as u32).filter(|&o| entry.is_valid(o)).collect();
+        if entry.seg_type >= LogType::HotNode as u8 {
+            moved.node += move_nodes(t, base, &valid, &sums.entries, cp_ver)?;
+        } else {
+            moved.data += move_data(t, base, &valid, &sums.entries)?;
+        }
+    }
+    let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+    moved.emptied = (first..first + spsec).all(|segno| s.segment(segno).is_none_or(|e| e.valid_blocks == 0));
+    Ok(moved)
+}
+
+fn corrupt(addr: u64, detail: String) -> Error {
+    Error::corrupt("SIT/SSA", Some(addr), format!("{detail}; run fsck.f2fs"))
+}
+
+/// The log a node block goes to, from its footer.
+fn log_of_node(block: &[u8], nid: u32) -> Result<LogType> {
+    let f = NodeFooter::decode(block).map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?;
+    Ok(node_log(f.offset(), f.flag & COLD_BIT == 0))
+}
+
+fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64) -> Result<u64> {
+    let mut nids = Vec::with_capacity(valid.len());
+    for &off in valid {
+        let addr = base + off as u64;
+        let nid = sums[off as usize].nid;
+        let e = t.nodes.nat_entry(t.dev, nid)?;
+        if e.block_addr as u64 != addr {
+            return Err(corrupt(
+                addr,
+                format!("valid node block whose summary names node {nid}, which lives elsewhere"),
+            ));
+        }
+        let block = t.nodes.read(t.dev, nid, e.ino)?;
+        let log = log_of_node(&block, nid)?;
+        t.nodes.store_dirty(nid, block.to_vec(), log);
+        nids.push(nid);
+    }
+    t.nodes.write_nodes(t.dev, t.sb, t.segs, cp_ver, &nids)?;
+    Ok(nids.len() as u64)
+}
+
+fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64> {
+    let mut owners: HashMap<u32, Owner> = HashMap::new();
+    // (inode, old address) of every moved block, for the extent hints.
+    let mut hint_addrs: Vec<(u32, u64)> = Vec::new();
+    let mut buf = vec![0u8; BLOCK];
+    let mut run_start = 0u64;
+    let mut run: Vec<u8> = Vec::new();
+    for &off in valid {
+        let addr = base + off as u64;
+        let sum = sums[off as usize];
+        let e = t.nodes.nat_entry(t.dev, sum.nid)?;
+        if e.block_addr == uf2fs_format::consts::NULL_ADDR || e.version != sum.version {
+            return Err(corrupt(
+                addr,
+                format!("valid data block owned by node {} (version {}), which is gone", sum.nid, sum.version),
+            ));
+        }
+        if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(sum.nid) {
+            let owner = if sum.nid == e.ino {
+                Owner::Inode(Box::new(t.load_inode(e.ino)?))
+            } else {
+                let block = t.nodes.read(t.dev, sum.nid, e.ino)?;
+                let log = log_of_node(&block, sum.nid)?;
+                Owner::Node {
+                    block: block.to_vec(),
+                    log,
+                }
+            };
+            slot.insert(owner);
+        }
+        let slot = sum.ofs_in_node as usize;
+        let held = match &owners[&sum.nid] {
+            Owner::Inode(i) => (slot < i.inode.addrs_per_inode()).then(|| i.slot(slot)),
+            Owner::Node { block, .. } => (slot < uf2fs_format::consts::ADDRS_PER_BLOCK).then(|| u32_at(block, 4 * slot)),
+        };
+        if held != Some(addr as u32) {
+            return Err(corrupt(
+                addr,
+                format!("valid data block not held by slot {slot} of node {}", sum.nid),
+            ));
+        }
+        t.dev.read_blocks(addr, &mut buf)?;
+        let new = {
+            let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let new = s.alloc_block(t.dev, LogType::ColdData, sum)?;
+            s.invalidate(addr)?;
+            new
+        };
+        if !run.is_empty() && run_start + (run.len() / BLOCK) as u64 != new {
+            t.dev.write_blocks(run_start, &run)?;
+            run.clear();
+        }
+        if run.is_empty() {
+            run_start = new;
+        }
+        run.extend_from_slice(&buf);
+        match owners.get_mut(&sum.nid) {
+            Some(Owner::Inode(i)) => i.set_slot(slot, new as u32),
+            Some(Owner::Node { block, .. }) => put_u32(block, 4 * slot, new as u32),
+            None => unreachable!("owner loaded above"),
+        }
+        hint_addrs.push((e.ino, addr));
+    }
+    // The moved blocks are on the device before any node points at them.
+    if !run.is_empty() {
+        t.dev.write_blocks(run_start, &run)?;
+    }
+    let moved = hint_addrs.len() as u64;
+    drop_stale_hints(t, &mut owners, &hint_addrs)?;
+    // The changed nodes are written with the other dirty nodes (at the checkpoint that
+    // frees the section, as the kernel's moved data pages dirty their nodes).
+    for (nid, owner) in owners {
+        match owner {
+            Owner::Inode(i) => t.store_inode(*i)?,
+            Owner::Node { block, log } => t.nodes.store_dirty(nid, block, log),
+        }
+    }
+    Ok(moved)
+}
+
+/// Clears the extent hint of every inode whose hint covers a moved block address.
+fn drop_stale_hints(t: &Tree, owners: &mut HashMap<u32, Owner>, moved: &[(u32, u64)]) -> Result<()> {
+    let mut inos: Vec<u32> = moved.iter().map(|(ino, _)| *ino).collect();
+    inos.sort_unstable();
+    inos.dedup();
+    for ino in inos {
+        let covers = |ext: (u32, u32, u32)| {
+            let (_, blk, len) = ext;
+            len != 0
+                && moved
+                    .iter()
+                    .any(|&(i, a)| i == ino && a >= blk as u64 && a < blk as u64 + len as u64)
+        };
+        match owners.get_mut(&ino) {
+            Some(Owner::Inode(i)) => {
+                if covers(i.inode.ext) {
+                    i.inode.ext = (0, 0, 0);
+                }
+            }
+            _ => {
+                let mut i = t.load_inode(ino)?;
+                if covers(i.inode.ext) {
+                    i.inode.ext = (0, 0, 0);
+                    t.store_inode(i)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,357 @@
+//! Garbage collection: making free sections by moving the valid blocks out of victim
+//! sections (F2FS's `f2fs_gc`).
+//!
+//! Foreground GC runs when a writer finds too few free sections for what is pending
+//! ([`Fs::balance_fs`], the kernel's `f2fs_balance_fs`): with `cp_lock` held
+//! exclusively it picks victims by the file system's [`GcPolicy`] and empties them
+//! ([`migrate`]) until enough sections are free or nothing is left to clean, writing a
+//! checkpoint whenever sections emptied since the last one are needed (they become
+//! free only then). The loop follows the kernel's:
+//!
+//! 1. too few free sections and some prefree → checkpoint;
+//! 2. pick a victim (none → stop);
+//! 3. empty it; when free + emptied sections suffice and one section was freed → stop;
+//! 4. free sections at most the pending need + 3 and some prefree → checkpoint; again.
+//!
+//! The prefer-data policies keep the seeds' `need_node_clean` switch: set when free
+//! sections drop to the pending need + 3 or when no data victim is left, cleared when a
+//! foreground pass ends.
+
+mod migrate;
+mod policy;
+mod victim;
+
+pub use migrate::Moved;
+pub use policy::GcPolicy;
+pub use victim::GcKind;
+
+use crate::checkpoint::write::CheckpointWriter;
+use crate::fs::ReadWrite;
+use crate::segment::{LogType, SectionInfo, SpaceNeed};
+use crate::{Error, Fs, Result};
+use std::sync::PoisonError;
+
+/// Sections beyond the pending need under which GC checkpoints to reclaim prefree
+/// sections and the prefer-data policies start cleaning nodes (the kernel's
+/// `NR_GC_CHECKPOINT_SECS`).
+pub const GC_CHECKPOINT_SECS: u32 = 3;
+
+/// Times an operation that found no room makes room and tries again before giving up
+/// with ENOSPC (each time a checkpoint of prefree sections or a foreground GC pass
+/// that emptied a section).
+pub const RECLAIM_TRIES: u32 = 32;
+
+/// Garbage-collection counters since the file system was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcStats {
+    /// Foreground passes (a writer waited).
+    pub fg_calls: u64,
+    /// Background passes.
+    pub bg_calls: u64,
+    /// Data sections chosen as victims.
+    pub data_victims: u64,
+    /// Node sections chosen as victims.
+    pub node_victims: u64,
+    /// Victims left without a valid block.
+    pub sections_freed: u64,
+    /// Data blocks moved.
+    pub data_blocks_moved: u64,
+    /// Node blocks moved.
+    pub node_blocks_moved: u64,
+    /// Checkpoints GC wrote to turn prefree sections free.
+    pub checkpoints: u64,
+}
+
+/// GC settings and state of a read-write file system.
+#[derive(Debug, Clone)]
+pub(crate) struct GcState {
+    pub(crate) policy: GcPolicy,
+    /// Whether foreground GC may run (off: a full volume gives ENOSPC, as before GC).
+    pub(crate) enabled: bool,
+    /// The prefer-data policies' `need_node_clean`.
+    pub(crate) node_clean: bool,
+    pub(crate) stats: GcStats,
+}
+
+impl Default for GcState {
+    fn default() -> GcState {
+        GcState {
+            policy: GcPolicy::Greedy,
+            enabled: true,
+            node_clean: false,
+            stats: GcStats::default(),
+        }
+    }
+}
+
+/// Blocks the dirty nodes and pages will take from each log when written, the node
+/// writes data writes cause included.
+pub(crate) fn pending_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
+    let nodes = fs.nodes().dirty_nodes_by_log();
+    let pages = rw.pages.count_by_log();
+    let mut need = SpaceNeed::default();
+    for i in 0..need.per_log.len() {
+        need.per_log[i] = nodes[i] + pages[i];
+    }
+    // Writing a dirty data block may dirty the node that points at it.
+    need.per_log[LogType::HotNode as usize] += pages[LogType::HotData as usize];
+    need.per_log[LogType::WarmNode as usize] += pages[LogType::WarmData as usize] + pages[LogType::ColdData as usize];
+    need
+}
+
+/// What GC keeps room for (the kernel's `__get_secs_required`): dirty nodes and
+/// dirty directory blocks. Dirty file data is not counted, as in the kernel: each
+/// operation checks its own room ([`crate::segment::SegmentManager::check_room`]) and
+/// makes room when that fails ([`Fs::reclaim_space`]).
+fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
+    let mut need = SpaceNeed::default();
+    need.per_log.copy_from_slice(&fs.nodes().dirty_nodes_by_log());
+    let pages = rw.pages.count_by_log();
+    need.per_log[LogType::HotData as usize] += pages[LogType::HotData as usize];
+    need.per_log[LogType::HotNode as usize] += pages[LogType::HotData as usize];
+    need
+}
+
+impl Fs {
+    /// Sets the victim policy (read-write only).
+    pub fn set_gc_policy(&self, policy: GcPolicy) -> Result<()> {
+        self.gc_state_mut(|g| g.policy = policy)
+    }
+
+    /// Turns foreground GC on or off (on by default; off, a volume without free
+    /// sections answers writes with ENOSPC).
+    pub fn set_gc_enabled(&self, enabled: bool) -> Result<()> {
+        self.gc_state_mut(|g| g.enabled = enabled)
+    }
+
+    /// GC counters since open.
+    pub fn gc_stats(&self) -> Result<GcStats> {
+        let rw = self.rw()?;
+        Ok(rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats)
+    }
+
+    fn gc_state_mut(&self, f: impl FnOnce(&mut GcState)) -> Result<()> {
+        let rw = self.rw()?;
+        f(&mut rw.gc.lock().unwrap_or_else(PoisonError::into_inner));
+        Ok(())
+    }
+
+    /// Whether free sections (plus `freed`, emptied and waiting for a checkpoint)
+    /// cover what is pending with the reserved sections kept and `extra` to spare.
+    fn enough_free_secs(&self, rw: &ReadWrite, freed: u32, extra: u32) -> bool {
+        let need = gc_need(self, rw);
+        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        segs.has_enough_free_secs(&need, freed, extra)
+    }
+
+    /// F2FS's `f2fs_balance_fs`: before an operation, when free sections do not cover
+    /// the pending node and directory writes with one section to spare, runs
+    /// foreground GC. Cheap when
+    /// there is room.
+    pub(crate) fn balance_fs(&self) -> Result<()> {
+        let rw = self.rw()?;
+        let enabled = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).enabled;
+        if !enabled || self.enough_free_secs(rw, 0, 1) {
+            return Ok(());
+        }
+        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        if self.enough_free_secs(rw, 0, 1) {
+            return Ok(());
+        }
+        self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
+    }
+
+    /// Runs one garbage-collection pass of `kind` now (foreground: until enough
+    /// sections are free or nothing is left to clean; background: one victim), and
+    /// returns the sections it emptied. For tests, the lab and the background thread.
+    pub fn gc(&self, kind: GcKind) -> Result<u64> {
+        let rw = self.rw()?;
+        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        self.gc_locked(rw, &mut writer, kind)
+    }
+
+    /// Makes room after an operation found none: a foreground pass, forced to empty at
+    /// least one section (or to checkpoint prefree ones). Returns whether anything was
+    /// gained; false means the volume is really full.
+    pub(crate) fn reclaim_space(&self) -> Result<bool> {
+        let rw = self.rw()?;
+        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        let prefree = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count();
+        if prefree > 0 {
+            self.gc_checkpoint(rw, &mut writer)?;
+            return Ok(true);
+        }
+        let enabled = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).enabled;
+        if !enabled {
+            return Ok(false);
+        }
+        Ok(self.gc_locked(rw, &mut writer, GcKind::Foreground)? > 0)
+    }
+
+    /// Runs `op` until it does not fail for lack of space, making room in between
+    /// ([`Fs::reclaim_space`]) while that gains something, at most
+    /// [`RECLAIM_TRIES`] times; then the last `NoSpace` stands.
+    pub(crate) fn with_room<T>(&self, mut op: impl FnMut(&Fs) -> Result<T>) -> Result<T> {
+        let mut tries = 0;
+        loop {
+            match op(self) {
+                Err(Error::NoSpace(why)) if tries < RECLAIM_TRIES => {
+                    tries += 1;
+                    if !self.reclaim_space()? {
+                        return Err(Error::NoSpace(why));
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
+        self.checkpoint_locked(rw, writer, false)?;
+        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats.checkpoints += 1;
+        Ok(())
+    }
+
+    fn gc_locked(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
+        let r = self.gc_pass(rw, writer, kind);
+        if kind == GcKind::Foreground {
+            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = false;
+        }
+        if let Err(e) = &r {
+            if !matches!(e, Error::NoSpace(_)) {
+                rw.fail(e);
+            }
+        }
+        r
+    }
+
+    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
+        let policy = {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            match kind {
+                GcKind::Foreground => g.stats.fg_calls += 1,
+                GcKind::Background => g.stats.bg_calls += 1,
+            }
+            g.policy
+        };
+        let prefer_data = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
+        let mut freed_since_cp = 0u32;
+        let mut freed_total = 0u64;
+        let mut flushed = false;
+        loop {
+            if !self.enough_free_secs(rw, 0, 1) && self.prefree_count(rw) > 0 {
+                self.gc_checkpoint(rw, writer)?;
+                freed_since_cp = 0;
+            }
+            let upper = self.pending_sections(rw);
+            if prefer_data && self.free_sections(rw) <= upper + GC_CHECKPOINT_SECS {
+                rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = true;
+            }
+            let Some(victim) = self.select_victim(rw, policy, kind)? else {
+                // Overwrites still in the page cache have not invalidated their old
+                // blocks yet: write everything (a checkpoint) and look again, once.
+                let dirty = rw.pages.len() + self.nodes().dirty_node_count();
+                if kind == GcKind::Foreground && !flushed && dirty > 0 {
+                    self.gc_checkpoint(rw, writer)?;
+                    flushed = true;
+                    freed_since_cp = 0;
+                    if self.enough_free_secs(rw, 0, 1) {
+                        break;
+                    }
+                    continue;
+                }
+                break;
+            };
+            let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+            let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver)?;
+            {
+                let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                let s = &mut g.stats;
+                if victim.is_node {
+                    s.node_victims += 1;
+                } else {
+                    s.data_victims += 1;
+                }
+                s.data_blocks_moved += moved.data;
+                s.node_blocks_moved += moved.node;
+                if moved.emptied {
+                    s.sections_freed += 1;
+                }
+            }
+            if moved.emptied {
+                freed_since_cp += 1;
+                freed_total += 1;
+            }
+            if kind == GcKind::Background {
+                break;
+            }
+            let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
+            if self.enough_free_secs(rw, freed_since_cp, 1) && !(prefer_data && node_clean) {
+                break;
+            }
+            if self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS && self.prefree_count(rw) > 0 {
+                self.gc_checkpoint(rw, writer)?;
+                freed_since_cp = 0;
+            }
+        }
+        Ok(freed_total)
+    }
+
+    /// The victim under `policy`; for the prefer-data policies, no data victim left
+    /// turns node cleaning on and searches again.
+    fn select_victim(&self, rw: &ReadWrite, policy: GcPolicy, kind: GcKind) -> Result<Option<SectionInfo>> {
+        let mut candidates = Vec::new();
+        rw.segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .visit_victim_candidates(|s| candidates.push(s));
+        let prefer_data = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
+        loop {
+            let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
+            let sel = victim::Selection {
+                policy,
+                kind,
+                node_clean,
+            };
+            let found = victim::pick(&candidates, sel, &|_| 0);
+            match found {
+                None if prefer_data && !node_clean => {
+                    rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = true;
+                }
+                // Node cleaning on, yet a data section is cheapest: stop when there is
+                // room already (v2's early end).
+                Some(v) if policy == GcPolicy::PreferDataV2 && node_clean && !v.is_node => {
+                    // The patch passes the prefree *segment* count as freed sections.
+                    let prefree = self.prefree_count(rw);
+                    if self.enough_free_secs(rw, prefree, 1) {
+                        return Ok(None);
+                    }
+                    return Ok(Some(v));
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    fn prefree_count(&self, rw: &ReadWrite) -> u32 {
+        rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count()
+    }
+
+    fn free_sections(&self, rw: &ReadWrite) -> u32 {
+        rw.segs.lock().unwrap_or_else(PoisonError::into_inner).free_section_count()
+    }
+
+    /// Sections the pending writes take (the kernel's `upper_secs` without the
+    /// reserved ones).
+    fn pending_sections(&self, rw: &ReadWrite) -> u32 {
+        let need = gc_need(self, rw);
+        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        LogType::ALL
+            .iter()
+            .map(|&l| segs.sections_needed(l, need.per_log[l as usize]))
+            .sum()
+    }
+}

@@ -1,0 +1,138 @@
+//! What garbage collection asks of the segment manager: sections as victims see them
+//! (valid blocks, type, age), the summary block of a segment, and whether enough free
+//! sections remain for the writes pending (the kernel's `has_not_enough_free_secs`).
+
+use super::{LogType, SegmentManager, SpaceNeed};
+use crate::device::{read_block, BlockDevice};
+use crate::{Error, Result};
+use uf2fs_format::consts::BLOCKS_PER_SEG;
+use uf2fs_format::summary::SummaryBlock;
+
+/// One section as victim selection sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SectionInfo {
+    /// Section number.
+    pub secno: u32,
+    /// Valid blocks in all its segments.
+    pub valid_blocks: u32,
+    /// Blocks it holds (segments per section × 512).
+    pub capacity: u32,
+    /// Whether it holds node blocks (the type of its segments in use).
+    pub is_node: bool,
+    /// Mean age stamp of its segments in use (seconds of file system lifetime).
+    pub mtime_secs: u64,
+}
+
+impl SegmentManager {
+    /// Sections in the main area.
+    pub fn section_count(&self) -> u32 {
+        self.geo.segments.div_ceil(self.geo.segs_per_sec)
+    }
+
+    /// Segments per section.
+    pub fn segs_per_sec(&self) -> u32 {
+        self.geo.segs_per_sec
+    }
+
+    /// Sections that garbage collection may clean: in use, not wholly valid, holding
+    /// no active log and no segment waiting for a checkpoint to become free only.
+    /// Calls `visit` for each, in section order.
+    pub fn visit_victim_candidates(&self, mut visit: impl FnMut(SectionInfo)) {
+        let spsec = self.geo.segs_per_sec;
+        let capacity = spsec * BLOCKS_PER_SEG;
+        let mut log_secs: Vec<u32> = self.logs.iter().map(|l| l.segno / spsec).collect();
+        log_secs.sort_unstable();
+        for secno in 0..self.section_count() {
+            if log_secs.binary_search(&secno).is_ok() {
+                continue;
+            }
+            let first = secno * spsec;
+            let last = (first + spsec).min(self.geo.segments);
+            let mut valid = 0u32;
+            let mut mtime = 0u64;
+            let mut used = 0u64;
+            let mut is_node = false;
+            for segno in first..last {
+                let e = &self.sit[segno as usize];
+                if e.valid_blocks > 0 {
+                    valid += e.valid_blocks as u32;
+                    mtime += e.mtime_secs;
+                    used += 1;
+                    is_node = e.seg_type >= LogType::HotNode as u8;
+                }
+            }
+            if valid == 0 || valid >= capacity {
+                continue;
+            }
+            visit(SectionInfo {
+                secno,
+                valid_blocks: valid,
+                capacity,
+                is_node,
+                mtime_secs: mtime / used.max(1),
+            });
+        }
+    }
+
+    /// The summary block of `segno`, a segment no active log is writing (its summary
+    /// is in its SSA slot).
+    pub fn read_summary_block(&self, dev: &dyn BlockDevice, segno: u32) -> Result<SummaryBlock> {
+        if self.current_log(segno).is_some() {
+            return Err(Error::Invalid(format!(
+                "segment {segno} belongs to an active log; its summary is in memory"
+            )));
+        }
+        let addr = self.geo.ssa_blkaddr + segno as u64;
+        let b = read_block(dev, addr)?;
+        SummaryBlock::decode(&b).map_err(|e| Error::corrupt(format!("SSA block of segment {segno}"), Some(addr), e.to_string()))
+    }
+
+    /// Block address of block `off` of segment `segno`.
+    pub fn block_addr(&self, segno: u32, off: u32) -> u64 {
+        self.geo.main_blkaddr + segno as u64 * BLOCKS_PER_SEG as u64 + off as u64
+    }
+
+    /// Wholly free sections (prefree ones not counted: they need a checkpoint first).
+    pub fn free_section_count(&self) -> u32 {
+        self.free.free_sections()
+    }
+
+    /// Sections that will be free after the next checkpoint, beyond the free ones.
+    pub fn prefree_section_gain(&self) -> u32 {
+        let spsec = self.geo.segs_per_sec;
+        let mut secs: Vec<u32> = self
+            .prefree
+            .iter()
+            .map(|s| s / spsec)
+            .filter(|&sec| {
+                let first = sec * spsec;
+                (first..(first + spsec).min(self.geo.segments))
+                    .all(|s| self.prefree.contains(&s) || (self.free.is_free(s) && self.current_log(s).is_none()))
+            })
+            .collect();
+        secs.dedup();
+        secs.len() as u32
+    }
+
+    /// Whether the writes in `need` fit leaving the reserved sections and `extra_secs`
+    /// more free (the kernel's `has_not_enough_free_secs`, inverted). Counts sections
+    /// only; user-block limits are [`SegmentManager::check_room`]'s.
+    /// `freed` sections (emptied, waiting for a checkpoint) count as free.
+    pub fn has_enough_free_secs(&self, need: &SpaceNeed, freed: u32, extra_secs: u32) -> bool {
+        let wanted: u32 = LogType::ALL
+            .iter()
+            .map(|&log| self.sections_for(log, need.per_log[log as usize]))
+            .sum();
+        self.free.free_sections() + freed >= wanted + self.space.reserved_secs + extra_secs
+    }
+
+    /// Whole free sections `log` takes to write `blocks` more blocks.
+    pub fn sections_needed(&self, log: LogType, blocks: u64) -> u32 {
+        self.sections_for(log, blocks)
+    }
+
+    /// Sections reserved for cleaning (`rsvd_segment_count` in sections).
+    pub fn reserved_sections(&self) -> u32 {
+        self.space.reserved_secs
+    }
+}

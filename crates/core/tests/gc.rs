@@ -1,0 +1,261 @@
+//! Garbage collection judged from outside: volumes filled close to their user capacity,
+//! then overwritten several times their size (random 4 KiB overwrites, files deleted
+//! and recreated, directories churned), so that writes only go on because foreground
+//! GC empties victim sections. Every policy, one and four segments per section. After
+//! each run: unmount, `fsck.f2fs -f` clean, reopen and every byte compared with the
+//! model; the GC counters must show sections really cleaned.
+
+#[path = "filedata/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use support::{fsck_clean, MIB};
+use uf2fs_core::mkfs::{mkfs, MkfsOptions};
+use uf2fs_core::{Fs, GcKind, GcPolicy, Ino, OpenOptions};
+
+const B: usize = 4096;
+
+/// xorshift64*: deterministic and good enough for offsets.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Contents of block `index` at version `ver`: distinct per block and version.
+fn block(index: u64, ver: u32) -> Vec<u8> {
+    let mut b = vec![0u8; B];
+    for (i, chunk) in b.chunks_mut(8).enumerate() {
+        let v = (index << 20 | ver as u64) ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        chunk.copy_from_slice(&v.to_le_bytes());
+    }
+    b
+}
+
+fn make_image(dir: &Path, name: &str, size: u64, segs_per_sec: u32) -> std::path::PathBuf {
+    let img = dir.join(name);
+    let opts = MkfsOptions {
+        size_bytes: Some(size),
+        segs_per_sec,
+        ..MkfsOptions::default()
+    };
+    mkfs(&img, &opts).unwrap();
+    img
+}
+
+fn open_rw(img: &Path, policy: GcPolicy) -> Fs {
+    let fs = Fs::open_with(img, &[], OpenOptions { read_write: true }).unwrap();
+    fs.set_gc_policy(policy).unwrap();
+    fs
+}
+
+/// Blocks users may still take (statfs's available blocks).
+fn free_blocks(fs: &Fs) -> u64 {
+    fs.statfs().unwrap().blocks_avail
+}
+
+/// Checks every block of the file at `ino` against `versions`.
+fn check_file(fs: &Fs, ino: Ino, versions: &[u32], what: &str) {
+    let mut buf = vec![0u8; B];
+    for (i, &v) in versions.iter().enumerate() {
+        let n = fs.read(ino, i as u64 * B as u64, &mut buf).unwrap();
+        assert_eq!(n, B, "{what}: short read at block {i}");
+        assert!(buf == block(i as u64, v), "{what}: block {i} differs (version {v} expected)");
+    }
+}
+
+/// One file filling `fill` of the free space, then random 4 KiB overwrites totalling
+/// `passes` times the volume's user blocks, a checkpoint every `cp_every` writes.
+fn random_overwrites(img: &Path, policy: GcPolicy, fill: f64, passes: f64, cp_every: u64) {
+    let fs = open_rw(img, policy);
+    let root = fs.root();
+    let ino = fs.create(root, b"sustain", 0o644, 0, 0).unwrap().ino;
+    let blocks = (free_blocks(&fs) as f64 * fill) as u64;
+    let mut versions = vec![0u32; blocks as usize];
+    let mut chunk = Vec::with_capacity(64 * B);
+    for first in (0..blocks).step_by(64) {
+        chunk.clear();
+        for i in first..(first + 64).min(blocks) {
+            chunk.extend_from_slice(&block(i, 0));
+        }
+        assert_eq!(fs.write(ino, first * B as u64, &chunk).unwrap(), chunk.len());
+    }
+    fs.write_checkpoint().unwrap();
+    let user = fs.statfs().unwrap().blocks;
+    let writes = (user as f64 * passes) as u64;
+    let mut rng = Rng(0x5eed ^ blocks);
+    for n in 0..writes {
+        let i = rng.below(blocks);
+        versions[i as usize] += 1;
+        let w = fs.write(ino, i * B as u64, &block(i, versions[i as usize]));
+        let w = w.unwrap_or_else(|e| panic!("{policy}: write {n} of {writes}: {e}; {:?}; {}", fs.gc_stats(), fs.info().unwrap()));
+        assert_eq!(w, B);
+        if (n + 1) % cp_every == 0 {
+            fs.write_checkpoint().unwrap();
+        }
+    }
+    let stats = fs.gc_stats().unwrap();
+    assert!(stats.fg_calls > 0 && stats.sections_freed > 0, "{policy}: no GC ran: {stats:?}");
+    assert!(stats.data_blocks_moved > 0, "{policy}: {stats:?}");
+    check_file(&fs, ino, &versions, &format!("{policy} before unmount"));
+    fs.unmount().unwrap();
+    fsck_clean(img, &format!("{policy}: random overwrites"));
+    let fs = Fs::open(img, &[]).unwrap();
+    check_file(&fs, ino, &versions, &format!("{policy} after reopen"));
+}
+
+#[test]
+fn greedy_gc_sustains_random_overwrites_of_a_nearly_full_volume() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "g.img", 96 * MIB, 1);
+    random_overwrites(&img, GcPolicy::Greedy, 0.85, 3.0, 4096);
+}
+
+#[test]
+fn every_policy_sustains_overwrites_with_large_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    for policy in ["greedy", "cost-benefit", "prefer-data-v1", "prefer-data-v2", "weighted:1:512", "default"] {
+        let policy: GcPolicy = policy.parse().unwrap();
+        let img = make_image(dir.path(), "p.img", 512 * MIB, 4);
+        random_overwrites(&img, policy, 0.8, 1.5, 3000);
+        std::fs::remove_file(&img).unwrap();
+    }
+}
+
+/// Files of mixed sizes created, overwritten, truncated and deleted in several
+/// directories until the volume has been written over a few times; directories'
+/// dentry blocks and inline files get moved too.
+#[test]
+fn gc_moves_directories_small_files_and_node_blocks_under_churn() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "churn.img", 96 * MIB, 1);
+    let fs = open_rw(&img, GcPolicy::Greedy);
+    let root = fs.root();
+    let dirs: Vec<Ino> = (0..4)
+        .map(|d| fs.mkdir(root, format!("d{d}").as_bytes(), 0o755, 0, 0).unwrap().ino)
+        .collect();
+    // name -> (dir, ino, blocks, version)
+    let mut files: BTreeMap<String, (Ino, Ino, u64, u32)> = BTreeMap::new();
+    let mut rng = Rng(42);
+    let user = fs.statfs().unwrap().blocks;
+    let mut written = 0u64;
+    let mut step = 0u32;
+    while written < user * 3 {
+        step += 1;
+        let d = dirs[rng.below(dirs.len() as u64) as usize];
+        let name = format!("f{}", rng.below(400));
+        let key = format!("{d}/{name}");
+        let free = free_blocks(&fs);
+        match files.get(&key).copied() {
+            Some((_, ino, _, _)) if rng.below(4) == 0 || free < 2048 => {
+                fs.unlink(d, name.as_bytes()).unwrap();
+                files.remove(&key);
+                let _ = ino;
+            }
+            existing => {
+                // Mostly small files (some inline), a few large ones.
+                let blocks = match rng.below(10) {
+                    0 => 64 + rng.below(256),
+                    1..=3 => 0,
+                    _ => 1 + rng.below(8),
+                };
+                if blocks * 2 > free {
+                    continue;
+                }
+                let ino = match existing {
+                    Some((_, ino, _, _)) => ino,
+                    None => fs.create(d, name.as_bytes(), 0o644, 0, 0).unwrap().ino,
+                };
+                let ver = step;
+                if blocks == 0 {
+                    fs.truncate(ino, 0).unwrap();
+                    fs.write(ino, 0, format!("inline {ver}").as_bytes()).unwrap();
+                } else {
+                    fs.truncate(ino, 0).unwrap();
+                    let mut data = Vec::with_capacity(blocks as usize * B);
+                    for i in 0..blocks {
+                        data.extend_from_slice(&block(i, ver));
+                    }
+                    assert_eq!(fs.write(ino, 0, &data).unwrap(), data.len());
+                }
+                written += blocks.max(1);
+                files.insert(key, (d, ino, blocks, ver));
+            }
+        }
+        if step % 500 == 0 {
+            fs.write_checkpoint().unwrap();
+        }
+    }
+    let stats = fs.gc_stats().unwrap();
+    assert!(stats.sections_freed > 0, "no GC ran: {stats:?}");
+    let check = |fs: &Fs, what: &str| {
+        for (key, &(d, ino, blocks, ver)) in &files {
+            let name = key.split('/').nth(1).unwrap();
+            assert_eq!(fs.lookup(d, name.as_bytes()).unwrap(), ino, "{what}: {key}");
+            if blocks == 0 {
+                let want = format!("inline {ver}");
+                let mut buf = vec![0u8; 64];
+                let n = fs.read(ino, 0, &mut buf).unwrap();
+                assert_eq!(&buf[..n], want.as_bytes(), "{what}: {key}");
+            } else {
+                check_file(fs, ino, &vec![ver; blocks as usize], &format!("{what}: {key}"));
+            }
+        }
+        for &d in &dirs {
+            let names = fs.read_dir(d).unwrap().len();
+            let want = files.values().filter(|f| f.0 == d).count();
+            assert_eq!(names, want, "{what}: entries of directory {d}");
+        }
+    };
+    check(&fs, "before unmount");
+    fs.unmount().unwrap();
+    fsck_clean(&img, "churn with GC");
+    check(&Fs::open(&img, &[]).unwrap(), "after reopen");
+}
+
+/// A background pass cleans one victim at a time; an explicit foreground pass on a
+/// volume with room still cleans one victim (as the kernel's), and both leave a clean
+/// image.
+#[test]
+fn explicit_passes_clean_one_victim_and_stay_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "bg.img", 96 * MIB, 1);
+    let fs = open_rw(&img, GcPolicy::Greedy);
+    let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    let blocks = 4096u64;
+    let mut versions = vec![0u32; blocks as usize];
+    for i in 0..blocks {
+        fs.write(ino, i * B as u64, &block(i, 0)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    // Every other block rewritten: the first segments become half valid.
+    for i in (0..blocks).step_by(2) {
+        versions[i as usize] = 1;
+        fs.write(ino, i * B as u64, &block(i, 1)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    let before = fs.gc_stats().unwrap();
+    assert_eq!(fs.gc(GcKind::Background).unwrap(), 1);
+    assert_eq!(fs.gc(GcKind::Foreground).unwrap(), 1);
+    let after = fs.gc_stats().unwrap();
+    assert_eq!(after.bg_calls, before.bg_calls + 1);
+    assert_eq!(after.sections_freed, before.sections_freed + 2);
+    assert_eq!(after.data_blocks_moved - before.data_blocks_moved, 512);
+    check_file(&fs, ino, &versions, "after two passes");
+    fs.unmount().unwrap();
+    fsck_clean(&img, "explicit GC passes");
+    check_file(&Fs::open(&img, &[]).unwrap(), ino, &versions, "after reopen");
+}
