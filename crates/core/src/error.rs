@@ -78,6 +78,19 @@ pub enum Error {
     /// A file would grow past the largest size F2FS can address.
     #[error("file too large: {0}")]
     FileTooBig(String),
+    /// No extended attribute of that name (`ENODATA`).
+    #[error("no such attribute: {0}")]
+    NoAttribute(String),
+    /// An extended attribute's value does not fit (`E2BIG`).
+    #[error("attribute too large: {0}")]
+    AttributeTooBig(String),
+    /// A size or length outside what is allowed, e.g. an attribute name over 255 bytes
+    /// (`ERANGE`).
+    #[error("out of range: {0}")]
+    OutOfRange(String),
+    /// The operation is refused for this file (`EACCES`), e.g. a default ACL on a file.
+    #[error("permission denied: {0}")]
+    AccessDenied(String),
 }
 
 /// Shows raw name bytes in an error message: lossy UTF-8 with control characters
@@ -126,6 +139,10 @@ impl Error {
             Error::NotPermitted(_) => 1,                                    // EPERM
             Error::TooManyLinks(_) => 31,                                   // EMLINK
             Error::FileTooBig(_) => 27,                                     // EFBIG
+            Error::NoAttribute(_) => 61,                                    // ENODATA
+            Error::AttributeTooBig(_) => 7,                                 // E2BIG
+            Error::OutOfRange(_) => 34,                                     // ERANGE
+            Error::AccessDenied(_) => 13,                                   // EACCES
         }
     }
 }

@@ -531,8 +531,14 @@ impl Fs {
         Ok(buf)
     }
 
-    /// All extended attributes of an inode.
+    /// All extended attributes of an inode. Read-write, the read holds `cp_lock` shared
+    /// and the inode's lock, so that it never sees an inode and an xattr node from
+    /// different changes.
     pub fn list_xattrs(&self, ino: Ino) -> Result<Vec<Xattr>> {
+        let _held = self
+            .rw
+            .as_ref()
+            .map(|rw| (read_lock(&rw.cp_lock), rw.locks.lock(&[ino])));
         let i = self.inode(ino)?;
         self.mapper(&i).xattrs()
     }

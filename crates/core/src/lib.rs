@@ -36,4 +36,5 @@ pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 pub use fs::{Fs, FsInfo, OpenOptions};
 pub use gc::{GcKind, GcPolicy, GcStats};
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
+pub use xattr::{XATTR_CREATE, XATTR_REPLACE};
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, Settings};

@@ -58,8 +58,17 @@ impl Op<'_> {
                 )));
             }
         }
-        self.ensure_room(super::need([0, 0, 0, 1, 1, 0], 0), 0)?;
+        // A new mode rewrites the access ACL's owner, group (or mask) and other entries.
+        let acl = match attrs.mode {
+            Some(m) => crate::xattr::acl::after_chmod(&self.t, &i, m)?,
+            None => None,
+        };
+        let (extra, nids) = acl.as_ref().map_or((Default::default(), 0), |r| r.need(&i));
+        self.ensure_room(super::need([0, 0, 0, 1, 1, 0], 0).plus(&extra), nids)?;
         self.commit();
+        if let Some(r) = acl {
+            r.apply(&mut self.t, &mut i)?;
+        }
         if let Some(m) = attrs.mode {
             i.inode.mode = (ty | (m & 0o7777)) as u16;
         }
