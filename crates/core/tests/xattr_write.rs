@@ -111,6 +111,9 @@ fn limits(v: Variant, tmp: &std::path::Path) {
         assert_eq!(w.change(path, b"user.z", Some(&value(8, m.capacity())), 0), Err(E2BIG));
         assert_eq!(w.change(path, b"user.z", Some(&vec![0; 65537]), 0), Err(E2BIG));
     }
+    // A list that fills inline area and node exactly, left so across the unmount.
+    let max = w.inode("/f").largest_value(1);
+    w.set("/f", "user.x", &value(10, max));
     w.cycle(&format!("{v:?}: limits"));
 }
 

@@ -644,19 +644,27 @@ impl Filesystem for F2fsFuse {
     fn setxattr(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _name: &OsStr,
-        _value: &[u8],
-        _flags: i32,
-        _position: u32,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
         reply: ReplyEmpty,
     ) {
-        reply.error(self.writable().err().unwrap_or(Errno::ENOTSUP));
+        let result = self.writable().and_then(|()| {
+            let ino = self.inos.to_core(ino)?;
+            let flags = xattr::set_flags(flags, position)?;
+            self.fs.set_xattr(ino, name.as_bytes(), value, flags).or_errno()
+        });
+        reply_empty(reply, result);
     }
 
-    /// See [`Self::setxattr`].
-    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(self.writable().err().unwrap_or(Errno::ENOTSUP));
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.writable().and_then(|()| {
+            let ino = self.inos.to_core(ino)?;
+            self.fs.remove_xattr(ino, name.as_bytes()).or_errno()
+        });
+        reply_empty(reply, result);
     }
 
     fn fallocate(

@@ -1,11 +1,22 @@
-//! FUSE's size-probe protocol for `getxattr` and `listxattr`.
+//! FUSE's size-probe protocol for `getxattr` and `listxattr`, and the flags of
+//! `setxattr`.
 //!
 //! User space first asks with size 0 to learn how big a buffer it needs, then asks again
 //! with a buffer: the reply is the size, the bytes, or `ERANGE` when the buffer is too
 //! small (the value may have grown in between).
 
 use fuser::{Errno, ReplyXattr};
-use uf2fs_core::Xattr;
+use uf2fs_core::{Xattr, XATTR_CREATE, XATTR_REPLACE};
+
+/// The core's flags for a `setxattr` with `flags` (`XATTR_CREATE`, `XATTR_REPLACE`) at
+/// `position`: any other flag, or a position (macOS resource forks only), is `EINVAL`.
+pub(crate) fn set_flags(flags: i32, position: u32) -> Result<u32, Errno> {
+    let known = (XATTR_CREATE | XATTR_REPLACE) as i32;
+    if position != 0 || flags & !known != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(flags as u32)
+}
 
 /// What to answer a `getxattr`/`listxattr` request of buffer size `size`.
 #[derive(Debug, PartialEq, Eq)]
@@ -73,6 +84,16 @@ mod tests {
     fn short_buffer_is_erange() {
         assert_eq!(answer(b"hello", 4), XattrAnswer::Error(Errno::ERANGE));
         assert_eq!(answer(b"hello", 1), XattrAnswer::Error(Errno::ERANGE));
+    }
+
+    #[test]
+    fn setxattr_flags_map_to_the_cores() {
+        assert_eq!(set_flags(0, 0), Ok(0));
+        assert_eq!(set_flags(libc::XATTR_CREATE, 0), Ok(XATTR_CREATE));
+        assert_eq!(set_flags(libc::XATTR_REPLACE, 0), Ok(XATTR_REPLACE));
+        assert_eq!(set_flags(libc::XATTR_CREATE | libc::XATTR_REPLACE, 0), Ok(3));
+        assert_eq!(set_flags(4, 0), Err(Errno::EINVAL));
+        assert_eq!(set_flags(0, 1), Err(Errno::EINVAL));
     }
 
     #[test]

@@ -269,21 +269,22 @@ impl World {
             let raw = raw_inode(&ro, t.ino);
             assert_eq!(raw.xattr_nid != 0, m.node, "xattr node of {} ({what})", t.path);
             assert_eq!(raw.blocks, t.base_blocks + m.node as u64, "i_blocks of {}", t.path);
-            assert_eq!(
-                dump_xattrs(&self.img, t.ino),
-                m.entries,
-                "dump.f2fs -i of {} ({what})",
-                t.path
-            );
+            // dump.f2fs 1.15 reads the node's footer as more entries after a list that
+            // fills its space to the last byte (the kernel stops there): compare what
+            // comes before.
+            let full = m.used() == m.capacity();
+            let limit = if full { m.entries.len() } else { usize::MAX };
+            let dumped = dump_xattrs(&self.img, t.ino, limit);
+            assert_eq!(dumped, m.entries, "dump.f2fs -i of {} ({what})", t.path);
         }
         drop(ro);
         self.fs = Fs::open_rw(&self.img, &[]).unwrap();
     }
 }
 
-/// The xattr entries `dump.f2fs -i INO` prints, in order (ACLs it prints decoded:
-/// re-encoded here from its lines).
-pub fn dump_xattrs(img: &Path, ino: Ino) -> Vec<Entry> {
+/// The first `limit` xattr entries `dump.f2fs -i INO` prints, in order (ACLs it prints
+/// decoded: re-encoded here from its lines).
+pub fn dump_xattrs(img: &Path, ino: Ino, limit: usize) -> Vec<Entry> {
     let (_, text) = output(
         Command::new("dump.f2fs")
             .args(["-i", &ino.to_string()])
@@ -291,7 +292,7 @@ pub fn dump_xattrs(img: &Path, ino: Ino) -> Vec<Entry> {
             .stdin(std::process::Stdio::null()),
     );
     let mut out = Vec::new();
-    for block in text.split("\nxattr: ").skip(1) {
+    for block in text.split("\nxattr: ").skip(1).take(limit) {
         let mut lines = block.lines();
         let head = lines.next().unwrap();
         let field = |key: &str| -> &str {
