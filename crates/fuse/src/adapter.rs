@@ -640,7 +640,8 @@ impl Filesystem for F2fsFuse {
         }
     }
 
-    /// Extended attributes cannot be written yet: the core has no xattr writes.
+    /// Permission checks (who may write `trusted.*`, `user.*` only on files and
+    /// directories) were the VFS's; the core applies F2FS's names and limits.
     fn setxattr(
         &self,
         _req: &Request,

@@ -8,14 +8,6 @@
 //! the session writes the unmount checkpoint ([`uf2fs_core::Fs::unmount`]). Extended
 //! attributes are written as Linux F2FS writes them ([`uf2fs_core::Fs::set_xattr`]).
 //!
-//! A read-write mount also runs a periodic checkpoint thread
-//! ([`MountOptions::checkpoint_interval`], 60 s by default as the kernel's
-//! `cp_interval`), stopped before the unmount checkpoint. FUSE has no request by which
-//! `syncfs(2)` (`sync -f`, `sync` without arguments) reaches the file system: the
-//! kernel sends `FUSE_SYNCFS` only to fuseblk and virtiofs mounts, and fuser 0.18 does
-//! not know the opcode. `fsync` and `fsync` on a directory (`sync FILE`,
-//! `sync MOUNTPOINT`) write a checkpoint, which makes everything durable.
-//!
 //! Sequential reads are the common case, so the connection asks for the largest READs the
 //! kernel allows, worker threads serve requests in parallel, and (when run as root) the
 //! mount's readahead window is raised from the kernel's 128 KiB to 1 MiB.
