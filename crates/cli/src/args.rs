@@ -104,9 +104,26 @@ pub enum Command {
         #[arg(required = true, num_args = 1..=2, value_name = "[PATH] DEST")]
         paths: Vec<OsString>,
     },
-    /// Mount the image with FUSE (read-only for now: pass -o ro).
+    /// Mount the image with FUSE, read-write unless -o ro.
+    ///
+    /// A read-write mount writes a checkpoint every cp_interval seconds while something
+    /// changed, and the final one when unmounted (fusermount3 -u MOUNTPOINT). fsync, and
+    /// `sync MOUNTPOINT` (an fsync of the root directory), make everything durable at
+    /// once; `sync -f` and a bare `sync` do not reach FUSE file systems.
     Mount {
-        /// Comma-separated mount options: ro, allow_other, fsname=NAME.
+        /// Comma-separated mount options (repeatable); unknown ones are refused.
+        ///
+        /// Generic: ro, rw, allow_other, fsname=NAME, dev, nodev, suid, nosuid, exec,
+        /// noexec; default_permissions, noatime, nodiratime and async are accepted as what
+        /// uf2fs always does (atime, relatime, strictatime, lazytime, sync and dirsync are
+        /// refused).
+        ///
+        /// F2FS (the kernel's names and values): active_logs=2|4|6 (logs written to,
+        /// default 6), background_gc=on|off|sync (kept; no effect yet: no background
+        /// cleaning), mode=adaptive|lfs (uf2fs allocates LFS-only in both),
+        /// checkpoint_merge|nocheckpoint_merge (concurrent fsyncs share one checkpoint;
+        /// default on), cp_interval=SECS (periodic checkpoints, default 60, 0 = off; the
+        /// kernel's sysfs knob).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground; Ctrl-C or SIGTERM unmounts.

@@ -1,7 +1,9 @@
 //! `uf2fs mount`: serve the image through FUSE.
 //!
-//! Mounts are read-write unless `-o ro` is given; a read-write mount writes the unmount
-//! checkpoint when the session ends, so the image is left clean.
+//! Mounts are read-write unless `-o ro` is given; a read-write mount writes a checkpoint
+//! every `cp_interval` seconds while something changed (60 by default, the kernel's),
+//! and the unmount checkpoint when the session ends, so the image is left clean. The
+//! F2FS options of `-o` ([`crate::mount_options`]) become the core's settings.
 //!
 //! With `-f` the process mounts and serves in the foreground until unmounted; SIGINT,
 //! SIGTERM or SIGHUP unmount it cleanly (the kernel ends the session, then the
@@ -57,7 +59,9 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
     let fs = if options.read_only {
         crate::open_fs(&request.image, &request.devices)?
     } else {
-        open_rw(&request.image, &request.devices)?
+        let fs = open_rw(&request.image, &request.devices)?;
+        fs.set_settings(options.settings)?;
+        fs
     };
     let mountpoint = std::fs::canonicalize(&request.mountpoint)
         .with_context(|| format!("mountpoint {}", escape_os(&request.mountpoint)))?;
@@ -66,6 +70,10 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         read_only: options.read_only,
         allow_other: options.allow_other,
         fsname: options.fsname.clone().unwrap_or_else(|| default_fsname(&request.image)),
+        dev: options.dev,
+        suid: options.suid,
+        exec: options.exec,
+        checkpoint_interval: options.cp_interval,
     };
     uf2fs_fuse::mount(fs, &mountpoint, &fuse_options).with_context(|| format!("mounting on {}", escape_os(&mountpoint)))
 }

@@ -1,7 +1,20 @@
-//! Parsing `mount -o` option lists.
+//! Parsing `mount -o` option lists: the generic options mount(8) and /etc/fstab pass,
+//! and F2FS's own by the kernel's names and values.
+//!
+//! Every option is either honoured, accepted because it is what uf2fs always does
+//! (`default_permissions`, `noatime`, `nodiratime`, `async`), or refused with a message
+//! naming it: unknown options, values the kernel refuses, and options whose meaning uf2fs
+//! cannot give (`atime`, `relatime`, `strictatime`, `lazytime`: uf2fs never updates
+//! access times; `sync`, `dirsync`: it does not make every change durable at once).
+
+use std::time::Duration;
+use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, Settings};
+
+/// The kernel's periodic checkpoint interval (sysfs `cp_interval`), uf2fs's default.
+pub const DEFAULT_CP_INTERVAL_SECS: u64 = 60;
 
 /// Mount options as given with `-o` (possibly several times, each comma-separated).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedMountOptions {
     /// `ro` (cleared again by a later `rw`).
     pub read_only: bool,
@@ -9,6 +22,31 @@ pub struct ParsedMountOptions {
     pub allow_other: bool,
     /// `fsname=NAME`: the source name shown by `mount`.
     pub fsname: Option<String>,
+    /// `dev` (true) or `nodev` (false); `None` when neither was given.
+    pub dev: Option<bool>,
+    /// `suid` (true) or `nosuid` (false); `None` when neither was given.
+    pub suid: Option<bool>,
+    /// `exec` (true) or `noexec` (false); `None` when neither was given.
+    pub exec: Option<bool>,
+    /// `cp_interval=SECS`: seconds between periodic checkpoints; `None` for 0 (none).
+    pub cp_interval: Option<Duration>,
+    /// `active_logs=`, `background_gc=`, `mode=`, `[no]checkpoint_merge`.
+    pub settings: Settings,
+}
+
+impl Default for ParsedMountOptions {
+    fn default() -> ParsedMountOptions {
+        ParsedMountOptions {
+            read_only: false,
+            allow_other: false,
+            fsname: None,
+            dev: None,
+            suid: None,
+            exec: None,
+            cp_interval: Some(Duration::from_secs(DEFAULT_CP_INTERVAL_SECS)),
+            settings: Settings::default(),
+        }
+    }
 }
 
 /// Parses option groups such as `["ro,allow_other", "fsname=disk"]`. Later options win;
@@ -16,19 +54,74 @@ pub struct ParsedMountOptions {
 pub fn parse_mount_options(groups: &[String]) -> Result<ParsedMountOptions, String> {
     let mut parsed = ParsedMountOptions::default();
     for option in groups.iter().flat_map(|group| group.split(',')) {
-        match option {
-            "" => {}
-            "ro" => parsed.read_only = true,
-            "rw" => parsed.read_only = false,
-            "allow_other" => parsed.allow_other = true,
-            _ => match option.strip_prefix("fsname=") {
-                Some("") => return Err("mount option 'fsname=' needs a name".to_string()),
-                Some(name) => parsed.fsname = Some(name.to_string()),
-                None => return Err(format!("unknown mount option '{option}'")),
-            },
-        }
+        parse_one(&mut parsed, option)?;
     }
     Ok(parsed)
+}
+
+fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String> {
+    let unsupported = |why: &str| Err(format!("mount option '{option}' is not supported: {why}"));
+    match option {
+        "" => {}
+        "ro" => parsed.read_only = true,
+        "rw" => parsed.read_only = false,
+        "allow_other" => parsed.allow_other = true,
+        // Always on: the kernel checks permissions against the modes uf2fs reports.
+        "default_permissions" => {}
+        // What uf2fs does anyway: reads never write the inode.
+        "noatime" | "nodiratime" | "async" => {}
+        "atime" | "strictatime" | "relatime" | "lazytime" => {
+            return unsupported("uf2fs never updates access times (every mount is noatime)")
+        }
+        "sync" | "dirsync" => {
+            return unsupported(
+                "uf2fs does not make each change durable as it happens; \
+                 use fsync, `sync MOUNTPOINT` or cp_interval=SECS",
+            )
+        }
+        "dev" | "nodev" => parsed.dev = Some(option == "dev"),
+        "suid" | "nosuid" => parsed.suid = Some(option == "suid"),
+        "exec" | "noexec" => parsed.exec = Some(option == "exec"),
+        "checkpoint_merge" | "nocheckpoint_merge" => parsed.settings.checkpoint_merge = option == "checkpoint_merge",
+        _ => parse_valued(parsed, option)?,
+    }
+    Ok(())
+}
+
+/// `NAME=VALUE` options.
+fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String> {
+    let Some((name, value)) = option.split_once('=') else {
+        return Err(format!("unknown mount option '{option}'"));
+    };
+    let bad_value = |allowed: &str| Err(format!("mount option '{option}': {name} must be {allowed}"));
+    match name {
+        "fsname" if value.is_empty() => return Err("mount option 'fsname=' needs a name".to_string()),
+        "fsname" => parsed.fsname = Some(value.to_string()),
+        "background_gc" => match BackgroundGc::from_name(value) {
+            Some(gc) => parsed.settings.background_gc = gc,
+            None => return bad_value("on, off or sync"),
+        },
+        "mode" => match AllocMode::from_name(value) {
+            Some(mode) => parsed.settings.mode = mode,
+            None if value.starts_with("fragment:") => {
+                return Err(format!(
+                    "mount option '{option}' is not supported: uf2fs has no fragmentation test modes"
+                ))
+            }
+            None => return bad_value("adaptive or lfs"),
+        },
+        "active_logs" => match value.parse().ok().and_then(ActiveLogs::from_count) {
+            Some(logs) => parsed.settings.active_logs = logs,
+            None => return bad_value("2, 4 or 6"),
+        },
+        "cp_interval" => match value.parse::<u32>() {
+            Ok(0) => parsed.cp_interval = None,
+            Ok(secs) => parsed.cp_interval = Some(Duration::from_secs(secs.into())),
+            Err(_) => return bad_value("a number of seconds (0 turns periodic checkpoints off)"),
+        },
+        _ => return Err(format!("unknown mount option '{option}'")),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -41,14 +134,18 @@ mod tests {
 
     #[test]
     fn known_options() {
-        assert_eq!(parse(&[]).unwrap(), ParsedMountOptions::default());
+        let defaults = parse(&[]).unwrap();
+        assert_eq!(defaults, ParsedMountOptions::default());
+        assert_eq!(defaults.cp_interval, Some(Duration::from_secs(60)));
+        assert_eq!(defaults.settings, Settings::default());
         let all = parse(&["ro,allow_other", "fsname=my disk"]).unwrap();
         assert_eq!(
             all,
             ParsedMountOptions {
                 read_only: true,
                 allow_other: true,
-                fsname: Some("my disk".into())
+                fsname: Some("my disk".into()),
+                ..ParsedMountOptions::default()
             }
         );
         assert!(!parse(&["ro,rw"]).unwrap().read_only);
@@ -57,10 +154,124 @@ mod tests {
     }
 
     #[test]
+    fn f2fs_options_set_the_core_settings() {
+        let p = parse(&[
+            "active_logs=2,background_gc=off",
+            "mode=lfs,nocheckpoint_merge,cp_interval=5",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.settings,
+            Settings {
+                active_logs: ActiveLogs::Two,
+                background_gc: BackgroundGc::Off,
+                mode: AllocMode::Lfs,
+                checkpoint_merge: false,
+            }
+        );
+        assert_eq!(p.cp_interval, Some(Duration::from_secs(5)));
+        assert_eq!(
+            parse(&["active_logs=4"]).unwrap().settings.active_logs,
+            ActiveLogs::Four
+        );
+        assert_eq!(parse(&["active_logs=6"]).unwrap().settings.active_logs, ActiveLogs::Six);
+        assert_eq!(
+            parse(&["background_gc=sync"]).unwrap().settings.background_gc,
+            BackgroundGc::Sync
+        );
+        assert_eq!(
+            parse(&["background_gc=on"]).unwrap().settings.background_gc,
+            BackgroundGc::On
+        );
+        assert_eq!(parse(&["mode=adaptive"]).unwrap().settings.mode, AllocMode::Adaptive);
+        assert!(
+            parse(&["nocheckpoint_merge,checkpoint_merge"])
+                .unwrap()
+                .settings
+                .checkpoint_merge
+        );
+        assert_eq!(parse(&["cp_interval=0"]).unwrap().cp_interval, None);
+        assert_eq!(
+            parse(&["cp_interval=4294967295"]).unwrap().cp_interval,
+            Some(Duration::from_secs(u32::MAX.into()))
+        );
+        // Later options win.
+        assert_eq!(
+            parse(&["active_logs=2", "active_logs=4"]).unwrap().settings.active_logs,
+            ActiveLogs::Four
+        );
+    }
+
+    #[test]
+    fn generic_options() {
+        let p = parse(&["nodev,nosuid,noexec"]).unwrap();
+        assert_eq!((p.dev, p.suid, p.exec), (Some(false), Some(false), Some(false)));
+        let p = parse(&["nodev,dev,suid,exec"]).unwrap();
+        assert_eq!((p.dev, p.suid, p.exec), (Some(true), Some(true), Some(true)));
+        let p = parse(&["default_permissions,noatime,nodiratime,async"]).unwrap();
+        assert_eq!(p, ParsedMountOptions::default());
+    }
+
+    #[test]
+    fn values_the_kernel_refuses_are_refused() {
+        for (option, says) in [
+            ("active_logs=3", "active_logs must be 2, 4 or 6"),
+            ("active_logs=8", "active_logs must be 2, 4 or 6"),
+            ("active_logs=", "active_logs must be 2, 4 or 6"),
+            ("active_logs=two", "active_logs must be 2, 4 or 6"),
+            ("background_gc=yes", "background_gc must be on, off or sync"),
+            ("background_gc=ON", "background_gc must be on, off or sync"),
+            ("background_gc=", "background_gc must be on, off or sync"),
+            ("mode=ssr", "mode must be adaptive or lfs"),
+            ("cp_interval=-1", "cp_interval must be a number of seconds"),
+            ("cp_interval=1.5", "cp_interval must be a number of seconds"),
+            ("cp_interval=4294967296", "cp_interval must be a number of seconds"),
+        ] {
+            let err = parse(&[option]).unwrap_err();
+            assert!(err.starts_with(&format!("mount option '{option}': ")), "{err}");
+            assert!(err.contains(says), "{option}: {err}");
+        }
+        let err = parse(&["mode=fragment:segment"]).unwrap_err();
+        assert_eq!(
+            err,
+            "mount option 'mode=fragment:segment' is not supported: uf2fs has no fragmentation test modes"
+        );
+    }
+
+    #[test]
+    fn unsupported_options_are_named_with_the_reason() {
+        for option in ["relatime", "atime", "strictatime", "lazytime"] {
+            let err = parse(&["rw", option]).unwrap_err();
+            assert!(
+                err.starts_with(&format!("mount option '{option}' is not supported: ")),
+                "{err}"
+            );
+            assert!(err.contains("noatime"), "{err}");
+        }
+        for option in ["sync", "dirsync"] {
+            let err = parse(&[option]).unwrap_err();
+            assert!(
+                err.starts_with(&format!("mount option '{option}' is not supported: ")),
+                "{err}"
+            );
+            assert!(err.contains("cp_interval"), "{err}");
+        }
+    }
+
+    #[test]
     fn unknown_options_are_named() {
-        assert_eq!(parse(&["ro,noexec"]).unwrap_err(), "unknown mount option 'noexec'");
+        assert_eq!(parse(&["ro,noexe"]).unwrap_err(), "unknown mount option 'noexe'");
         assert_eq!(parse(&["RO"]).unwrap_err(), "unknown mount option 'RO'");
         assert_eq!(parse(&["fsname"]).unwrap_err(), "unknown mount option 'fsname'");
+        assert_eq!(
+            parse(&["background_gc"]).unwrap_err(),
+            "unknown mount option 'background_gc'"
+        );
+        assert_eq!(parse(&["discard"]).unwrap_err(), "unknown mount option 'discard'");
+        assert_eq!(
+            parse(&["checkpoint=disable"]).unwrap_err(),
+            "unknown mount option 'checkpoint=disable'"
+        );
         assert!(parse(&["fsname="]).is_err());
     }
 }

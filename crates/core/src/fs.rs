@@ -61,6 +61,8 @@ pub(crate) struct ReadWrite {
     pub(crate) locks: crate::namei::locks::InodeLocks,
     /// What the mount options chose ([`crate::settings`]).
     pub(crate) settings: Mutex<crate::settings::Settings>,
+    /// When the newest checkpoint was written ([`crate::checkpoint::periodic`]).
+    pub(crate) cp_timer: crate::checkpoint::periodic::CheckpointTimer,
     /// Set when an operation failed halfway: memory may no longer be consistent, so
     /// nothing more is written and every later operation fails.
     pub(crate) failed: Mutex<Option<String>>,
@@ -613,6 +615,7 @@ fn open_for_writing(
         rename_lock: Mutex::new(()),
         locks: Default::default(),
         settings: Default::default(),
+        cp_timer: crate::checkpoint::periodic::CheckpointTimer::new(cps.cp.checkpoint_ver),
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
         gc: Mutex::new(Default::default()),

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         read_only: true,
         allow_other: false,
         fsname: image.display().to_string(),
+        ..Default::default()
     };
     match uf2fs_fuse::mount(fs, mountpoint, &opts) {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,14 @@
 //! the session writes the unmount checkpoint ([`uf2fs_core::Fs::unmount`]). Extended
 //! attributes are written as Linux F2FS writes them ([`uf2fs_core::Fs::set_xattr`]).
 //!
+//! A read-write mount also runs a periodic checkpoint thread
+//! ([`MountOptions::checkpoint_interval`], 60 s by default as the kernel's
+//! `cp_interval`), stopped before the unmount checkpoint. FUSE has no request by which
+//! `syncfs(2)` (`sync -f`, `sync` without arguments) reaches the file system: the
+//! kernel sends `FUSE_SYNCFS` only to fuseblk and virtiofs mounts, and fuser 0.18 does
+//! not know the opcode. `fsync` and `fsync` on a directory (`sync FILE`,
+//! `sync MOUNTPOINT`) write a checkpoint, which makes everything durable.
+//!
 //! Sequential reads are the common case, so the connection asks for the largest READs the
 //! kernel allows, worker threads serve requests in parallel, and (when run as root) the
 //! mount's readahead window is raised from the kernel's 128 KiB to 1 MiB.
@@ -21,6 +29,7 @@
 
 mod adapter;
 mod attr;
+mod checkpointer;
 mod dir_handles;
 mod errors;
 mod inode_map;
@@ -33,13 +42,17 @@ mod xattr;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use fuser::{Config, MountOption, SessionACL};
 
 pub use uf2fs_core;
 
+/// The kernel's default periodic checkpoint interval (sysfs `cp_interval`).
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
+
 /// How to mount.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MountOptions {
     /// Mount read-only. When false, `fs` must have been opened with
     /// [`uf2fs_core::Fs::open_rw`].
@@ -48,17 +61,46 @@ pub struct MountOptions {
     pub allow_other: bool,
     /// The source shown in `mount` and `/proc/mounts`; empty means "uf2fs".
     pub fsname: String,
+    /// `dev` (true) or `nodev` (false) for the kernel; `None` leaves its default
+    /// (fusermount3 forces `nodev` for users other than root).
+    pub dev: Option<bool>,
+    /// `suid` (true) or `nosuid` (false), likewise (forced `nosuid` for users).
+    pub suid: Option<bool>,
+    /// `exec` (true) or `noexec` (false), likewise.
+    pub exec: Option<bool>,
+    /// Time between periodic checkpoints of a read-write mount: one is written when
+    /// something changed and this much time passed since the last checkpoint (see
+    /// [`uf2fs_core::Fs::checkpoint_if_due`]). `None`: only fsync and the unmount
+    /// write checkpoints. Default [`DEFAULT_CHECKPOINT_INTERVAL`].
+    pub checkpoint_interval: Option<Duration>,
+}
+
+impl Default for MountOptions {
+    fn default() -> MountOptions {
+        MountOptions {
+            read_only: false,
+            allow_other: false,
+            fsname: String::new(),
+            dev: None,
+            suid: None,
+            exec: None,
+            checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
+        }
+    }
 }
 
 /// Mount `fs` at `mountpoint` and serve it until the file system is unmounted
 /// (`fusermount3 -u MOUNTPOINT` or `umount`). Blocks the calling thread meanwhile.
 ///
-/// When the session ends (the kernel dropped the mount), `fs` is unmounted with
+/// A read-write mount runs the periodic checkpoint thread meanwhile
+/// ([`MountOptions::checkpoint_interval`]). When the session ends (the kernel dropped
+/// the mount), the thread is stopped and `fs` is unmounted with
 /// [`uf2fs_core::Fs::unmount`]: a read-write image is left clean (`CP_UMOUNT_FLAG`).
 ///
 /// # Errors
 /// Whatever mounting or the FUSE session reports (no `/dev/fuse`, mountpoint missing,
-/// permission denied), or the core's error writing the unmount checkpoint.
+/// permission denied), or the core's error writing the unmount checkpoint (also after
+/// a failed background checkpoint, which marks the file system failed).
 pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::Result<()> {
     // Resolved before mounting: afterwards the path leads into the not yet served mount.
     let resolved = std::fs::canonicalize(mountpoint);
@@ -69,7 +111,18 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     if let Ok(resolved) = resolved {
         readahead::raise(&resolved);
     }
+    let checkpointer = match opts.checkpoint_interval {
+        Some(interval) if !opts.read_only && !interval.is_zero() => {
+            Some(checkpointer::Checkpointer::start(Arc::clone(&fs), interval)?)
+        }
+        _ => None,
+    };
     let served = session.run();
+    // No background checkpoint may run beside the unmount checkpoint, and the thread's
+    // reference must be gone for the unmount to take the Fs.
+    if let Some(checkpointer) = checkpointer {
+        checkpointer.stop();
+    }
     // The session and its worker threads are gone, and the adapter with them (its
     // `destroy` ran): this is the last reference unless a worker thread panicked.
     let unmounted = match Arc::try_unwrap(fs) {
@@ -108,15 +161,27 @@ fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
     } else {
         MountOption::RW
     };
-    vec![
+    let mut options = vec![
         access,
         MountOption::FSName(fsname.to_owned()),
         // As a kernel option rather than `MountOption::Subtype`, which fuser only hands to
         // fusermount3: this way a direct mount (as root) also shows type "fuse.f2fs".
         MountOption::CUSTOM("subtype=f2fs".to_owned()),
         MountOption::DefaultPermissions,
+        // The core never updates access times.
         MountOption::NoAtime,
-    ]
+    ];
+    let flags = [
+        (opts.dev, MountOption::Dev, MountOption::NoDev),
+        (opts.suid, MountOption::Suid, MountOption::NoSuid),
+        (opts.exec, MountOption::Exec, MountOption::NoExec),
+    ];
+    for (wanted, on, off) in flags {
+        if let Some(on_wanted) = wanted {
+            options.push(if on_wanted { on } else { off });
+        }
+    }
+    options
 }
 
 /// Most threads serving FUSE requests. Reads wait on the device, so a few more threads
@@ -153,6 +218,45 @@ mod tests {
         let rw = MountOptions::default();
         assert!(mount_options(&rw).contains(&MountOption::RW));
         assert!(!mount_options(&rw).contains(&MountOption::RO));
+    }
+
+    #[test]
+    fn dev_suid_exec_are_passed_when_given() {
+        let none = mount_options(&MountOptions::default());
+        for flag in [
+            MountOption::Dev,
+            MountOption::NoDev,
+            MountOption::Suid,
+            MountOption::NoSuid,
+            MountOption::Exec,
+            MountOption::NoExec,
+        ] {
+            assert!(!none.contains(&flag), "{flag:?} without being asked for");
+        }
+        let off = MountOptions {
+            dev: Some(false),
+            suid: Some(false),
+            exec: Some(false),
+            ..Default::default()
+        };
+        let off = mount_options(&off);
+        for flag in [MountOption::NoDev, MountOption::NoSuid, MountOption::NoExec] {
+            assert!(off.contains(&flag), "{flag:?} missing");
+        }
+        let on = MountOptions {
+            dev: Some(true),
+            suid: Some(true),
+            exec: Some(true),
+            ..Default::default()
+        };
+        let on = mount_options(&on);
+        for flag in [MountOption::Dev, MountOption::Suid, MountOption::Exec] {
+            assert!(on.contains(&flag), "{flag:?} missing");
+        }
+        assert_eq!(
+            MountOptions::default().checkpoint_interval,
+            Some(DEFAULT_CHECKPOINT_INTERVAL)
+        );
     }
 
     #[test]

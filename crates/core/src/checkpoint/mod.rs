@@ -4,6 +4,7 @@
 //! mkfs ([`pack`]).
 
 pub mod pack;
+pub mod periodic;
 #[cfg(test)]
 mod tests;
 pub mod write;

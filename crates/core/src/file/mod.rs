@@ -63,7 +63,10 @@ const B: u64 = BLOCK_SIZE as u64;
 /// The data log class of a regular file's blocks: cold or hot by its advise bits (hot
 /// only with six active logs, see [`crate::segment::ActiveLogs::file_data_class`]).
 fn data_log(inode: &InodeMut, segs: &std::sync::Mutex<crate::segment::SegmentManager>) -> LogType {
-    let logs = segs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).active_logs();
+    let logs = segs
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .active_logs();
     let advise = inode.inode.advise;
     logs.file_data_class(advise & FADVISE_COLD_BIT != 0, advise & FADVISE_HOT_BIT != 0)
 }
@@ -199,8 +202,7 @@ impl Fs {
         self.rw()?;
         self.live_inode(ino)?;
         self.writeback_inode(ino)?;
-        self.write_checkpoint()?;
-        Ok(())
+        self.sync_fs()
     }
 
     /// Inode `ino` as it stands ([`Error::NotFound`] when it is not allocated).

@@ -349,9 +349,11 @@ impl Fs {
     fn pending_sections(&self, rw: &ReadWrite) -> u32 {
         let need = gc_need(self, rw);
         let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        // Needs are per block class; with fewer active logs classes share a log.
+        let per_log = segs.active_logs().fold(&need.per_log);
         LogType::ALL
             .iter()
-            .map(|&l| segs.sections_needed(l, need.per_log[l as usize]))
+            .map(|&l| segs.sections_needed(l, per_log[l as usize]))
             .sum()
     }
 }

@@ -119,9 +119,10 @@ impl SegmentManager {
     /// only; user-block limits are [`SegmentManager::check_room`]'s.
     /// `freed` sections (emptied, waiting for a checkpoint) count as free.
     pub fn has_enough_free_secs(&self, need: &SpaceNeed, freed: u32, extra_secs: u32) -> bool {
+        let per_log = self.active_logs.fold(&need.per_log);
         let wanted: u32 = LogType::ALL
             .iter()
-            .map(|&log| self.sections_for(log, need.per_log[log as usize]))
+            .map(|&log| self.sections_for(log, per_log[log as usize]))
             .sum();
         self.free.free_sections() + freed >= wanted + self.space.reserved_secs + extra_secs
     }
