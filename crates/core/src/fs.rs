@@ -38,6 +38,8 @@ const MAX_SYMLINKS: usize = 40;
 /// An opened F2FS file system, read-only or read-write. `Send + Sync`.
 pub struct Fs {
     dev: Box<dyn BlockDevice>,
+    /// Blocks written, by kind (the device above counts them).
+    writes: crate::device::WriteCounter,
     sbc: SuperblockChoice,
     cps: CheckpointState,
     nodes: NodeManager,
@@ -70,6 +72,8 @@ pub(crate) struct ReadWrite {
     pub(crate) generation_rng: std::sync::atomic::AtomicU64,
     /// Garbage-collection settings, state and counters.
     pub(crate) gc: Mutex<crate::gc::GcState>,
+    /// 4 KiB blocks the users' writes covered (the WAF's denominator).
+    pub(crate) user_blocks: std::sync::atomic::AtomicU64,
 }
 
 /// How to open a file system.
@@ -186,6 +190,7 @@ impl Fs {
         paths: Vec<PathBuf>,
         options: OpenOptions,
     ) -> Result<Fs> {
+        let (dev, writes) = crate::device::counting(dev, &sbc.sb);
         let sb = &sbc.sb;
         let need = sb.main_end_blkaddr();
         if dev.block_count() < need {
@@ -209,6 +214,7 @@ impl Fs {
         let fs = Fs {
             checksum_seed,
             dev,
+            writes,
             sbc,
             cps,
             nodes,
@@ -296,14 +302,26 @@ impl Fs {
                 .write_dirty_nodes(self.dev.as_ref(), &self.sbc.sb, &rw.segs, cp_ver)?;
             Ok(())
         };
-        writer.write(
+        let report = writer.write(
             self.dev.as_ref(),
             &self.sbc.sb,
             &self.nodes,
             &rw.segs,
             umount,
             &before_nat,
-        )
+        )?;
+        // Sections freed by this checkpoint are discarded (zones reset) only now that
+        // no checkpoint points into them.
+        rw.segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .discard_freed(self.dev.as_ref())?;
+        Ok(report)
+    }
+
+    /// Blocks written to the device since open, by kind and by device.
+    pub fn write_counts(&self) -> crate::device::WriteCounts {
+        self.writes.counts()
     }
 
     /// The segment manager of a read-write file system (tests and later steps).
@@ -619,6 +637,7 @@ fn open_for_writing(
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
         gc: Mutex::new(Default::default()),
+        user_blocks: Default::default(),
     })
 }
 

@@ -205,6 +205,47 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
     })
 }
 
+/// The blocks of a new volume of `bytes` bytes laid out as [`mkfs`] lays it out (the
+/// whole volume counts as discarded: every block not listed reads as zeros), for
+/// volumes that live in memory (`uf2fs bench`). `opts.size_bytes` is ignored.
+pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<(u64, Vec<u8>)>)> {
+    check_features(opts.features)?;
+    let input = LayoutInput {
+        bytes,
+        sector_size: 512,
+        segs_per_sec: opts.segs_per_sec,
+        secs_per_zone: opts.secs_per_zone,
+        overprovision_pct: opts.overprovision_pct,
+    };
+    layout::check_options(&input)?;
+    let layout = layout::compute(&input)?;
+    let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
+    let version = kernel_version();
+    let params = image::Params {
+        layout: &layout,
+        features: opts.features,
+        uuid: opts.uuid.unwrap_or_else(random_uuid),
+        label: &opts.label,
+        version: &version,
+        time_secs: opts.timestamp_secs.unwrap_or_else(now_secs),
+        root_uid: uid,
+        root_gid: gid,
+        cp_ver: (random_u32() & 0x7fff_ffff | 1) as u64,
+        trimmed: true,
+    };
+    let plan = image::plan(&params)?;
+    cp::validate(&plan.checkpoint, &plan.superblock)?;
+    let report = MkfsReport {
+        size_bytes: bytes,
+        layout,
+        superblock: plan.superblock,
+        checkpoint: plan.checkpoint,
+        trimmed: true,
+        blocks_written: plan.writes.len() as u64,
+    };
+    Ok((report, plan.writes))
+}
+
 /// 64 random bits from the host (seeds for the write path).
 pub(crate) fn host_random_u64() -> u64 {
     ((random_u32() as u64) << 32) | random_u32() as u64

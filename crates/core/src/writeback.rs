@@ -17,6 +17,7 @@
 //! the pages leave the cache. A reader therefore never finds an address whose block is
 //! not yet written.
 
+use crate::device::WriteKind;
 use crate::inode::InodeMut;
 use crate::node::DIRTY_NODES_MAX;
 use crate::pagecache::{DirtyPage, PageCache};
@@ -146,7 +147,7 @@ impl Run {
 
     fn flush(&mut self, t: &Tree) -> Result<()> {
         if !self.buf.is_empty() {
-            t.dev.write_blocks(self.start, &self.buf)?;
+            t.dev.write_kind(self.start, &self.buf, WriteKind::UserData)?;
             self.buf.clear();
         }
         Ok(())

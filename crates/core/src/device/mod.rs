@@ -4,11 +4,15 @@
 //! returns. The checkpoint writer orders its writes with flushes (see
 //! `checkpoint::write`), and [`CrashDevice`] replays what a power cut could leave.
 
+mod counting;
 mod crash;
 mod mem;
+mod zoned;
 
+pub use counting::{counting, Areas, CountingDevice, WriteCounter, WriteCounts};
 pub use crash::CrashDevice;
 pub use mem::MemDevice;
+pub use zoned::{ZonedMemDevice, ZonedMemOptions};
 
 use crate::{Error, Result};
 use std::fs::File;
@@ -36,6 +40,33 @@ pub trait BlockDevice: Send + Sync {
     fn flush(&self) -> Result<()> {
         Ok(())
     }
+    /// [`BlockDevice::write_blocks`] of main-area blocks whose contents are of `kind`
+    /// (devices that count writes, or keep only some payloads, use it; the others
+    /// just write).
+    fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> Result<()> {
+        let _ = kind;
+        self.write_blocks(blkaddr, buf)
+    }
+    /// Tells the device that `blocks` blocks from `blkaddr` hold nothing any more (a
+    /// section became free): a zoned device resets the zones wholly inside. No-op by
+    /// default.
+    fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
+        let _ = (blkaddr, blocks);
+        Ok(())
+    }
+}
+
+/// What a main-area write holds (see [`BlockDevice::write_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteKind {
+    /// File or directory data written back from the page cache.
+    UserData,
+    /// Data blocks moved by garbage collection.
+    GcData,
+    /// Node blocks written by the write path and checkpoints.
+    UserNode,
+    /// Node blocks moved by garbage collection.
+    GcNode,
 }
 
 /// Checks that `buf` holds whole blocks and that they fit a device of `blocks` blocks.
@@ -254,6 +285,33 @@ impl BlockDevice for ConcatDevice {
     fn flush(&self) -> Result<()> {
         for (_, dev) in &self.parts {
             dev.flush()?;
+        }
+        Ok(())
+    }
+
+    fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> Result<()> {
+        check_range(blkaddr, buf.len(), self.total, &|| "the devices".to_string())?;
+        let mut addr = blkaddr;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let (i, start, end) = self.part_of(addr)?;
+            let n = (((end - addr) as usize) * BLOCK).min(rest.len());
+            let (now, later) = rest.split_at(n);
+            self.parts[i].1.write_kind(addr - start, now, kind)?;
+            addr += (n / BLOCK) as u64;
+            rest = later;
+        }
+        Ok(())
+    }
+
+    fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
+        let mut addr = blkaddr;
+        let end = blkaddr.saturating_add(blocks).min(self.total);
+        while addr < end {
+            let (i, start, part_end) = self.part_of(addr)?;
+            let n = part_end.min(end) - addr;
+            self.parts[i].1.discard(addr - start, n)?;
+            addr += n;
         }
         Ok(())
     }

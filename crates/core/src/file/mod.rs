@@ -140,6 +140,8 @@ impl Fs {
             let r = op.write_chunk(ino, pos, &data[done..done + len]);
             match op.end(r) {
                 Ok(()) => {
+                    let blocks = (pos + len as u64).div_ceil(B) - pos / B;
+                    rw.user_blocks.fetch_add(blocks, std::sync::atomic::Ordering::Relaxed);
                     done += len;
                     reclaims = 0;
                 }

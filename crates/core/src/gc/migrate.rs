@@ -15,7 +15,7 @@
 //! with an error naming the block. Blocks are moved with `cp_lock` held exclusively,
 //! so no operation runs meanwhile.
 
-use crate::device::BLOCK;
+use crate::device::{WriteKind, BLOCK};
 use crate::inode::InodeMut;
 use crate::segment::LogType;
 use crate::tree::{node_log, Tree};
@@ -155,7 +155,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
             new
         };
         if !run.is_empty() && run_start + (run.len() / BLOCK) as u64 != new {
-            t.dev.write_blocks(run_start, &run)?;
+            t.dev.write_kind(run_start, &run, WriteKind::GcData)?;
             run.clear();
         }
         if run.is_empty() {
@@ -171,7 +171,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
     }
     // The moved blocks are on the device before any node points at them.
     if !run.is_empty() {
-        t.dev.write_blocks(run_start, &run)?;
+        t.dev.write_kind(run_start, &run, WriteKind::GcData)?;
     }
     let moved = hint_addrs.len() as u64;
     drop_stale_hints(t, &mut owners, &hint_addrs)?;

@@ -17,6 +17,7 @@
 //! sections drop to the pending need + 3 or when no data victim is left, cleared when a
 //! foreground pass ends.
 
+mod hotness;
 mod migrate;
 mod policy;
 mod victim;
@@ -62,6 +63,37 @@ pub struct GcStats {
     pub checkpoints: u64,
 }
 
+/// Writes since open and what they cost: the figures of `uf2fs status` and the lab.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// 4 KiB blocks covered by the users' writes.
+    pub user_blocks: u64,
+    /// Device blocks written, by kind and device.
+    pub device: crate::device::WriteCounts,
+    /// GC counters.
+    pub gc: GcStats,
+    /// Valid blocks in the main area now.
+    pub valid_blocks: u64,
+    /// Blocks of the main area.
+    pub main_blocks: u64,
+}
+
+impl Accounting {
+    /// Write amplification: every device block written per user block (the seed's
+    /// definition); 0 before any user write.
+    pub fn waf(&self) -> f64 {
+        if self.user_blocks == 0 {
+            return 0.0;
+        }
+        self.device.total() as f64 / self.user_blocks as f64
+    }
+
+    /// Live data over main-area capacity.
+    pub fn utilization(&self) -> f64 {
+        self.valid_blocks as f64 / self.main_blocks.max(1) as f64
+    }
+}
+
 /// GC settings and state of a read-write file system.
 #[derive(Debug, Clone)]
 pub(crate) struct GcState {
@@ -71,6 +103,9 @@ pub(crate) struct GcState {
     /// The prefer-data policies' `need_node_clean`.
     pub(crate) node_clean: bool,
     pub(crate) stats: GcStats,
+    /// The default policy's death-rate estimate and the weights it gives.
+    pub(crate) hotness: hotness::Hotness,
+    pub(crate) weights: [u32; 2],
 }
 
 impl Default for GcState {
@@ -80,6 +115,8 @@ impl Default for GcState {
             enabled: true,
             node_clean: false,
             stats: GcStats::default(),
+            hotness: Default::default(),
+            weights: [1, 1],
         }
     }
 }
@@ -122,6 +159,25 @@ impl Fs {
     /// sections answers writes with ENOSPC).
     pub fn set_gc_enabled(&self, enabled: bool) -> Result<()> {
         self.gc_state_mut(|g| g.enabled = enabled)
+    }
+
+    /// What was written since open: user blocks, device blocks by kind, GC counters,
+    /// and the write amplification (read-write only).
+    pub fn accounting(&self) -> Result<Accounting> {
+        let rw = self.rw()?;
+        let gc = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats;
+        let (valid, main) = {
+            let s = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let main = s.section_count() as u64 * s.segs_per_sec() as u64 * 512;
+            (s.valid_block_count(), main)
+        };
+        Ok(Accounting {
+            user_blocks: rw.user_blocks.load(std::sync::atomic::Ordering::Relaxed),
+            device: self.write_counts(),
+            gc,
+            valid_blocks: valid,
+            main_blocks: main,
+        })
     }
 
     /// GC counters since open.
@@ -237,30 +293,45 @@ impl Fs {
             }
             g.policy
         };
-        let prefer_data = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
+        if policy == GcPolicy::Default {
+            self.update_weights(rw);
+        }
+        // The seed patches moved the kernel's checkpoint step to the top of the loop
+        // (a checkpoint only when free sections run down to the pending need + 3, so
+        // that several victims share one) and made it set need_node_clean; uf2fs's
+        // default batches checkpoints the same way. The other policies run the
+        // kernel's loop (a checkpoint after about every victim).
+        let node_rules = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
+        let seed_loop = node_rules || policy == GcPolicy::Default;
         let mut freed_since_cp = 0u32;
         let mut freed_total = 0u64;
         let mut flushed = false;
+        let mut first = true;
         loop {
-            if !self.enough_free_secs(rw, 0, 1) && self.prefree_count(rw) > 0 {
+            if seed_loop && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS {
+                if node_rules {
+                    self.set_node_clean(rw, true);
+                }
+                if self.prefree_count(rw) > 0 {
+                    self.gc_checkpoint(rw, writer)?;
+                    freed_since_cp = 0;
+                }
+            }
+            // The kernel's "not enough free sections: foreground, and checkpoint the
+            // prefree ones first" (the patched loop does it on its first round only).
+            if (!seed_loop || first) && !self.enough_free_secs(rw, 0, 1) && self.prefree_count(rw) > 0 {
                 self.gc_checkpoint(rw, writer)?;
                 freed_since_cp = 0;
             }
-            let upper = self.pending_sections(rw);
-            if prefer_data && self.free_sections(rw) <= upper + GC_CHECKPOINT_SECS {
-                rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = true;
-            }
+            first = false;
             let Some(victim) = self.select_victim(rw, policy, kind)? else {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
                 let dirty = rw.pages.len() + self.nodes().dirty_node_count();
-                if kind == GcKind::Foreground && !flushed && dirty > 0 {
+                if kind == GcKind::Foreground && !flushed && dirty > 0 && !self.enough_free_secs(rw, 0, 1) {
                     self.gc_checkpoint(rw, writer)?;
                     flushed = true;
                     freed_since_cp = 0;
-                    if self.enough_free_secs(rw, 0, 1) {
-                        break;
-                    }
                     continue;
                 }
                 break;
@@ -289,10 +360,13 @@ impl Fs {
                 break;
             }
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
-            if self.enough_free_secs(rw, freed_since_cp, 1) && !(prefer_data && node_clean) {
+            if self.enough_free_secs(rw, freed_since_cp, 1) && !(seed_loop && node_clean) {
                 break;
             }
-            if self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS && self.prefree_count(rw) > 0 {
+            if !seed_loop
+                && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS
+                && self.prefree_count(rw) > 0
+            {
                 self.gc_checkpoint(rw, writer)?;
                 freed_since_cp = 0;
             }
@@ -300,33 +374,54 @@ impl Fs {
         Ok(freed_total)
     }
 
-    /// The victim under `policy`; for the prefer-data policies, no data victim left
-    /// turns node cleaning on and searches again.
+    fn set_node_clean(&self, rw: &ReadWrite, on: bool) {
+        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = on;
+    }
+
+    /// The victim under `policy` (see [`victim`]), with the seed patches' rules around
+    /// need_node_clean:
+    /// - v1 (foreground only): node sections only while node cleaning is on; then a
+    ///   data section still cheapest ends node cleaning when free sections (with the
+    ///   prefree ones) suffice, and the pass stops;
+    /// - v2: no data victim left turns node cleaning on and searches again; with node
+    ///   cleaning on, a data section cheapest stops the pass when free sections (with
+    ///   the prefree ones) suffice.
+    ///
+    /// The patches pass the prefree *segment* count where sections are meant; kept.
     fn select_victim(&self, rw: &ReadWrite, policy: GcPolicy, kind: GcKind) -> Result<Option<SectionInfo>> {
         let mut candidates = Vec::new();
         rw.segs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .visit_victim_candidates(|s| candidates.push(s));
-        let prefer_data = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
+        let weights = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).weights;
         loop {
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
             let sel = victim::Selection {
                 policy,
                 kind,
                 node_clean,
+                weights,
             };
-            let found = victim::pick(&candidates, sel, &|_| 0);
+            let found = victim::pick(&candidates, sel);
+            let seed_rules = match policy {
+                GcPolicy::PreferDataV1 => kind == GcKind::Foreground,
+                GcPolicy::PreferDataV2 => true,
+                _ => false,
+            };
+            if !seed_rules {
+                return Ok(found);
+            }
             match found {
-                None if prefer_data && !node_clean => {
-                    rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = true;
+                None if policy == GcPolicy::PreferDataV2 && !node_clean && kind == GcKind::Foreground => {
+                    self.set_node_clean(rw, true);
                 }
-                // Node cleaning on, yet a data section is cheapest: stop when there is
-                // room already (v2's early end).
-                Some(v) if policy == GcPolicy::PreferDataV2 && node_clean && !v.is_node => {
-                    // The patch passes the prefree *segment* count as freed sections.
+                Some(v) if node_clean && !v.is_node => {
                     let prefree = self.prefree_count(rw);
                     if self.enough_free_secs(rw, prefree, 1) {
+                        if policy == GcPolicy::PreferDataV1 {
+                            self.set_node_clean(rw, false);
+                        }
                         return Ok(None);
                     }
                     return Ok(Some(v));
@@ -334,6 +429,22 @@ impl Fs {
                 other => return Ok(other),
             }
         }
+    }
+
+    /// The default policy's weights: per segment type, how fast its blocks die
+    /// relative to the other type's (see docs/gc-default.md).
+    fn update_weights(&self, rw: &ReadWrite) {
+        let (invalidated, live) = {
+            let s = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            (s.invalidated_by_kind(), s.valid_by_kind())
+        };
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        // Blocks GC moved were invalidated too, but did not die.
+        let deaths = [
+            invalidated[0].saturating_sub(g.stats.data_blocks_moved),
+            invalidated[1].saturating_sub(g.stats.node_blocks_moved),
+        ];
+        g.weights = g.hotness.update(deaths, live);
     }
 
     fn prefree_count(&self, rw: &ReadWrite) -> u32 {

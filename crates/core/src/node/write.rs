@@ -9,7 +9,7 @@
 //! does) and invalidating its block.
 
 use super::{lock, put_cached, NodeBlock, NodeManager};
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::{BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -201,7 +201,7 @@ impl NodeManager {
         }
         let written = {
             let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &plan, cp_ver)?
+            write_planned(dev, sb, &mut s, &plan, cp_ver, WriteKind::UserNode)?
         };
         {
             let mut nat = lock(&self.nat);
@@ -225,6 +225,7 @@ fn write_planned(
     segs: &mut SegmentManager,
     plan: &[(u32, NatEntry, DirtyNode)],
     cp_ver: u64,
+    kind: WriteKind,
 ) -> Result<Vec<(u32, NatEntry, NodeBlock)>> {
     let mut out = Vec::with_capacity(plan.len());
     let mut run: Vec<u8> = Vec::new();
@@ -242,7 +243,7 @@ fn write_planned(
         };
         let block = stamp(&node.block, sb, addr, cp_ver)?;
         if !run.is_empty() && run_start + (run.len() / BLOCK) as u64 != addr {
-            dev.write_blocks(run_start, &run)?;
+            dev.write_kind(run_start, &run, kind)?;
             run.clear();
         }
         if run.is_empty() {
@@ -260,7 +261,7 @@ fn write_planned(
         out.push((*nid, entry, Arc::new(block)));
     }
     if !run.is_empty() {
-        dev.write_blocks(run_start, &run)?;
+        dev.write_kind(run_start, &run, kind)?;
     }
     Ok(out)
 }
@@ -305,7 +306,7 @@ impl NodeManager {
         }
         let written = {
             let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &plan, cp_ver)?
+            write_planned(dev, sb, &mut s, &plan, cp_ver, WriteKind::GcNode)?
         };
         {
             let mut nat = lock(&self.nat);

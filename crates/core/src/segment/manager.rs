@@ -21,6 +21,11 @@ mod victims;
 pub use space::SpaceNeed;
 pub use victims::SectionInfo;
 
+/// 0 for a data segment type, 1 for a node one.
+fn kind_of(seg_type: u8) -> usize {
+    usize::from(seg_type >= LogType::HotNode as u8)
+}
+
 /// Main-area geometry the manager needs.
 #[derive(Debug, Clone, Copy)]
 struct Geometry {
@@ -71,6 +76,12 @@ pub struct SegmentManager {
     free: FreeMap,
     /// Segments emptied since the last checkpoint: free after the next one.
     prefree: BTreeSet<u32>,
+    /// Segments freed by the last checkpoints, not yet discarded on the device.
+    to_discard: Vec<u32>,
+    /// Valid blocks in data and in node segments.
+    valid_kind: [u64; 2],
+    /// Blocks invalidated in data and in node segments since open.
+    invalidated: [u64; 2],
     logs: [CurSeg; NR_LOGS],
     /// The logs written to (`active_logs`): block classes fold onto them.
     active_logs: ActiveLogs,
@@ -108,6 +119,9 @@ impl SegmentManager {
             sit_journal: cps.sit_journal.iter().map(|(s, _)| *s).collect(),
             dirty: BTreeSet::new(),
             prefree: BTreeSet::new(),
+            to_discard: Vec::new(),
+            valid_kind: [0; 2],
+            invalidated: [0; 2],
             logs,
             active_logs: ActiveLogs::default(),
             clock: Clock {
@@ -119,6 +133,9 @@ impl SegmentManager {
         for segno in 0..geo.segments {
             let used = m.sit[segno as usize].valid_blocks > 0 || m.current_log(segno).is_some();
             m.free.set_used(segno, used);
+        }
+        for e in &m.sit {
+            m.valid_kind[kind_of(e.seg_type)] += e.valid_blocks as u64;
         }
         m.check_against(cps)?;
         // Blocks the checkpoint counts beyond the SIT's are addresses reserved and not
@@ -216,6 +233,7 @@ impl SegmentManager {
         cur.next_blkoff += 1;
         self.dirty.insert(segno);
         self.valid_blocks += 1;
+        self.valid_kind[kind_of(e.seg_type)] += 1;
         if fills {
             self.new_segment(dev, log)?;
         }
@@ -252,8 +270,11 @@ impl SegmentManager {
             ));
         }
         let empty = e.valid_blocks == 0;
+        let k = kind_of(e.seg_type);
         self.dirty.insert(segno);
         self.valid_blocks -= 1;
+        self.valid_kind[k] -= 1;
+        self.invalidated[k] += 1;
         if empty && self.current_log(segno).is_none() {
             self.prefree.insert(segno);
         }
@@ -441,6 +462,7 @@ impl SegmentManager {
         for segno in std::mem::take(&mut self.prefree) {
             if self.sit[segno as usize].valid_blocks == 0 && self.current_log(segno).is_none() {
                 self.free.set_used(segno, false);
+                self.to_discard.push(segno);
             }
         }
     }

@@ -132,6 +132,36 @@ impl SegmentManager {
         self.sections_for(log, blocks)
     }
 
+    /// Discards the sections that checkpoints made wholly free since the last call
+    /// (a zoned device resets their zones, as F2FS resets a zone whose section is
+    /// freed).
+    pub fn discard_freed(&mut self, dev: &dyn BlockDevice) -> Result<()> {
+        let spsec = self.geo.segs_per_sec;
+        let mut secs: Vec<u32> = self.to_discard.drain(..).map(|s| s / spsec).collect();
+        secs.sort_unstable();
+        secs.dedup();
+        let blocks = spsec as u64 * BLOCKS_PER_SEG as u64;
+        for sec in secs {
+            let first = sec * spsec;
+            let whole = (first..(first + spsec).min(self.geo.segments)).all(|s| self.free.is_free(s));
+            if whole {
+                dev.discard(self.block_addr(first, 0), blocks)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Valid blocks in data segments and in node segments.
+    pub fn valid_by_kind(&self) -> [u64; 2] {
+        self.valid_kind
+    }
+
+    /// Blocks invalidated in data and in node segments since open (overwritten,
+    /// deleted, or moved by GC).
+    pub fn invalidated_by_kind(&self) -> [u64; 2] {
+        self.invalidated
+    }
+
     /// Sections reserved for cleaning (`rsvd_segment_count` in sections).
     pub fn reserved_sections(&self) -> u32 {
         self.space.reserved_secs
