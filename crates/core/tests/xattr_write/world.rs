@@ -226,6 +226,33 @@ impl World {
         self.check_one(path, &self.fs, "live");
     }
 
+    /// Grows the target at `path` out of its inode: a file gets data past its inline
+    /// area, a directory enough entries to move its dentries to blocks. The xattrs in
+    /// the inline xattr area next door must not move.
+    pub fn grow(&mut self, path: &str) {
+        let ino = self.target(path).ino;
+        self.log.push(format!("grow {path}"));
+        let stat = self.fs.stat(ino).unwrap();
+        match stat.kind {
+            FileKind::File => {
+                let data: Vec<u8> = (0..6000u32).map(|i| (i % 251) as u8).collect();
+                self.fs.write(ino, stat.size, &data).unwrap();
+            }
+            FileKind::Dir => {
+                for i in 0..12 {
+                    let name = format!("{:0>60}", format!("{}-{i}", self.log.len()));
+                    self.fs.create(ino, name.as_bytes(), 0o644, 0, 0).unwrap();
+                }
+            }
+            _ => {}
+        }
+        // i_blocks now counts the new blocks too.
+        let blocks = self.fs.stat(ino).unwrap().blocks / 8 + 1;
+        let node = self.model[&ino].node as u64;
+        self.targets.iter_mut().find(|t| t.ino == ino).unwrap().base_blocks = blocks - node;
+        self.check_one(path, &self.fs, "grown");
+    }
+
     /// `fs` lists what the model holds for `path`, in order, and has its mode.
     pub fn check_one(&self, path: &str, fs: &Fs, when: &str) {
         let t = self.target(path);
