@@ -119,11 +119,15 @@ pub enum Command {
         /// refused).
         ///
         /// F2FS (the kernel's names and values): active_logs=2|4|6 (logs written to,
-        /// default 6), background_gc=on|off|sync (kept; no effect yet: no background
-        /// cleaning), mode=adaptive|lfs (uf2fs allocates LFS-only in both),
+        /// default 6), background_gc=on|off|sync (the background cleaner: on by
+        /// default, it cleans one section at a time while the volume is idle; sync
+        /// cleans in the foreground way), atgc (age-threshold victim selection),
+        /// mode=adaptive|lfs (uf2fs allocates LFS-only in both),
         /// checkpoint_merge|nocheckpoint_merge (concurrent fsyncs share one checkpoint;
         /// default on), cp_interval=SECS (periodic checkpoints, default 60, 0 = off; the
-        /// kernel's sysfs knob).
+        /// kernel's sysfs knob). uf2fs's own: gc_policy=greedy|cost-benefit|atgc|
+        /// prefer-data-v1|prefer-data-v2|weighted:D:N|default (how GC picks victims;
+        /// default greedy, as Linux).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground; Ctrl-C or SIGTERM unmounts.

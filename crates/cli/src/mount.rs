@@ -61,6 +61,9 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
     } else {
         let fs = open_rw(&request.image, &request.devices)?;
         fs.set_settings(options.settings)?;
+        if let Some(policy) = options.gc_policy {
+            fs.set_gc_policy(policy)?;
+        }
         fs
     };
     let mountpoint = std::fs::canonicalize(&request.mountpoint)

@@ -8,7 +8,7 @@
 //! access times; `sync`, `dirsync`: it does not make every change durable at once).
 
 use std::time::Duration;
-use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, Settings};
+use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, GcPolicy, Settings};
 
 /// The kernel's periodic checkpoint interval (sysfs `cp_interval`), uf2fs's default.
 pub const DEFAULT_CP_INTERVAL_SECS: u64 = 60;
@@ -32,6 +32,9 @@ pub struct ParsedMountOptions {
     pub cp_interval: Option<Duration>,
     /// `active_logs=`, `background_gc=`, `mode=`, `[no]checkpoint_merge`.
     pub settings: Settings,
+    /// `gc_policy=NAME` (uf2fs's) or `atgc` (the kernel's): how GC picks victims;
+    /// `None`: the core's default (greedy, as the kernel).
+    pub gc_policy: Option<GcPolicy>,
 }
 
 impl Default for ParsedMountOptions {
@@ -45,6 +48,7 @@ impl Default for ParsedMountOptions {
             exec: None,
             cp_interval: Some(Duration::from_secs(DEFAULT_CP_INTERVAL_SECS)),
             settings: Settings::default(),
+            gc_policy: None,
         }
     }
 }
@@ -83,6 +87,8 @@ fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String
         "suid" | "nosuid" => parsed.suid = Some(option == "suid"),
         "exec" | "noexec" => parsed.exec = Some(option == "exec"),
         "checkpoint_merge" | "nocheckpoint_merge" => parsed.settings.checkpoint_merge = option == "checkpoint_merge",
+        // The kernel's age-threshold GC switch.
+        "atgc" => parsed.gc_policy = Some(GcPolicy::Atgc),
         _ => parse_valued(parsed, option)?,
     }
     Ok(())
@@ -114,6 +120,10 @@ fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), Str
             Some(logs) => parsed.settings.active_logs = logs,
             None => return bad_value("2, 4 or 6"),
         },
+        "gc_policy" => match value.parse::<GcPolicy>() {
+            Ok(policy) => parsed.gc_policy = Some(policy),
+            Err(_) => return bad_value(&format!("one of {}", GcPolicy::NAMES)),
+        },
         "cp_interval" => match value.parse::<u32>() {
             Ok(0) => parsed.cp_interval = None,
             Ok(secs) => parsed.cp_interval = Some(Duration::from_secs(secs.into())),
@@ -130,6 +140,19 @@ mod tests {
 
     fn parse(groups: &[&str]) -> Result<ParsedMountOptions, String> {
         parse_mount_options(&groups.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn gc_policies() {
+        assert_eq!(parse(&[]).unwrap().gc_policy, None);
+        assert_eq!(parse(&["atgc"]).unwrap().gc_policy, Some(GcPolicy::Atgc));
+        assert_eq!(
+            parse(&["gc_policy=weighted:1:512"]).unwrap().gc_policy,
+            Some(GcPolicy::Weighted { data: 1, node: 512 })
+        );
+        assert_eq!(parse(&["gc_policy=prefer-data-v2"]).unwrap().gc_policy, Some(GcPolicy::PreferDataV2));
+        let e = parse(&["gc_policy=fastest"]).unwrap_err();
+        assert!(e.contains("gc_policy must be one of greedy"), "{e}");
     }
 
     #[test]

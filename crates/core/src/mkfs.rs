@@ -208,7 +208,7 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
 /// The blocks of a new volume of `bytes` bytes laid out as [`mkfs`] lays it out (the
 /// whole volume counts as discarded: every block not listed reads as zeros), for
 /// volumes that live in memory (`uf2fs bench`). `opts.size_bytes` is ignored.
-pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<(u64, Vec<u8>)>)> {
+pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<image::BlockWrite>)> {
     check_features(opts.features)?;
     let input = LayoutInput {
         bytes,

@@ -5,8 +5,9 @@
 //!
 //! - `active_logs` ([`ActiveLogs`]): the logs blocks are written to, as the kernel
 //!   chooses them for 2, 4 or 6 logs (see [`crate::segment::ActiveLogs`]).
-//! - `background_gc` ([`BackgroundGc`]): kept and reported, with no effect yet — uf2fs
-//!   has no background cleaning thread.
+//! - `background_gc` ([`BackgroundGc`]): whether the mount runs the background cleaner
+//!   ([`Fs::background_gc_step`]), and whether it cleans the background way (`on`) or
+//!   the foreground way (`sync`).
 //! - `mode` ([`AllocMode`]): kept and reported. uf2fs allocates LFS-only (every block
 //!   appended to a free segment) in both modes; `adaptive` is the kernel's default, which
 //!   also appends while free segments last and only then fills holes of dirty segments
@@ -88,7 +89,7 @@ impl AllocMode {
 pub struct Settings {
     /// `active_logs=2|4|6`.
     pub active_logs: ActiveLogs,
-    /// `background_gc=on|off|sync` (no effect yet).
+    /// `background_gc=on|off|sync`.
     pub background_gc: BackgroundGc,
     /// `mode=adaptive|lfs` (uf2fs allocates LFS-only in both).
     pub mode: AllocMode,

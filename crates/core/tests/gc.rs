@@ -73,7 +73,10 @@ fn check_file(fs: &Fs, ino: Ino, versions: &[u32], what: &str) {
     for (i, &v) in versions.iter().enumerate() {
         let n = fs.read(ino, i as u64 * B as u64, &mut buf).unwrap();
         assert_eq!(n, B, "{what}: short read at block {i}");
-        assert!(buf == block(i as u64, v), "{what}: block {i} differs (version {v} expected)");
+        assert!(
+            buf == block(i as u64, v),
+            "{what}: block {i} differs (version {v} expected)"
+        );
     }
 }
 
@@ -101,14 +104,23 @@ fn random_overwrites(img: &Path, policy: GcPolicy, fill: f64, passes: f64, cp_ev
         let i = rng.below(blocks);
         versions[i as usize] += 1;
         let w = fs.write(ino, i * B as u64, &block(i, versions[i as usize]));
-        let w = w.unwrap_or_else(|e| panic!("{policy}: write {n} of {writes}: {e}; {:?}; {}", fs.gc_stats(), fs.info().unwrap()));
+        let w = w.unwrap_or_else(|e| {
+            panic!(
+                "{policy}: write {n} of {writes}: {e}; {:?}; {}",
+                fs.gc_stats(),
+                fs.info().unwrap()
+            )
+        });
         assert_eq!(w, B);
         if (n + 1) % cp_every == 0 {
             fs.write_checkpoint().unwrap();
         }
     }
     let stats = fs.gc_stats().unwrap();
-    assert!(stats.fg_calls > 0 && stats.sections_freed > 0, "{policy}: no GC ran: {stats:?}");
+    assert!(
+        stats.fg_calls > 0 && stats.sections_freed > 0,
+        "{policy}: no GC ran: {stats:?}"
+    );
     assert!(stats.data_blocks_moved > 0, "{policy}: {stats:?}");
     check_file(&fs, ino, &versions, &format!("{policy} before unmount"));
     fs.unmount().unwrap();
@@ -127,7 +139,14 @@ fn greedy_gc_sustains_random_overwrites_of_a_nearly_full_volume() {
 #[test]
 fn every_policy_sustains_overwrites_with_large_sections() {
     let dir = tempfile::tempdir().unwrap();
-    for policy in ["greedy", "cost-benefit", "prefer-data-v1", "prefer-data-v2", "weighted:1:512", "default"] {
+    for policy in [
+        "greedy",
+        "cost-benefit",
+        "prefer-data-v1",
+        "prefer-data-v2",
+        "weighted:1:512",
+        "default",
+    ] {
         let policy: GcPolicy = policy.parse().unwrap();
         let img = make_image(dir.path(), "p.img", 512 * MIB, 4);
         random_overwrites(&img, policy, 0.8, 1.5, 3000);

@@ -32,6 +32,7 @@ mod attr;
 mod checkpointer;
 mod dir_handles;
 mod errors;
+mod gc_thread;
 mod inode_map;
 mod kernel;
 mod open_files;
@@ -117,9 +118,17 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
         }
         _ => None,
     };
+    let cleaner = if !opts.read_only && fs.settings().background_gc != uf2fs_core::BackgroundGc::Off {
+        Some(gc_thread::GcThread::start(Arc::clone(&fs), uf2fs_core::BgTimes::default())?)
+    } else {
+        None
+    };
     let served = session.run();
-    // No background checkpoint may run beside the unmount checkpoint, and the thread's
-    // reference must be gone for the unmount to take the Fs.
+    // No background checkpoint or cleaning may run beside the unmount checkpoint, and
+    // the threads' references must be gone for the unmount to take the Fs.
+    if let Some(cleaner) = cleaner {
+        cleaner.stop();
+    }
     if let Some(checkpointer) = checkpointer {
         checkpointer.stop();
     }

@@ -244,7 +244,10 @@ mod tests {
         d.write_kind(14, &[0; BLOCK], WriteKind::UserNode).unwrap();
         let c = d.counts();
         assert_eq!((c.superblock, c.checkpoint, c.sit, c.nat, c.ssa), (2, 1, 1, 2, 1));
-        assert_eq!((c.gc_data, c.user_node, c.user_data, c.gc_node, c.main_other), (4, 1, 0, 0, 0));
+        assert_eq!(
+            (c.gc_data, c.user_node, c.user_data, c.gc_node, c.main_other),
+            (4, 1, 0, 0, 0)
+        );
         assert_eq!(c.total(), 12);
         assert_eq!(c.per_device, vec![9, 3]);
     }

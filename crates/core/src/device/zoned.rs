@@ -87,7 +87,9 @@ impl ZonedMemDevice {
 
 impl BlockDevice for ZonedMemDevice {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
-        check_range(blkaddr, buf.len(), self.opts.blocks, &|| "the zoned memory device".into())?;
+        check_range(blkaddr, buf.len(), self.opts.blocks, &|| {
+            "the zoned memory device".into()
+        })?;
         let s = self.lock();
         for (i, out) in buf.chunks_mut(BLOCK).enumerate() {
             match s.kept.get(&(blkaddr + i as u64)) {
@@ -103,7 +105,9 @@ impl BlockDevice for ZonedMemDevice {
     }
 
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
-        check_range(blkaddr, buf.len(), self.opts.blocks, &|| "the zoned memory device".into())?;
+        check_range(blkaddr, buf.len(), self.opts.blocks, &|| {
+            "the zoned memory device".into()
+        })?;
         let mut s = self.lock();
         let n = (buf.len() / BLOCK) as u64;
         // Check every zone touched before changing anything.

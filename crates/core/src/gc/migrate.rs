@@ -120,7 +120,10 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
         if e.block_addr == uf2fs_format::consts::NULL_ADDR || e.version != sum.version {
             return Err(corrupt(
                 addr,
-                format!("valid data block owned by node {} (version {}), which is gone", sum.nid, sum.version),
+                format!(
+                    "valid data block owned by node {} (version {}), which is gone",
+                    sum.nid, sum.version
+                ),
             ));
         }
         if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(sum.nid) {
@@ -139,7 +142,9 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
         let slot = sum.ofs_in_node as usize;
         let held = match &owners[&sum.nid] {
             Owner::Inode(i) => (slot < i.inode.addrs_per_inode()).then(|| i.slot(slot)),
-            Owner::Node { block, .. } => (slot < uf2fs_format::consts::ADDRS_PER_BLOCK).then(|| u32_at(block, 4 * slot)),
+            Owner::Node { block, .. } => {
+                (slot < uf2fs_format::consts::ADDRS_PER_BLOCK).then(|| u32_at(block, 4 * slot))
+            }
         };
         if held != Some(addr as u32) {
             return Err(corrupt(

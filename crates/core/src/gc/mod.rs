@@ -17,11 +17,13 @@
 //! sections drop to the pending need + 3 or when no data victim is left, cleared when a
 //! foreground pass ends.
 
+mod background;
 mod hotness;
 mod migrate;
 mod policy;
 mod victim;
 
+pub use background::{BgCleaner, BgOutcome, BgTimes};
 pub use migrate::Moved;
 pub use policy::GcPolicy;
 pub use victim::GcKind;
@@ -106,6 +108,8 @@ pub(crate) struct GcState {
     /// The default policy's death-rate estimate and the weights it gives.
     pub(crate) hotness: hotness::Hotness,
     pub(crate) weights: [u32; 2],
+    /// When the last operation started (the background cleaner's idle rule).
+    pub(crate) last_op: Option<std::time::Instant>,
 }
 
 impl Default for GcState {
@@ -117,6 +121,7 @@ impl Default for GcState {
             stats: GcStats::default(),
             hotness: Default::default(),
             weights: [1, 1],
+            last_op: None,
         }
     }
 }
@@ -206,7 +211,11 @@ impl Fs {
     /// there is room.
     pub(crate) fn balance_fs(&self) -> Result<()> {
         let rw = self.rw()?;
-        let enabled = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).enabled;
+        let enabled = {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.last_op = Some(std::time::Instant::now());
+            g.enabled
+        };
         if !enabled || self.enough_free_secs(rw, 0, 1) {
             return Ok(());
         }
@@ -328,7 +337,7 @@ impl Fs {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
                 let dirty = rw.pages.len() + self.nodes().dirty_node_count();
-                if kind == GcKind::Foreground && !flushed && dirty > 0 && !self.enough_free_secs(rw, 0, 1) {
+                if kind == GcKind::Foreground && !flushed && dirty > 0 {
                     self.gc_checkpoint(rw, writer)?;
                     flushed = true;
                     freed_since_cp = 0;
@@ -452,7 +461,10 @@ impl Fs {
     }
 
     fn free_sections(&self, rw: &ReadWrite) -> u32 {
-        rw.segs.lock().unwrap_or_else(PoisonError::into_inner).free_section_count()
+        rw.segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .free_section_count()
     }
 
     /// Sections the pending writes take (the kernel's `upper_secs` without the

@@ -91,14 +91,30 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for name in ["greedy", "cost-benefit", "atgc", "prefer-data-v1", "prefer-data-v2", "weighted:1:512", "default"] {
+        for name in [
+            "greedy",
+            "cost-benefit",
+            "atgc",
+            "prefer-data-v1",
+            "prefer-data-v2",
+            "weighted:1:512",
+            "default",
+        ] {
             assert_eq!(name.parse::<GcPolicy>().unwrap().to_string(), name);
         }
     }
 
     #[test]
     fn bad_names_are_refused_with_the_list() {
-        for bad in ["", "Greedy", "weighted", "weighted:1", "weighted:0:5", "weighted:1:x", "weighted:1:2:3"] {
+        for bad in [
+            "",
+            "Greedy",
+            "weighted",
+            "weighted:1",
+            "weighted:0:5",
+            "weighted:1:x",
+            "weighted:1:2:3",
+        ] {
             let e = bad.parse::<GcPolicy>().unwrap_err().to_string();
             assert!(e.contains("known: greedy"), "{bad}: {e}");
         }

@@ -169,7 +169,11 @@ mod tests {
 
     #[test]
     fn cost_benefit_prefers_old_sections_at_equal_utilisation() {
-        let c = [sec(0, 1000, false, 100), sec(1, 1000, false, 10), sec(2, 1200, false, 0)];
+        let c = [
+            sec(0, 1000, false, 100),
+            sec(1, 1000, false, 10),
+            sec(2, 1200, false, 0),
+        ];
         let sel = Selection {
             policy: GcPolicy::Greedy,
             kind: GcKind::Background,

@@ -84,7 +84,8 @@ impl SegmentManager {
         }
         let addr = self.geo.ssa_blkaddr + segno as u64;
         let b = read_block(dev, addr)?;
-        SummaryBlock::decode(&b).map_err(|e| Error::corrupt(format!("SSA block of segment {segno}"), Some(addr), e.to_string()))
+        SummaryBlock::decode(&b)
+            .map_err(|e| Error::corrupt(format!("SSA block of segment {segno}"), Some(addr), e.to_string()))
     }
 
     /// Block address of block `off` of segment `segno`.
