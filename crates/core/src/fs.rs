@@ -9,7 +9,8 @@
 //!    not move while one checks that a directory is not moved into itself;
 //! 3. per-inode locks: an operation takes the set of inodes it changes at once
 //!    ([`crate::namei::locks`]), so operations never wait for each other in a cycle;
-//! 4. the [`crate::pagecache::PageCache`] mutex (taken alone);
+//! 4. the [`crate::pagecache::PageCache`] mutex and the open-inode table
+//!    ([`crate::orphan`]), each taken alone;
 //! 5. the [`NodeManager`]'s own locks (dirty nodes, free nids, NAT table, caches);
 //! 6. the [`SegmentManager`] mutex;
 //! 7. the device.
@@ -19,6 +20,7 @@
 //! file system hold `cp_lock` shared and the file's inode lock, as a writer does (the
 //! page cache moves blocks to the device under those).
 
+use crate::checkpoint::roll_forward::check_nothing_to_roll_forward;
 use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
 use crate::data::Mapper;
@@ -70,6 +72,8 @@ pub(crate) struct ReadWrite {
     pub(crate) failed: Mutex<Option<String>>,
     /// State of the generator of inode generations (xorshift, seeded at open).
     pub(crate) generation_rng: std::sync::atomic::AtomicU64,
+    /// Open handles per inode and the orphan list.
+    pub(crate) open: crate::orphan::OpenInodes,
     /// Garbage-collection settings, state and counters.
     pub(crate) gc: Mutex<crate::gc::GcState>,
     /// 4 KiB blocks the users' writes covered (the WAF's denominator).
@@ -79,8 +83,10 @@ pub(crate) struct ReadWrite {
 /// How to open a file system.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OpenOptions {
-    /// Open for writing: the image must use only features uf2fs can write and must have
-    /// been cleanly unmounted.
+    /// Open for writing: the image must use only features uf2fs can write, and when it
+    /// was not cleanly unmounted, roll-forward recovery must have nothing to replay.
+    /// Orphans its checkpoint lists are freed at the open (durably at the next
+    /// checkpoint).
     pub read_write: bool,
 }
 
@@ -150,7 +156,7 @@ impl Fs {
 
     /// Open an image file or block device for reading and writing (see
     /// [`OpenOptions::read_write`]). Nothing is written until [`Fs::write_checkpoint`]
-    /// or [`Fs::unmount`].
+    /// or [`Fs::unmount`] (or an operation that needs room makes a checkpoint).
     pub fn open_rw(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
         Fs::open_with(image, more_devices, OpenOptions { read_write: true })
     }
@@ -203,6 +209,7 @@ impl Fs {
         let cps = load_checkpoint(dev.as_ref(), sb)?;
         if options.read_write {
             check_writable(sb, &cps.cp)?;
+            check_nothing_to_roll_forward(dev.as_ref(), sb, &cps)?;
         }
         let nodes = NodeManager::new(sb, &cps.cp, cps.nat_bitmap.clone(), &cps.nat_journal);
         let rw = if options.read_write {
@@ -224,6 +231,9 @@ impl Fs {
         let root = fs.inode(fs.root())?;
         if root.kind()? != FileKind::Dir {
             return Err(Error::corrupt("root inode", None, "is not a directory"));
+        }
+        if fs.rw.is_some() && !fs.cps.orphans.is_empty() {
+            fs.reclaim_orphans(&fs.cps.orphans.clone())?;
         }
         Ok(fs)
     }
@@ -252,6 +262,16 @@ impl Fs {
         }
     }
 
+    /// The orphan list (inodes without links kept for their open handles, see
+    /// [`crate::orphan`]): of the live file system when read-write, else of the
+    /// checkpoint it was opened from.
+    pub fn orphan_inodes(&self) -> Vec<Ino> {
+        match &self.rw {
+            Some(rw) => rw.open.orphans(),
+            None => self.cps.orphans.clone(),
+        }
+    }
+
     /// Whether the file system was opened read-write.
     pub fn is_read_write(&self) -> bool {
         self.rw.is_some()
@@ -270,12 +290,14 @@ impl Fs {
         self.checkpoint_as(false)
     }
 
-    /// Writes an unmount checkpoint (`CP_UMOUNT_FLAG`, node summaries in the pack) and
-    /// closes the file system. A read-only file system just closes. Dropping a
-    /// read-write `Fs` without unmounting writes nothing: the image stays at its last
-    /// checkpoint, as after a power cut.
+    /// Gives back every open handle (freeing the orphans they kept), writes an unmount
+    /// checkpoint (`CP_UMOUNT_FLAG`, node summaries in the pack, no orphans) and closes
+    /// the file system. A read-only file system just closes. Dropping a read-write `Fs`
+    /// without unmounting writes nothing: the image stays at its last checkpoint, as
+    /// after a power cut (its orphans are freed at the next read-write open).
     pub fn unmount(self) -> Result<()> {
         if self.rw.is_some() {
+            self.release_all()?;
             self.checkpoint_as(true)?;
         }
         Ok(())
@@ -302,12 +324,15 @@ impl Fs {
                 .write_dirty_nodes(self.dev.as_ref(), &self.sbc.sb, &rw.segs, cp_ver)?;
             Ok(())
         };
+        // No operation runs under the exclusive cp_lock: the list matches the nodes.
+        let orphans = rw.open.orphans();
         let report = writer.write(
             self.dev.as_ref(),
             &self.sbc.sb,
             &self.nodes,
             &rw.segs,
             umount,
+            &orphans,
             &before_nat,
         )?;
         // Sections freed by this checkpoint are discarded (zones reset) only now that
@@ -636,6 +661,7 @@ fn open_for_writing(
         cp_timer: crate::checkpoint::periodic::CheckpointTimer::new(cps.cp.checkpoint_ver),
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
+        open: crate::orphan::OpenInodes::new(crate::orphan::max_orphans(sb)),
         gc: Mutex::new(Default::default()),
         user_blocks: Default::default(),
     })

@@ -24,7 +24,7 @@ use crate::{Error, Result};
 use std::sync::{Mutex, PoisonError};
 use uf2fs_format::checkpoint::{
     Checkpoint, CP_CRC_RECOVERY_FLAG, CP_DISABLED_FLAG, CP_DISABLED_QUICK_FLAG, CP_ERROR_FLAG, CP_FSCK_FLAG,
-    CP_LARGE_NAT_BITMAP_FLAG, CP_NOCRC_RECOVERY_FLAG, CP_QUOTA_NEED_FSCK_FLAG, CP_RESIZEFS_FLAG, CP_UMOUNT_FLAG,
+    CP_LARGE_NAT_BITMAP_FLAG, CP_NOCRC_RECOVERY_FLAG, CP_QUOTA_NEED_FSCK_FLAG, CP_RESIZEFS_FLAG,
 };
 use uf2fs_format::consts::NR_CURSEG_DATA_TYPE;
 use uf2fs_format::superblock::{
@@ -45,8 +45,9 @@ pub const WRITABLE_FEATURES: u32 = FEATURE_EXTRA_ATTR
 const KEPT_FLAGS: u32 = CP_LARGE_NAT_BITMAP_FLAG | CP_CRC_RECOVERY_FLAG | CP_NOCRC_RECOVERY_FLAG;
 
 /// Refuses to open for writing what uf2fs cannot write yet: features beyond
-/// [`WRITABLE_FEATURES`], checkpoints marked for fsck, and checkpoints not written by a
-/// clean unmount (they may need roll-forward recovery).
+/// [`WRITABLE_FEATURES`], checkpoints marked for fsck, and checkpoints written with
+/// checkpoints disabled. A checkpoint not written by a clean unmount is judged by
+/// [`super::roll_forward::check_nothing_to_roll_forward`], which needs the device.
 pub fn check_writable(sb: &Superblock, cp: &Checkpoint) -> Result<()> {
     for &(bit, name) in FEATURES {
         if sb.feature & bit != 0 && WRITABLE_FEATURES & bit == 0 {
@@ -80,14 +81,6 @@ pub fn check_writable(sb: &Superblock, cp: &Checkpoint) -> Result<()> {
             detail:
                 "the image was written with checkpoints disabled; mount it with Linux F2FS first, or open it read-only"
                     .into(),
-        });
-    }
-    if cp.ckpt_flags & CP_UMOUNT_FLAG == 0 {
-        return Err(Error::Unsupported {
-            feature: "roll-forward recovery",
-            detail: "the image was not cleanly unmounted and uf2fs cannot recover fsync'ed writes yet; \
-                     run fsck.f2fs (or mount it with Linux F2FS) first, or open it read-only"
-                .into(),
         });
     }
     Ok(())
@@ -161,8 +154,10 @@ impl CheckpointWriter {
         &self.last
     }
 
-    /// Writes a checkpoint (an unmount checkpoint with `umount`). After a failure every
-    /// later call fails: memory is ahead of the disk.
+    /// Writes a checkpoint (an unmount checkpoint with `umount`) recording `orphans` in
+    /// its orphan blocks. After a failure every later call fails: memory is ahead of
+    /// the disk.
+    #[allow(clippy::too_many_arguments)]
     pub fn write(
         &mut self,
         dev: &dyn BlockDevice,
@@ -170,6 +165,7 @@ impl CheckpointWriter {
         nodes: &NodeManager,
         segs: &Mutex<SegmentManager>,
         umount: bool,
+        orphans: &[u32],
         before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
         if let Some(why) = &self.failed {
@@ -177,7 +173,7 @@ impl CheckpointWriter {
                 "an earlier checkpoint failed ({why}); reopen the image"
             )));
         }
-        self.write_inner(dev, sb, nodes, segs, umount, before_nat)
+        self.write_inner(dev, sb, nodes, segs, (umount, orphans), before_nat)
             .inspect_err(|e| {
                 self.failed = Some(e.to_string());
             })
@@ -191,7 +187,7 @@ impl CheckpointWriter {
         sb: &Superblock,
         nodes: &NodeManager,
         segs: &Mutex<SegmentManager>,
-        umount: bool,
+        (umount, orphans): (bool, &[u32]),
         before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
         before_nat(self.last.cp.checkpoint_ver.wrapping_add(1))?;
@@ -205,7 +201,7 @@ impl CheckpointWriter {
             flush: nat,
         };
         let mut segs = segs.lock().unwrap_or_else(PoisonError::into_inner);
-        self.write_locked(dev, sb, nat_side, &mut segs, umount)
+        self.write_locked(dev, sb, nat_side, &mut segs, (umount, orphans))
     }
 
     fn write_locked(
@@ -214,7 +210,7 @@ impl CheckpointWriter {
         sb: &Superblock,
         nat: NatSide,
         segs: &mut SegmentManager,
-        umount: bool,
+        (umount, orphans): (bool, &[u32]),
     ) -> Result<CheckpointReport> {
         segs.prepare_checkpoint(dev)?;
         let sit = segs.flush_sit(dev, true)?;
@@ -227,7 +223,7 @@ impl CheckpointWriter {
             segment_count_nat: sb.segment_count_nat,
             nat_bitmap: &nat.bitmap,
             sit_bitmap: segs.sit_bitmap(),
-            orphans: &self.last.orphans,
+            orphans,
             nat_journal: &nat.flush.journal,
             sit_journal: &sit.journal,
             data_logs,
@@ -262,7 +258,7 @@ impl CheckpointWriter {
             nat_bitmap: nat.bitmap,
             nat_journal: nat.flush.journal,
             sit_journal: sit.journal,
-            orphans: std::mem::take(&mut self.last.orphans),
+            orphans: orphans.to_vec(),
         };
         Ok(report)
     }

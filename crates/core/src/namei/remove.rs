@@ -1,6 +1,6 @@
 //! Removing names: unlink and rmdir. The last link of an inode gone, its blocks and
-//! nodes are freed at once (an inode still open elsewhere would go to the orphan list;
-//! open files are the FUSE step's business).
+//! nodes are freed at once, unless it is open: then it becomes an orphan, freed at its
+//! last release ([`crate::orphan`]).
 
 use super::{check_name, dentry, Op};
 use crate::inode::now;
@@ -8,7 +8,8 @@ use crate::{Error, Fs, Ino, Result};
 
 impl Fs {
     /// Removes name `name` (not a directory) from `dir`; the inode goes when its last
-    /// link does.
+    /// link does and no handle holds it ([`Error::NoSpace`] when it is held and the
+    /// orphan list is full).
     pub fn unlink(&self, dir: Ino, name: &[u8]) -> Result<()> {
         check_name(name)?;
         if name == b"." || name == b".." {
@@ -19,7 +20,8 @@ impl Fs {
         op.end(r)
     }
 
-    /// Removes the empty directory `name` from `dir` ([`Error::NotEmpty`] otherwise).
+    /// Removes the empty directory `name` from `dir` ([`Error::NotEmpty`] otherwise); a
+    /// directory still open becomes an orphan, as a file does.
     pub fn rmdir(&self, dir: Ino, name: &[u8]) -> Result<()> {
         check_name(name)?;
         match name {
@@ -35,7 +37,9 @@ impl Fs {
 
 impl Op<'_> {
     /// Unlink (`want_dir` false) or rmdir (true): the entry goes, then the link counts
-    /// drop as F2FS's `f2fs_drop_nlink` drops them, then a last link frees the inode.
+    /// drop as F2FS's `f2fs_drop_nlink` drops them, then a last link frees the inode or,
+    /// when it is open, makes it an orphan (its slot taken before any change, as
+    /// F2FS's `f2fs_acquire_orphan_inode`).
     fn remove(&mut self, dir: Ino, name: &[u8], want_dir: bool) -> Result<()> {
         let (_g, child) = self.lock_entry(dir, name)?;
         let mut d = self.load_dir(dir)?;
@@ -52,6 +56,8 @@ impl Op<'_> {
         }
         // The dentry block, the directory's inode and direct node, the child's inode.
         self.ensure_room_as(super::need([1, 0, 0, 3, 1, 0], 0), 0, true)?;
+        let drop = if is_dir { 2 } else { 1 };
+        let orphan = self.orphan_slot(child, c.inode.links.saturating_sub(drop))?;
         self.commit();
         dentry::remove(&mut self.t, &mut d, &e)?;
         let t = now();
@@ -68,7 +74,7 @@ impl Op<'_> {
             c.inode.size = 0;
         }
         if c.inode.links == 0 {
-            self.t.free_inode(&c)
+            self.drop_last_link(c, orphan)
         } else {
             self.t.store_inode(c)
         }

@@ -97,6 +97,15 @@ impl<'a> Op<'a> {
         // directory's "..", four inodes.
         let extra = super::insert_need(&inodes[&n.dst_dir]).plus(&super::need([2, 0, 0, 3, 2, 0], 0));
         self.ensure_room(extra, super::INSERT_NIDS)?;
+        // A plain rename over a name takes a link of the inode it named (two of a
+        // directory); one left with none that is open becomes an orphan.
+        let mut orphan = match target {
+            Some(t) if flags & RENAME_EXCHANGE == 0 => {
+                let drop = if s_dir { 2 } else { 1 };
+                self.orphan_slot(t, inodes[&t].inode.links.saturating_sub(drop))?
+            }
+            _ => None,
+        };
         self.commit();
         if flags & RENAME_EXCHANGE != 0 {
             let dst = found
@@ -107,9 +116,10 @@ impl<'a> Op<'a> {
         } else {
             self.move_entry(n, &found, &mut inodes)?;
         }
-        for (_, i) in inodes {
+        for (ino, i) in inodes {
             if i.inode.links == 0 {
-                self.t.free_inode(&i)?;
+                let slot = if Some(ino) == target { orphan.take() } else { None };
+                self.drop_last_link(i, slot)?;
             } else {
                 self.t.store_inode(i)?;
             }

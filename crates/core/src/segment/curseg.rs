@@ -136,7 +136,7 @@ pub fn load_logs(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) 
     }
     for n in 0..NR_CURSEG_NODE_TYPE {
         let (segno, next_blkoff, alloc_type) = pos[NR_CURSEG_DATA_TYPE + n];
-        let sum = node_summary(dev, sb, cps, n, segno)?;
+        let sum = node_summary(dev, sb, cps, n, pos[NR_CURSEG_DATA_TYPE + n])?;
         out.push(CurSeg {
             segno,
             next_blkoff,
@@ -213,7 +213,7 @@ fn node_summary(
     sb: &Superblock,
     cps: &CheckpointState,
     n: usize,
-    segno: u32,
+    (segno, next_blkoff, alloc_type): (u32, u16, u8),
 ) -> Result<Vec<Summary>> {
     if cps.cp.has_flag(CP_UMOUNT_FLAG) {
         let at = from_pack_end(cps, NR_CURSEG_NODE_TYPE as u64, n as u64);
@@ -226,9 +226,24 @@ fn node_summary(
         }
         return summary_entries(dev, at, Some(SUM_TYPE_NODE), "node summary");
     }
-    // Without a clean unmount the kernel rebuilds node summaries from the node footers
-    // (roll-forward recovery); uf2fs does not write such images, and reads the SSA.
-    summary_entries(dev, sb.ssa_blkaddr as u64 + segno as u64, None, "node summary (SSA)")
+    // Without a clean unmount the pack has no node summaries and the segment's SSA
+    // slot is only written when the log leaves it: rebuild them from the node footers
+    // of the blocks written so far (all of an SSR log's), as the kernel's
+    // `f2fs_restore_node_summary` does.
+    let used = if alloc_type == ALLOC_SSR {
+        BLOCKS_PER_SEG as u64
+    } else {
+        next_blkoff as u64
+    };
+    let start = sb.main_blkaddr as u64 + segno as u64 * BLOCKS_PER_SEG as u64;
+    let blocks = read_blocks(dev, start, used)?;
+    let mut sum = vec![Summary::default(); ENTRIES_IN_SUM];
+    for (entry, block) in sum.iter_mut().zip(blocks.chunks(BLOCK)) {
+        let footer = uf2fs_format::node::NodeFooter::decode(block)
+            .map_err(|e| Error::corrupt("node block", Some(start), e.to_string()))?;
+        entry.nid = footer.nid;
+    }
+    Ok(sum)
 }
 
 fn summary_entries(dev: &dyn BlockDevice, at: u64, want_type: Option<u8>, what: &str) -> Result<Vec<Summary>> {

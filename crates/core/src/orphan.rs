@@ -1,0 +1,395 @@
+//! Open inodes and orphans, as F2FS keeps them (checkpoint.c's orphan list, namei.c's
+//! unlink, inode.c's eviction).
+//!
+//! A read-write file system counts the open handles of every inode
+//! ([`Fs::open_file`], [`Fs::release_file`]). When unlink, rmdir or a rename over a
+//! name takes the last link of an inode that is open, its entry goes and its link count
+//! drops to 0, but its inode, nodes and data stay and its number joins the orphan list:
+//! reads, writes, stat, fsync and truncate through the number keep working. Its last
+//! release frees it as an unlink frees an inode no one holds, and it leaves the list.
+//!
+//! Every checkpoint records the list in its pack's orphan blocks
+//! (`CP_ORPHAN_PRESENT_FLAG`), so that after a crash the next read-write open frees
+//! what was orphaned ([`Fs::reclaim_orphans`], as the kernel's
+//! `f2fs_recover_orphan_inodes`); an unmount releases every handle first, so clean
+//! images hold no orphans. The list is bounded as the kernel bounds it: its blocks
+//! must fit the checkpoint pack, and an unlink that would pass the bound fails with
+//! [`Error::NoSpace`] before it changes anything.
+//!
+//! Locking: the table has its own mutex, taken alone and briefly (after the inode
+//! locks in the lock order of fs.rs). Handle counts change under the inode's lock, so
+//! an open, a release and an unlink of one inode never interleave.
+
+use crate::inode::InodeMut;
+use crate::namei::Op;
+use crate::{Error, Fs, Ino, Result};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use uf2fs_format::consts::{F2FS_ORPHANS_PER_BLOCK, NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE, NULL_ADDR};
+use uf2fs_format::superblock::Superblock;
+
+/// Checkpoint packs per volume (both live in the checkpoint area).
+const CP_PACKS: u64 = 2;
+
+/// Most orphans a checkpoint can record, as the kernel's `max_orphans`: the blocks of
+/// a pack segment left after the two checkpoint blocks, the six logs' summary blocks
+/// and the payload, 1020 inode numbers each.
+pub fn max_orphans(sb: &Superblock) -> usize {
+    orphan_capacity(sb.blocks_per_seg(), sb.cp_payload)
+}
+
+/// [`max_orphans`] for segments of `blocks_per_seg` blocks and `cp_payload` payload
+/// blocks.
+fn orphan_capacity(blocks_per_seg: u32, cp_payload: u32) -> usize {
+    let logs = (NR_CURSEG_DATA_TYPE + NR_CURSEG_NODE_TYPE) as u64;
+    let blocks = (blocks_per_seg as u64).saturating_sub(CP_PACKS + logs + cp_payload as u64);
+    blocks as usize * F2FS_ORPHANS_PER_BLOCK
+}
+
+/// Open handles per inode and the orphan list of a read-write file system.
+pub(crate) struct OpenInodes {
+    state: Mutex<State>,
+}
+
+/// What [`OpenInodes`] guards.
+#[derive(Default)]
+struct State {
+    /// Open handles per inode (inodes without handles are absent).
+    handles: HashMap<Ino, u64>,
+    /// Inodes without links kept for their handles.
+    orphans: BTreeSet<Ino>,
+    /// Orphan slots taken by running operations (the kernel's acquire step).
+    reserved: usize,
+    /// Most orphans the list may hold.
+    max_orphans: usize,
+}
+
+/// An orphan slot taken before an operation changes anything; given back when dropped
+/// unless [`OrphanSlot::fill`]ed.
+pub(crate) struct OrphanSlot<'a> {
+    table: &'a OpenInodes,
+}
+
+impl OrphanSlot<'_> {
+    /// Puts `ino` on the orphan list in this slot.
+    fn fill(self, ino: Ino) {
+        let mut s = self.table.lock();
+        s.reserved -= 1;
+        s.orphans.insert(ino);
+        drop(s);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for OrphanSlot<'_> {
+    fn drop(&mut self) {
+        self.table.lock().reserved -= 1;
+    }
+}
+
+impl OpenInodes {
+    /// An empty table whose orphan list holds at most `max_orphans` inodes.
+    pub(crate) fn new(max_orphans: usize) -> OpenInodes {
+        OpenInodes {
+            state: Mutex::new(State {
+                max_orphans,
+                ..State::default()
+            }),
+        }
+    }
+
+    /// Lowers the bound (tests reach a full list without half a million files).
+    #[cfg(test)]
+    fn set_max_orphans(&self, max_orphans: usize) {
+        self.lock().max_orphans = max_orphans;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `ino` has open handles.
+    pub(crate) fn is_open(&self, ino: Ino) -> bool {
+        self.lock().handles.contains_key(&ino)
+    }
+
+    /// One handle more on `ino`.
+    fn opened(&self, ino: Ino) {
+        *self.lock().handles.entry(ino).or_insert(0) += 1;
+    }
+
+    /// One handle fewer on `ino`; true when it was the last one of an orphan (which the
+    /// caller then frees). [`Error::Invalid`] when `ino` has no handles.
+    fn closed(&self, ino: Ino) -> Result<bool> {
+        let mut s = self.lock();
+        let n = s
+            .handles
+            .get_mut(&ino)
+            .ok_or_else(|| Error::Invalid(format!("release of inode {ino}, which is not open")))?;
+        *n -= 1;
+        if *n > 0 {
+            return Ok(false);
+        }
+        s.handles.remove(&ino);
+        Ok(s.orphans.contains(&ino))
+    }
+
+    /// Takes an orphan slot ([`Error::NoSpace`] when the list is full).
+    pub(crate) fn reserve(&self) -> Result<OrphanSlot<'_>> {
+        let mut s = self.lock();
+        if s.orphans.len() + s.reserved >= s.max_orphans {
+            return Err(Error::NoSpace(format!(
+                "the orphan list is full ({} unlinked inodes still open)",
+                s.max_orphans
+            )));
+        }
+        s.reserved += 1;
+        Ok(OrphanSlot { table: self })
+    }
+
+    /// Takes `ino` off the orphan list.
+    fn forget_orphan(&self, ino: Ino) {
+        self.lock().orphans.remove(&ino);
+    }
+
+    /// The orphan list, in inode order.
+    pub(crate) fn orphans(&self) -> Vec<Ino> {
+        self.lock().orphans.iter().copied().collect()
+    }
+
+    /// Forgets every handle; returns the orphans, which no handle keeps any more.
+    fn close_all(&self) -> Vec<Ino> {
+        let mut s = self.lock();
+        s.handles.clear();
+        s.orphans.iter().copied().collect()
+    }
+}
+
+impl Fs {
+    /// Records one more open handle on inode `ino` (a FUSE open, create or opendir):
+    /// while it has handles, losing its last link makes it an orphan instead of freeing
+    /// it. [`Error::NotFound`] when the inode is not allocated (it went between a lookup
+    /// and the open). A read-only file system counts nothing: its inodes cannot go.
+    pub fn open_file(&self, ino: Ino) -> Result<()> {
+        let Ok(rw) = self.rw() else {
+            self.stat(ino)?;
+            return Ok(());
+        };
+        let _g = rw.locks.lock(&[ino]);
+        self.check_allocated(ino)?;
+        rw.open.opened(ino);
+        Ok(())
+    }
+
+    /// Gives back a handle taken with [`Fs::open_file`]. The last handle of an orphan
+    /// frees it (data, nodes, inode) and takes it off the orphan list. [`Error::Invalid`]
+    /// when `ino` has no handles; nothing on a read-only file system.
+    pub fn release_file(&self, ino: Ino) -> Result<()> {
+        let Ok(rw) = self.rw() else {
+            return Ok(());
+        };
+        // The operation comes first (cp_lock before inode locks), though only the last
+        // handle of an orphan needs it; a failed file system still counts the release.
+        let op = self.begin_op();
+        let g = rw.locks.lock(&[ino]);
+        if !rw.open.closed(ino)? {
+            return Ok(());
+        }
+        let mut op = op?;
+        let r = op.free_orphan(ino);
+        drop(g);
+        op.end(r)
+    }
+
+    /// Frees the orphans a checkpoint recorded (at a read-write open, before anyone
+    /// else can reach the file system); the next checkpoint records the empty list.
+    /// Each must be an allocated inode without links: anything else is
+    /// [`Error::Corrupt`] and the open fails.
+    pub(crate) fn reclaim_orphans(&self, inos: &[Ino]) -> Result<()> {
+        let mut inos = inos.to_vec();
+        inos.sort_unstable();
+        inos.dedup();
+        for ino in inos {
+            let shown = || format!("orphan inode {ino}");
+            self.check_allocated(ino).map_err(|_| {
+                Error::corrupt(
+                    shown(),
+                    None,
+                    "is on the checkpoint's orphan list but not allocated; run fsck.f2fs",
+                )
+            })?;
+            let mut op = self.begin_op()?;
+            let r = op.reclaim(ino);
+            op.end(r)?;
+        }
+        Ok(())
+    }
+
+    /// Gives back every handle and frees every orphan (before an unmount checkpoint).
+    pub(crate) fn release_all(&self) -> Result<()> {
+        let rw = self.rw()?;
+        for ino in rw.open.close_all() {
+            let mut op = self.begin_op()?;
+            let g = rw.locks.lock(&[ino]);
+            let r = op.free_orphan(ino);
+            drop(g);
+            op.end(r)?;
+        }
+        Ok(())
+    }
+
+    /// [`Error::NotFound`] unless inode `ino` is allocated (its NAT entry names it and
+    /// points at a block).
+    fn check_allocated(&self, ino: Ino) -> Result<()> {
+        let e = self
+            .nodes()
+            .nat_entry(self.device(), ino)
+            .map_err(|_| Error::NotFound(format!("inode {ino}")))?;
+        if e.block_addr == NULL_ADDR || e.ino != ino {
+            return Err(Error::NotFound(format!("inode {ino}")));
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Op<'a> {
+    /// Before an operation's first change: when inode `ino` is open and keeps
+    /// `links_after` links (none), an orphan slot for it; [`Error::NoSpace`] when the
+    /// orphan list is full. The caller holds `ino`'s lock, so no open or release can
+    /// change the answer before [`Op::drop_last_link`].
+    pub(crate) fn orphan_slot(&self, ino: Ino, links_after: u32) -> Result<Option<OrphanSlot<'a>>> {
+        let rw: &'a crate::fs::ReadWrite = self.rw;
+        if links_after == 0 && rw.open.is_open(ino) {
+            return rw.open.reserve().map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Inode `i` lost its last link: with a slot (it is open) it is stored without
+    /// links and becomes an orphan; without, it is freed with all it holds.
+    pub(crate) fn drop_last_link(&mut self, i: InodeMut, slot: Option<OrphanSlot<'_>>) -> Result<()> {
+        match slot {
+            Some(slot) => {
+                let ino = i.ino;
+                self.t.store_inode(i)?;
+                slot.fill(ino);
+                Ok(())
+            }
+            None => self.t.free_inode(&i),
+        }
+    }
+
+    /// Frees orphan `ino` (its last handle went) and takes it off the list. The caller
+    /// holds `ino`'s lock.
+    fn free_orphan(&mut self, ino: Ino) -> Result<()> {
+        let rw = self.rw;
+        let i = self.load(ino)?;
+        self.commit();
+        self.t.free_inode(&i)?;
+        rw.open.forget_orphan(ino);
+        Ok(())
+    }
+
+    /// Frees orphan `ino` of the opened checkpoint.
+    fn reclaim(&mut self, ino: Ino) -> Result<()> {
+        let rw = self.rw;
+        let _g = rw.locks.lock(&[ino]);
+        let i = self.load(ino)?;
+        if i.inode.links != 0 {
+            return Err(Error::corrupt(
+                format!("orphan inode {ino}"),
+                None,
+                format!(
+                    "is on the checkpoint's orphan list but has {} links; run fsck.f2fs",
+                    i.inode.links
+                ),
+            ));
+        }
+        self.commit();
+        self.t.free_inode(&i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_count_and_the_last_close_of_an_orphan_says_so() {
+        let t = OpenInodes::new(2);
+        t.opened(7);
+        t.opened(7);
+        assert!(t.is_open(7));
+        let slot = t.reserve().unwrap();
+        slot.fill(7);
+        assert_eq!(t.orphans(), vec![7]);
+        assert!(!t.closed(7).unwrap());
+        assert!(t.closed(7).unwrap(), "the last handle of an orphan");
+        assert!(!t.is_open(7));
+        assert!(matches!(t.closed(7), Err(Error::Invalid(_))));
+        t.forget_orphan(7);
+        assert!(t.orphans().is_empty());
+        t.opened(8);
+        assert!(!t.closed(8).unwrap(), "not an orphan");
+    }
+
+    #[test]
+    fn slots_are_bounded_and_come_back_when_unused() {
+        let t = OpenInodes::new(2);
+        let a = t.reserve().unwrap();
+        let b = t.reserve().unwrap();
+        assert!(matches!(t.reserve(), Err(Error::NoSpace(_))));
+        drop(b);
+        a.fill(3);
+        let c = t.reserve().unwrap();
+        assert!(matches!(t.reserve(), Err(Error::NoSpace(_))));
+        drop(c);
+        t.opened(3);
+        assert_eq!(t.close_all(), vec![3]);
+        assert!(!t.is_open(3));
+    }
+
+    #[test]
+    fn unlinks_and_renames_past_a_full_orphan_list_change_nothing() {
+        use crate::device::MemDevice;
+        use crate::mkfs::{mkfs, MkfsOptions};
+        let tmp = tempfile::tempdir().unwrap();
+        let img = tmp.path().join("img");
+        let opts = MkfsOptions {
+            size_bytes: Some(64 << 20),
+            ..MkfsOptions::default()
+        };
+        mkfs(&img, &opts).unwrap();
+        let dev = MemDevice::new(std::fs::read(&img).unwrap());
+        let fs = Fs::open_device_with(Box::new(dev), "mem", crate::OpenOptions { read_write: true }).unwrap();
+        fs.rw().unwrap().open.set_max_orphans(1);
+        let root = fs.root();
+        let a = fs.create(root, b"a", 0o644, 0, 0).unwrap().ino;
+        let b = fs.create(root, b"b", 0o644, 0, 0).unwrap().ino;
+        fs.create(root, b"c", 0o644, 0, 0).unwrap();
+        fs.write(b, 0, b"kept").unwrap();
+        for ino in [a, b] {
+            fs.open_file(ino).unwrap();
+        }
+        fs.unlink(root, b"a").unwrap();
+        assert!(matches!(fs.unlink(root, b"b"), Err(Error::NoSpace(_))));
+        assert!(matches!(fs.rename(root, b"c", root, b"b", 0), Err(Error::NoSpace(_))));
+        assert_eq!(fs.lookup(root, b"b").unwrap(), b);
+        assert_eq!(fs.stat(b).unwrap().nlink, 1);
+        assert!(fs.lookup(root, b"c").is_ok());
+        assert_eq!(fs.orphan_inodes(), vec![a]);
+        fs.release_file(a).unwrap();
+        fs.rename(root, b"c", root, b"b", 0).unwrap();
+        assert_eq!(fs.orphan_inodes(), vec![b]);
+        let mut buf = [0u8; 8];
+        assert_eq!(fs.read(b, 0, &mut buf).unwrap(), 4);
+        fs.unmount().unwrap();
+    }
+
+    #[test]
+    fn the_bound_is_the_kernels() {
+        assert_eq!(orphan_capacity(512, 0), (512 - 2 - 6) * 1020);
+        assert_eq!(orphan_capacity(512, 3), (512 - 2 - 6 - 3) * 1020);
+        assert_eq!(orphan_capacity(4, 0), 0);
+    }
+}
