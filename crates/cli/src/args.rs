@@ -29,7 +29,7 @@ impl Cli {
             | Command::Cat { devices, .. }
             | Command::Extract { devices, .. }
             | Command::Mount { devices, .. } => &devices.devices,
-            Command::Mkfs { .. } => &[],
+            Command::Mkfs { .. } | Command::Status { .. } => &[],
         };
         self.devices.devices.iter().chain(after).cloned().collect()
     }
@@ -46,6 +46,12 @@ pub struct DeviceArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Print what a running uf2fs mount wrote and what its garbage collection did
+    /// (user and device blocks by kind, WAF, GC calls, victims, blocks moved).
+    Status {
+        /// Mountpoint of a uf2fs mount.
+        mountpoint: PathBuf,
+    },
     /// Print the superblock, checkpoint and geometry summary of an image.
     Info {
         /// Image file or block device.

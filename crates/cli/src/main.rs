@@ -14,6 +14,7 @@ mod mount_options;
 mod mountinfo;
 mod names;
 mod output;
+mod status;
 
 use anyhow::Context;
 use args::{Cli, Command};
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let devices = cli.all_devices();
     match cli.command {
+        Command::Status { mountpoint } => status::run(&mountpoint),
         Command::Info { image, .. } => info(&open_fs(&image, &devices)?),
         Command::Ls {
             long,

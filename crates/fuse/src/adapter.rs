@@ -296,6 +296,11 @@ impl F2fsFuse {
 
     /// Extended attribute `name` of `node`.
     fn xattr_value(&self, node: INodeNo, name: &OsStr) -> Result<Vec<u8>, Errno> {
+        // The mount's status, asked for by `uf2fs status` on the mount's root (a name
+        // in no xattr namespace, so no stored attribute can have it; never listed).
+        if node == INodeNo::ROOT && name.as_bytes() == crate::STATUS_XATTR.as_bytes() {
+            return self.fs.status_report().map(String::into_bytes).or_errno();
+        }
         let ino = self.inos.to_core(node)?;
         self.fs
             .get_xattr(ino, name.as_bytes())

@@ -49,6 +49,11 @@ use fuser::{Config, MountOption, SessionACL};
 
 pub use uf2fs_core;
 
+/// Name of the extended attribute of a mount's root directory that holds the mount's
+/// status report (`uf2fs status`; see [`uf2fs_core::Fs::status_report`]). It is in no
+/// xattr namespace, so it cannot clash with a stored attribute, and it is not listed.
+pub const STATUS_XATTR: &str = "uf2fs.status";
+
 /// The kernel's default periodic checkpoint interval (sysfs `cp_interval`).
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 

@@ -21,6 +21,7 @@ mod background;
 mod hotness;
 mod migrate;
 mod policy;
+mod status;
 mod victim;
 
 pub use background::{BgCleaner, BgOutcome, BgTimes};
@@ -183,6 +184,11 @@ impl Fs {
             valid_blocks: valid,
             main_blocks: main,
         })
+    }
+
+    /// The victim policy in force (read-write only).
+    pub fn gc_policy(&self) -> Result<GcPolicy> {
+        Ok(self.rw()?.gc.lock().unwrap_or_else(PoisonError::into_inner).policy)
     }
 
     /// GC counters since open.
@@ -399,10 +405,11 @@ impl Fs {
     /// The patches pass the prefree *segment* count where sections are meant; kept.
     fn select_victim(&self, rw: &ReadWrite, policy: GcPolicy, kind: GcKind) -> Result<Option<SectionInfo>> {
         let mut candidates = Vec::new();
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .visit_victim_candidates(|s| candidates.push(s));
+        let now_secs = {
+            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            segs.visit_victim_candidates(|s| candidates.push(s));
+            segs.elapsed_secs()
+        };
         let weights = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).weights;
         loop {
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
@@ -411,6 +418,7 @@ impl Fs {
                 kind,
                 node_clean,
                 weights,
+                now_secs,
             };
             let found = victim::pick(&candidates, sel);
             let seed_rules = match policy {

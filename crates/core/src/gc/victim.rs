@@ -11,6 +11,9 @@
 //!   so that weighting makes a section less attractive);
 //! - prefer-data-v1/v2: node sections never chosen unless node cleaning is on (v1 in
 //!   the foreground only);
+//! - atgc: greedy in the foreground; in the background the kernel's age-threshold
+//!   choice among the oldest candidates past 7 days (uf2fs keeps no separate ATGC log:
+//!   moved blocks go to the cold data log as with the other policies);
 //! - default: greedy or cost-benefit weighted as `weighted`, with the weights measured
 //!   from the workload (see [`super::hotness`]).
 
@@ -37,6 +40,47 @@ pub struct Selection {
     pub node_clean: bool,
     /// The default policy's measured weights (data, node).
     pub weights: [u32; 2],
+    /// Now, on the SIT's age clock (seconds; ATGC's age threshold uses it).
+    pub now_secs: u64,
+}
+
+/// ATGC: sections younger than this are not candidates (the kernel's
+/// `DEF_GC_THREAD_AGE_THRESHOLD`, 7 days).
+pub const ATGC_AGE_THRESHOLD_SECS: u64 = 7 * 24 * 3600;
+/// ATGC: share of the oldest candidates examined, in percent
+/// (`DEF_GC_THREAD_CANDIDATE_RATIO`).
+pub const ATGC_CANDIDATE_RATIO: usize = 20;
+/// ATGC: most candidates examined (`DEF_GC_THREAD_MAX_CANDIDATE_COUNT`).
+pub const ATGC_MAX_CANDIDATES: usize = 10;
+/// ATGC: weight of age against free space, in percent (`DEF_GC_THREAD_AGE_WEIGHT`).
+pub const ATGC_AGE_WEIGHT: u64 = 60;
+
+/// ATGC's background choice (the kernel's `atgc_lookup_victim`): among the oldest
+/// candidates past the age threshold, the best mix of age (60%) and free space (40%).
+fn pick_atgc(candidates: &[SectionInfo], now: u64) -> Option<SectionInfo> {
+    let mut old: Vec<&SectionInfo> = candidates
+        .iter()
+        .filter(|s| s.mtime_secs.saturating_add(ATGC_AGE_THRESHOLD_SECS) <= now)
+        .collect();
+    if old.is_empty() {
+        return None;
+    }
+    old.sort_by_key(|s| s.mtime_secs);
+    let min = old[0].mtime_secs;
+    let max = old[old.len() - 1].mtime_secs + 1;
+    let total = (max - min) as u128;
+    let examine = (old.len() * ATGC_CANDIDATE_RATIO / 100).clamp(1, ATGC_MAX_CANDIDATES);
+    old.iter()
+        .take(examine)
+        .map(|s| {
+            // Both terms on a 0..=10000 scale.
+            let age = 10_000 * (max - s.mtime_secs) as u128 / total * ATGC_AGE_WEIGHT as u128;
+            let free = 10_000 * (s.capacity - s.valid_blocks) as u128 / s.capacity.max(1) as u128
+                * (100 - ATGC_AGE_WEIGHT) as u128;
+            (u128::MAX - (age + free), **s)
+        })
+        .min_by_key(|(cost, s)| (*cost, std::cmp::Reverse(s.mtime_secs)))
+        .map(|(_, s)| s)
 }
 
 /// The cost function a policy uses for `kind`.
@@ -67,6 +111,9 @@ fn cb_benefit(s: &SectionInfo, min_mtime: u64, max_mtime: u64) -> u64 {
 
 /// The cheapest candidate under `sel`, or `None` when no candidate qualifies.
 pub fn pick(candidates: &[SectionInfo], sel: Selection) -> Option<SectionInfo> {
+    if sel.policy == GcPolicy::Atgc && sel.kind == GcKind::Background {
+        return pick_atgc(candidates, sel.now_secs);
+    }
     let m = mode(sel.policy, sel.kind);
     let (min_mtime, max_mtime) = candidates.iter().fold((u64::MAX, 0), |(lo, hi), s| {
         (lo.min(s.mtime_secs), hi.max(s.mtime_secs))
@@ -120,6 +167,7 @@ mod tests {
             kind: GcKind::Foreground,
             node_clean,
             weights: [1, 1],
+            now_secs: 0,
         }
     }
 
@@ -159,6 +207,20 @@ mod tests {
     }
 
     #[test]
+    fn atgc_cleans_old_sections_in_the_background_only() {
+        let week = ATGC_AGE_THRESHOLD_SECS;
+        let c = [sec(0, 100, false, week * 3), sec(1, 1800, false, 10), sec(2, 1000, false, 20)];
+        let mut sel = fg(GcPolicy::Atgc, false);
+        sel.now_secs = week * 3 + 100;
+        assert_eq!(pick(&c, sel).unwrap().secno, 0, "foreground: greedy");
+        sel.kind = GcKind::Background;
+        // Sections 1 and 2 are past the threshold; 1 is the oldest, though fuller.
+        assert_eq!(pick(&c, sel).unwrap().secno, 1);
+        sel.now_secs = week;
+        assert!(pick(&c, sel).is_none(), "nothing old enough");
+    }
+
+    #[test]
     fn weights_scale_costs_per_type() {
         let c = [sec(0, 900, false, 5), sec(1, 3, true, 5)];
         let w = GcPolicy::Weighted { data: 1, node: 512 };
@@ -179,6 +241,7 @@ mod tests {
             kind: GcKind::Background,
             node_clean: false,
             weights: [1, 1],
+            now_secs: 0,
         };
         // Section 2 is older still, but fuller; section 1 wins on benefit.
         assert_eq!(pick(&c, sel).unwrap().secno, 1);

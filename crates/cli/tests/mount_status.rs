@@ -1,0 +1,66 @@
+//! `uf2fs status MOUNTPOINT` end to end: a read-write mount with GC options reports
+//! them and the blocks written (user blocks equal to what was written, device blocks
+//! at least that, a WAF); a read-only mount says it writes nothing; a directory that is
+//! no uf2fs mount is refused with one line.
+//!
+//! Needs /dev/fuse and fusermount3 (see mount_xattr.rs for the UF2FS_REQUIRE_FUSE rule).
+
+mod common;
+
+use common::mount::{fuse_available, Mounted};
+use common::{scratch, uf2fs};
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+
+/// The value of `key:` in a status report.
+fn field<'a>(report: &'a str, key: &str) -> &'a str {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(':')))
+        .unwrap_or_else(|| panic!("no '{key}' in:\n{report}"))
+        .trim()
+}
+
+#[test]
+fn status_reports_settings_and_blocks_written() {
+    if !fuse_available(&[]) {
+        return;
+    }
+    let tmp = scratch("mount-status-");
+    let img = tmp.path().join("s.img");
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    uf2fs()
+        .run([OsString::from("mkfs"), "--size".into(), "128M".into(), img.clone().into()])
+        .assert_ok();
+    let opts = ["-o", "gc_policy=prefer-data-v2,background_gc=off"];
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("rw.log"), &opts);
+    let mut f = fs::File::create(mnt.join("f")).unwrap();
+    f.write_all(&vec![7u8; 8 << 20]).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let out = uf2fs().run([OsString::from("status"), mnt.clone().into()]);
+    let report = String::from_utf8(out.assert_ok().to_vec()).unwrap();
+    assert_eq!(field(&report, "mode"), "read-write");
+    assert_eq!(field(&report, "gc policy"), "prefer-data-v2");
+    assert_eq!(field(&report, "background gc"), "off");
+    let user: u64 = field(&report, "user blocks written").split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(user, 2048, "8 MiB written in 4 KiB blocks:\n{report}");
+    let device: u64 = field(&report, "device blocks").split(' ').next().unwrap().parse().unwrap();
+    assert!(device >= user, "{report}");
+    let waf: f64 = field(&report, "waf").parse().unwrap();
+    assert!(waf >= 1.0, "{report}");
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("ro.log"), &["-o", "ro"]);
+    let out = uf2fs().run([OsString::from("status"), mnt.clone().into()]);
+    let report = String::from_utf8(out.assert_ok().to_vec()).unwrap();
+    assert!(field(&report, "mode").starts_with("read-only"), "{report}");
+    m.unmount();
+
+    let out = uf2fs().run([OsString::from("status"), tmp.path().into()]);
+    out.assert_clean_failure();
+    assert!(out.err().contains("is not the root of a uf2fs mount"), "{}", out.err());
+}

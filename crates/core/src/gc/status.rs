@@ -1,0 +1,51 @@
+//! The report `uf2fs status MOUNTPOINT` prints: what a mounted file system wrote and
+//! what its garbage collection did, one `key: value` per line.
+
+use crate::{Fs, Result};
+use std::fmt::Write;
+
+impl Fs {
+    /// The status report of this file system (see the module notes). A read-only file
+    /// system reports only that it writes nothing.
+    pub fn status_report(&self) -> Result<String> {
+        let mut s = String::new();
+        if !self.is_read_write() {
+            s.push_str("mode:                read-only (nothing is written)\n");
+            return Ok(s);
+        }
+        let a = self.accounting()?;
+        let settings = self.settings();
+        let policy = self.gc_policy()?;
+        let d = &a.device;
+        let gib = |blocks: u64| blocks as f64 * 4096.0 / (1u64 << 30) as f64;
+        let _ = writeln!(s, "mode:                read-write");
+        let _ = writeln!(s, "gc policy:           {policy}");
+        let _ = writeln!(s, "background gc:       {}", settings.background_gc.name());
+        let _ = writeln!(s, "active logs:         {}", settings.active_logs.count());
+        let _ = writeln!(s, "utilization:         {:.4}", a.utilization());
+        let _ = writeln!(s, "user blocks written: {} ({:.3} GiB)", a.user_blocks, gib(a.user_blocks));
+        let _ = writeln!(s, "device blocks:       {} ({:.3} GiB)", d.total(), gib(d.total()));
+        let _ = writeln!(s, "waf:                 {:.3}", a.waf());
+        let _ = writeln!(s, "  user data:         {}", d.user_data);
+        let _ = writeln!(s, "  gc data:           {}", d.gc_data);
+        let _ = writeln!(s, "  user node:         {}", d.user_node);
+        let _ = writeln!(s, "  gc node:           {}", d.gc_node);
+        let _ = writeln!(s, "  checkpoint:        {}", d.checkpoint);
+        let _ = writeln!(s, "  nat:               {}", d.nat);
+        let _ = writeln!(s, "  sit:               {}", d.sit);
+        let _ = writeln!(s, "  ssa:               {}", d.ssa);
+        let _ = writeln!(s, "  superblock:        {}", d.superblock);
+        if d.per_device.len() > 1 {
+            for (i, n) in d.per_device.iter().enumerate() {
+                let _ = writeln!(s, "  device {i}:          {n}");
+            }
+        }
+        let g = &a.gc;
+        let _ = writeln!(s, "gc calls:            {} foreground, {} background", g.fg_calls, g.bg_calls);
+        let _ = writeln!(s, "victims:             {} data, {} node", g.data_victims, g.node_victims);
+        let _ = writeln!(s, "sections freed:      {}", g.sections_freed);
+        let _ = writeln!(s, "blocks moved:        {} data, {} node", g.data_blocks_moved, g.node_blocks_moved);
+        let _ = writeln!(s, "gc checkpoints:      {}", g.checkpoints);
+        Ok(s)
+    }
+}
