@@ -3,6 +3,9 @@
 //! truncation and appends through the mount, `fusermount3 -u`, then the image must pass
 //! `fsck.f2fs -f` with an unmount checkpoint and `uf2fs ls -lR` / `uf2fs cat` must show
 //! exactly what was written; a second read-write mount changes more and is checked again.
+//! Files unlinked while open keep working until closed, then their space comes back; a
+//! mount killed while one is open leaves an image that lists it as an orphan, is
+//! fsck-clean, and reopens read-write with the orphan freed.
 //!
 //! Needs /dev/fuse and fusermount3. Without /dev/fuse the test prints why and passes,
 //! unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which case it fails.
@@ -177,6 +180,16 @@ fn join(dir: &str, name: &str) -> String {
 
 /// `fsck.f2fs -f` on a copy of the image: exit 0, no complaint, an unmount checkpoint.
 fn fsck_clean(img: &Path, work: &Path) {
+    let text = fsck_text(img, work);
+    let state = text
+        .lines()
+        .find(|l| l.contains("checkpoint state"))
+        .unwrap_or_else(|| panic!("no checkpoint state in fsck output: {text}"));
+    assert!(state.contains("unmount"), "not an unmount checkpoint: {state}");
+}
+
+/// `fsck.f2fs -f` on a copy of the image: exit 0, no complaint; returns its output.
+fn fsck_text(img: &Path, work: &Path) -> String {
     let copy = work.join("fsck.img");
     fs::copy(img, &copy).unwrap();
     let out = Command::new("fsck.f2fs")
@@ -193,15 +206,31 @@ fn fsck_clean(img: &Path, work: &Path) {
     for bad in ["[Fail]", "[FIX", "ASSERT"] {
         assert!(!text.contains(bad), "fsck.f2fs -f reports {bad}: {text}");
     }
-    let state = text
-        .lines()
-        .find(|l| l.contains("checkpoint state"))
-        .unwrap_or_else(|| panic!("no checkpoint state in fsck output: {text}"));
-    assert!(state.contains("unmount"), "not an unmount checkpoint: {state}");
     fs::remove_file(copy).unwrap();
+    text
 }
 
-/// A file open while its last name goes stays usable until closed, then disappears.
+/// Free 4 KiB blocks of the file system mounted at `mnt` (statfs).
+fn free_blocks(mnt: &Path) -> u64 {
+    let s = nix::sys::statvfs::statvfs(mnt).unwrap();
+    s.blocks_free() as u64 * s.fragment_size() as u64 / 4096
+}
+
+/// Waits until `mnt` has at least `want` free blocks (a close's RELEASE reaches the
+/// file system after close(2) returns); returns the last count seen.
+fn wait_for_free(mnt: &Path, want: u64) -> u64 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let free = free_blocks(mnt);
+        if free >= want || std::time::Instant::now() > deadline {
+            return free;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A file open while its last name goes stays usable until closed (its name gone at
+/// once, nlink 0), then its space comes back.
 fn open_file_survives_unlink(mnt: &Path) {
     use std::io::{Read, Seek, SeekFrom};
     let p = mnt.join("open_unlinked");
@@ -223,6 +252,21 @@ fn open_file_survives_unlink(mnt: &Path) {
     assert_eq!(back, "still here, after unlink");
     drop(f);
     assert_eq!(fs::read_dir(mnt).unwrap().count(), listed, "names after the last close");
+    // 8 MiB held by an unlinked open file come back at its last close, not before.
+    let hog = mnt.join("space_hog");
+    fs::write(&hog, vec![0x5a; 8 << 20]).unwrap();
+    let f = fs::File::open(&hog).unwrap();
+    f.sync_all().unwrap();
+    let held = free_blocks(mnt);
+    fs::remove_file(&hog).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(free_blocks(mnt) < held + 1024, "space came back while the file is open");
+    drop(f);
+    let free = wait_for_free(mnt, held + 2048);
+    assert!(
+        free >= held + 2048,
+        "{held} free blocks with the file open, {free} after closing it"
+    );
     // The same for a rename over an open file's last name.
     fs::write(mnt.join("replaced"), b"old contents").unwrap();
     fs::write(mnt.join("replacement"), b"new").unwrap();
@@ -232,6 +276,7 @@ fn open_file_survives_unlink(mnt: &Path) {
     old.read_to_string(&mut back).unwrap();
     assert_eq!(back, "old contents", "an open file renamed over");
     assert_eq!(fs::read(mnt.join("replaced")).unwrap(), b"new");
+    assert_eq!(old.metadata().unwrap().nlink(), 0, "links of a file renamed over");
     drop(old);
     assert_eq!(fs::read_dir(mnt).unwrap().count(), listed + 1, "names after the rename");
     fs::remove_file(mnt.join("replaced")).unwrap();
@@ -344,4 +389,62 @@ fn read_write_mount_refuses_unknown_options_by_name() {
     }
     assert!(!out.success());
     assert!(out.err().contains("discard"), "{}", out.describe());
+}
+
+/// A mount killed (SIGKILL, no unmount checkpoint) while a file is unlinked but open:
+/// its last checkpoint (made by an fsync) lists the file as an orphan and is fsck-clean;
+/// the read-only reader shows no name for it; a read-write mount frees it (its space
+/// is back) and unmounts cleanly.
+#[test]
+fn a_killed_mount_with_an_unlinked_open_file_reopens_clean() {
+    if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
+        return;
+    }
+    let tmp = scratch("mount-rw-kill-");
+    let img = tmp.path().join("kill.img");
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    uf2fs()
+        .run([
+            OsString::from("mkfs"),
+            "--size".into(),
+            "128M".into(),
+            img.clone().into(),
+        ])
+        .assert_ok();
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &[]);
+    let kept = b"kept across the crash".to_vec();
+    fs::write(mnt.join("kept"), &kept).unwrap();
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(mnt.join("orphan"))
+        .unwrap();
+    f.write_all(&vec![0xa5; 6 << 20]).unwrap();
+    fs::remove_file(mnt.join("orphan")).unwrap();
+    // The fsync checkpoint holds the data of "kept" and lists the orphan.
+    f.sync_all().unwrap();
+    let held = free_blocks(&mnt);
+    let log = m.kill();
+    drop(f);
+    assert!(!is_mounted(&mnt), "the killed mount is gone; log: {log}");
+    let text = fsck_text(&img, tmp.path());
+    assert!(text.contains("orphan_inodes"), "the checkpoint lists no orphan: {text}");
+    let ls = uf2fs().run([OsString::from("ls"), img.clone().into(), "/".into()]);
+    let listed = String::from_utf8_lossy(ls.assert_ok()).into_owned();
+    assert_eq!(listed.split_whitespace().collect::<Vec<_>>(), ["kept"], "{listed}");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &[]);
+    assert_eq!(fs::read(mnt.join("kept")).unwrap(), kept);
+    let free = free_blocks(&mnt);
+    assert!(
+        free >= held + 1536,
+        "{held} free blocks with the orphan, {free} after reopening read-write"
+    );
+    let (ok, log) = m.unmount();
+    assert!(ok, "the second mount did not exit 0; log: {log}");
+    fsck_clean(&img, tmp.path());
+    let model = Model::from([("kept".to_string(), Node::File(kept))]);
+    check_image(&img, &model);
 }

@@ -49,7 +49,8 @@ pub(crate) struct F2fsFuse {
     pub(crate) inos: InoMap,
     /// Open directory streams.
     pub(crate) dirs: DirHandles,
-    /// Open files, and the hidden names of unlinked ones (see [`crate::open_files`]).
+    /// Handles taken in the core by opens, creates and opendirs of a read-write mount
+    /// (see [`crate::open_files`]).
     pub(crate) files: OpenFiles,
 }
 
@@ -75,88 +76,38 @@ impl F2fsFuse {
         }
     }
 
-    /// Entry reply contents for a core `stat`. An unlinked open file shows no links.
+    /// Entry reply contents for a core `stat` (an unlinked open file, an orphan in the
+    /// core, shows no links).
     fn entry(&self, stat: &Stat) -> (FileAttr, Generation) {
-        let mut attr = file_attr(self.inos.to_fuse(stat.ino), stat);
-        if self.writable && self.files.is_hidden(stat.ino) {
-            attr.nlink = 0;
-        }
+        let attr = file_attr(self.inos.to_fuse(stat.ino), stat);
         (attr, Generation(u64::from(stat.generation)))
     }
 
-    /// unlink: an open regular file losing its last name is renamed to a hidden name
-    /// instead, and unlinked at its last release (see [`crate::open_files`]).
+    /// unlink: the core keeps an open inode losing its last name as an orphan until
+    /// its last handle goes.
     fn remove_file(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
         self.writable()?;
         let dir = self.inos.to_core(parent)?;
-        let name = name.as_bytes();
-        let mut files = self.files.lock();
-        if let Some(ino) = self.open_last_name(&files, dir, name) {
-            let hidden = files.hidden_name(ino);
-            self.fs
-                .rename(dir, name, dir, &hidden, uf2fs_core::RENAME_NOREPLACE)
-                .or_errno()?;
-            files.hide(ino, dir, hidden);
-            return Ok(());
-        }
-        self.fs.unlink(dir, name).or_errno()
+        self.fs.unlink(dir, name.as_bytes()).or_errno()
     }
 
-    /// rename: a plain rename over an open regular file's last name first moves that
-    /// file to a hidden name (as [`Self::remove_file`] does), and moves it back if the
-    /// rename then fails.
-    fn move_name(&self, src: Ino, name: &[u8], dst: Ino, new_name: &[u8], flags: u32) -> Result<(), Errno> {
-        let mut files = self.files.lock();
-        let replaced = if flags == 0 {
-            self.open_last_name(&files, dst, new_name)
-                .filter(|&victim| self.fs.lookup(src, name).is_ok_and(|moved| moved != victim))
-                .filter(|_| {
-                    self.fs
-                        .lookup(src, name)
-                        .and_then(|moved| self.fs.stat(moved))
-                        .is_ok_and(|st| st.kind != uf2fs_core::FileKind::Dir)
-                })
-        } else {
-            None
-        };
-        let Some(victim) = replaced else {
-            return self.fs.rename(src, name, dst, new_name, flags).or_errno();
-        };
-        let hidden = files.hidden_name(victim);
-        self.fs
-            .rename(dst, new_name, dst, &hidden, uf2fs_core::RENAME_NOREPLACE)
-            .or_errno()?;
-        match self.fs.rename(src, name, dst, new_name, uf2fs_core::RENAME_NOREPLACE) {
-            Ok(()) => {
-                files.hide(victim, dst, hidden);
-                Ok(())
+    /// Takes a core handle on `ino` for a FUSE open, create or opendir (read-write
+    /// mounts only: nothing can be unlinked under a read-only one).
+    fn take_handle(&self, ino: Ino) -> Result<(), Errno> {
+        if self.writable {
+            self.fs.open_file(ino).or_errno()?;
+            self.files.opened(ino);
+        }
+        Ok(())
+    }
+
+    /// Gives back a handle [`Self::take_handle`] took; the last one of an unlinked
+    /// inode frees it in the core.
+    fn give_back_handle(&self, ino: Ino) {
+        if self.files.closed(ino) {
+            if let Err(err) = self.fs.release_file(ino) {
+                eprintln!("uf2fs: releasing inode {ino}: {err}");
             }
-            Err(err) => {
-                let _ = self
-                    .fs
-                    .rename(dst, &hidden, dst, new_name, uf2fs_core::RENAME_NOREPLACE);
-                Err(crate::errors::errno(&err))
-            }
-        }
-    }
-
-    /// The inode whose last name is `name` in `dir`, when it is an open regular file.
-    fn open_last_name(&self, files: &crate::open_files::Inner, dir: Ino, name: &[u8]) -> Option<Ino> {
-        let ino = self.fs.lookup(dir, name).ok()?;
-        if !files.is_open(ino) {
-            return None;
-        }
-        let stat = self.fs.stat(ino).ok()?;
-        (stat.kind == uf2fs_core::FileKind::File && stat.nlink == 1).then_some(ino)
-    }
-
-    /// Unlink the hidden name of an unlinked file that is no longer open.
-    fn unlink_hidden(&self, (dir, name): (Ino, Vec<u8>)) {
-        if let Err(err) = self.fs.unlink(dir, &name) {
-            eprintln!(
-                "uf2fs: removing unlinked file {} at its last close: {err}",
-                String::from_utf8_lossy(&name)
-            );
         }
     }
 
@@ -212,21 +163,17 @@ impl F2fsFuse {
         }
     }
 
-    /// Snapshot directory `node` into a new directory handle.
+    /// Snapshot directory `node` into a new directory handle, with a core handle on
+    /// the directory (a directory removed while open stays until closed, as in Linux).
     fn open_dir(&self, node: INodeNo) -> Result<FileHandle, Errno> {
         let dir = self.inos.to_core(node)?;
-        let entries = if self.writable {
-            // Under the lock, so that a last release cannot unlink a hidden name between
-            // the read and the filter.
-            let files = self.files.lock();
-            let mut entries = self.fs.read_dir(dir).or_errno()?;
-            entries.retain(|e| !files.is_hidden_name(dir, &e.name));
-            entries
-        } else {
-            self.fs.read_dir(dir).or_errno()?
+        self.take_handle(dir)?;
+        let snapshot = || -> Result<FileHandle, Errno> {
+            let entries = self.fs.read_dir(dir).or_errno()?;
+            let parent = self.fs.lookup(dir, b"..").or_errno()?;
+            self.dirs.insert(DirSnapshot::new(dir, parent, entries))
         };
-        let parent = self.fs.lookup(dir, b"..").or_errno()?;
-        self.dirs.insert(DirSnapshot::new(dir, parent, entries))
+        snapshot().inspect_err(|_| self.give_back_handle(dir))
     }
 
     /// Fill `reply` with the entries of handle `fh` from `offset` on.
@@ -358,7 +305,7 @@ impl Filesystem for F2fsFuse {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let allowed = if self.writable {
-            self.inos.to_core(ino).map(|ino| self.files.lock().opened(ino))
+            self.inos.to_core(ino).and_then(|ino| self.take_handle(ino))
         } else {
             open_allowed(flags)
         };
@@ -379,23 +326,21 @@ impl Filesystem for F2fsFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        if self.writable {
-            if let Ok(ino) = self.inos.to_core(ino) {
-                let mut files = self.files.lock();
-                if let Some(hidden) = files.closed(ino) {
-                    self.unlink_hidden(hidden);
-                }
-            }
+        if let Ok(ino) = self.inos.to_core(ino) {
+            self.give_back_handle(ino);
         }
         reply.ok();
     }
 
-    /// The session ends: unlinked files still open (the kernel normally releases every
-    /// handle before) lose their hidden names.
+    /// The session ends: handles the kernel did not release (it normally releases
+    /// every one first) go back to the core, which frees the unlinked inodes they held.
     fn destroy(&mut self) {
-        let hidden = self.files.lock().take_all_hidden();
-        for name in hidden {
-            self.unlink_hidden(name);
+        for (ino, handles) in self.files.take_all() {
+            for _ in 0..handles {
+                if let Err(err) = self.fs.release_file(ino) {
+                    eprintln!("uf2fs: releasing inode {ino} at the end of the session: {err}");
+                }
+            }
         }
     }
 
@@ -444,8 +389,11 @@ impl Filesystem for F2fsFuse {
         }
     }
 
-    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+    fn releasedir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
         self.dirs.remove(fh);
+        if let Ok(ino) = self.inos.to_core(ino) {
+            self.give_back_handle(ino);
+        }
         reply.ok();
     }
 
@@ -583,7 +531,9 @@ impl Filesystem for F2fsFuse {
             let flags = rename_flags(flags)?;
             let src = self.inos.to_core(parent)?;
             let dst = self.inos.to_core(newparent)?;
-            self.move_name(src, name.as_bytes(), dst, newname.as_bytes(), flags)
+            self.fs
+                .rename(src, name.as_bytes(), dst, newname.as_bytes(), flags)
+                .or_errno()
         });
         reply_empty(reply, result);
     }
@@ -633,7 +583,8 @@ impl Filesystem for F2fsFuse {
     ) {
         let made = self.make(parent, |fs, dir| {
             let stat = fs.create(dir, name.as_bytes(), mode, req.uid(), req.gid())?;
-            self.files.lock().opened(stat.ino);
+            fs.open_file(stat.ino)?;
+            self.files.opened(stat.ino);
             Ok(stat)
         });
         let _ = flags;

@@ -115,6 +115,22 @@ impl Mounted {
     }
 }
 
+impl Mounted {
+    /// Kills `uf2fs mount -f` with SIGKILL (no unmount checkpoint: the image stays at
+    /// its last checkpoint, as after a crash), reaps it and clears the dead mount with
+    /// `fusermount3 -uz`; returns its log.
+    pub fn kill(&mut self) -> String {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if is_mounted(&self.mnt) {
+            let _ = Command::new("fusermount3").arg("-uz").arg(&self.mnt).status();
+        }
+        self.log_text()
+    }
+}
+
 impl Drop for Mounted {
     fn drop(&mut self) {
         self.unmount();
