@@ -134,6 +134,17 @@ impl OpenInodes {
         Ok(s.orphans.contains(&ino))
     }
 
+    /// Whether the one handle left on `ino` is the last of an orphan (whose release
+    /// frees it). [`Error::Invalid`] when `ino` has no handles.
+    fn is_last_of_orphan(&self, ino: Ino) -> Result<bool> {
+        let s = self.lock();
+        let n = s
+            .handles
+            .get(&ino)
+            .ok_or_else(|| Error::Invalid(format!("release of inode {ino}, which is not open")))?;
+        Ok(*n == 1 && s.orphans.contains(&ino))
+    }
+
     /// Takes an orphan slot ([`Error::NoSpace`] when the list is full).
     pub(crate) fn reserve(&self) -> Result<OrphanSlot<'_>> {
         let mut s = self.lock();
@@ -188,12 +199,21 @@ impl Fs {
         let Ok(rw) = self.rw() else {
             return Ok(());
         };
-        // The operation comes first (cp_lock before inode locks), though only the last
-        // handle of an orphan needs it; a failed file system still counts the release.
+        // Handle counts change under the inode's lock (see the module notes).
+        {
+            let _g = rw.locks.lock(&[ino]);
+            if !rw.open.is_last_of_orphan(ino)? {
+                rw.open.closed(ino)?;
+                return Ok(());
+            }
+        }
+        // The last handle of an orphan: it is freed by an operation, which takes
+        // cp_lock before the inode's lock. A failed file system still counts the
+        // release (the orphan stays listed, to be freed at the next open).
         let op = self.begin_op();
         let g = rw.locks.lock(&[ino]);
         if !rw.open.closed(ino)? {
-            return Ok(());
+            return Ok(()); // opened again meanwhile
         }
         let mut op = op?;
         let r = op.free_orphan(ino);
@@ -323,8 +343,11 @@ mod tests {
         let slot = t.reserve().unwrap();
         slot.fill(7);
         assert_eq!(t.orphans(), vec![7]);
+        assert!(!t.is_last_of_orphan(7).unwrap());
         assert!(!t.closed(7).unwrap());
+        assert!(t.is_last_of_orphan(7).unwrap());
         assert!(t.closed(7).unwrap(), "the last handle of an orphan");
+        assert!(matches!(t.is_last_of_orphan(7), Err(Error::Invalid(_))));
         assert!(!t.is_open(7));
         assert!(matches!(t.closed(7), Err(Error::Invalid(_))));
         t.forget_orphan(7);
