@@ -164,6 +164,12 @@ pub enum Command {
         /// Overprovision ratio in percent (default: the one leaving the most space).
         #[arg(short = 'o', long, value_name = "PCT")]
         overprovision: Option<f64>,
+        /// Lay the volume out for a host-managed zoned device with zones of SIZE (a
+        /// multiple of 2 MiB): one section per zone, the `blkzoned` feature set. uf2fs
+        /// then writes the main area as such a device takes it (each zone sequentially,
+        /// reset when its section is freed), on any file or device.
+        #[arg(long, value_name = "SIZE", value_parser = crate::mkfs::parse_size, conflicts_with = "segs_per_sec")]
+        zoned: Option<u64>,
         /// Features, comma-separated (repeatable): extra_attr, inode_checksum,
         /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found.
         #[arg(short = 'O', value_name = "FEATURES")]

@@ -17,6 +17,8 @@ pub struct MkfsRequest {
     pub segs_per_sec: u32,
     /// `--overprovision`, in percent.
     pub overprovision: Option<f64>,
+    /// `--zoned`: zone size in bytes.
+    pub zoned: Option<u64>,
     /// `-O` lists, each comma-separated.
     pub features: Vec<String>,
     /// `--label`.
@@ -112,6 +114,18 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
     if req.segs_per_sec == 0 {
         return Err(UsageError("--segs-per-sec must be at least 1".into()).into());
     }
+    let mut segs_per_sec = req.segs_per_sec;
+    if let Some(zone) = req.zoned {
+        const SEGMENT: u64 = 2 << 20;
+        if zone == 0 || zone % SEGMENT != 0 || zone / SEGMENT > 512 {
+            return Err(UsageError(format!(
+                "--zoned {zone}: the zone size must be a multiple of 2 MiB (one F2FS segment), at most 1 GiB"
+            ))
+            .into());
+        }
+        segs_per_sec = (zone / SEGMENT) as u32;
+        features |= parse_features("blkzoned")?;
+    }
     if let Some(p) = req.overprovision.filter(|p| !(*p > 0.0 && *p < 100.0)) {
         return Err(UsageError(format!(
             "--overprovision {p} out of range (more than 0 and less than 100)"
@@ -129,7 +143,7 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
     check_overwrite(req)?;
     let opts = MkfsOptions {
         size_bytes: req.size,
-        segs_per_sec: req.segs_per_sec,
+        segs_per_sec,
         overprovision_pct: req.overprovision,
         features,
         label: req.label.clone(),

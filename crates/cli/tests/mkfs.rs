@@ -190,3 +190,28 @@ fn refuses_bad_options_writing_nothing() {
         assert!(!img.exists(), "{args:?} created the image");
     }
 }
+
+#[test]
+fn zoned_layout_one_section_per_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("z.img");
+    let (code, out, err) = run(&["mkfs", "--size", "512M", "--zoned", "8M", "-q"], &img);
+    assert_eq!(code, 0, "{out}{err}");
+    fsck_clean(&img);
+    let (code, info, err) = run(&["info"], &img);
+    assert_eq!(code, 0, "{err}");
+    assert!(info.contains("blkzoned"), "{info}");
+    assert!(info.contains("section:            4 segment(s)"), "{info}");
+    for (zone, why) in [
+        ("3M", "multiple of 2 MiB"),
+        ("0", "multiple of 2 MiB"),
+        ("2G", "at most 1 GiB"),
+    ] {
+        let bad = dir.path().join("bad.img");
+        let (code, out, err) = run(&["mkfs", "--size", "512M", "--zoned", zone], &bad);
+        assert_one_error(code, &out, &err, 2, why);
+        assert!(!bad.exists(), "--zoned {zone} wrote {}", bad.display());
+    }
+    let (code, out, err) = run(&["mkfs", "--size", "512M", "--zoned", "8M", "-s", "2", "-f"], &img);
+    assert_eq!(code, 2, "--zoned with -s: {out}{err}");
+}

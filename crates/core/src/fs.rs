@@ -196,6 +196,9 @@ impl Fs {
         paths: Vec<PathBuf>,
         options: OpenOptions,
     ) -> Result<Fs> {
+        // A zoned volume (`blkzoned`) is written as a host-managed zoned device takes
+        // it: the main area's zones only sequentially (see crate::device::ZonedDevice).
+        let (dev, zones) = zoned(dev, &sbc.sb, options.read_write)?;
         let (dev, writes) = crate::device::counting(dev, &sbc.sb);
         let sb = &sbc.sb;
         let need = sb.main_end_blkaddr();
@@ -217,6 +220,10 @@ impl Fs {
         } else {
             None
         };
+        if let (Some(zones), Some(rw)) = (&zones, &rw) {
+            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            zones.set_write_pointers(segs.zone_write_pointers(zones.geometry().1))?;
+        }
         let checksum_seed = uf2fs_format::node::checksum_seed(&sbc.sb.uuid);
         let fs = Fs {
             checksum_seed,
@@ -638,6 +645,25 @@ fn read_lock<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 }
 
 /// The read-write state: segment manager, NAT bits when valid, checkpoint writer.
+/// Wraps the device of a `blkzoned` volume opened for writing in a zone emulator (the
+/// main area cut into zones of `segs_per_sec * secs_per_zone` segments); returns the
+/// zones, whose write pointers are set once the segment table is loaded.
+fn zoned(
+    dev: Box<dyn BlockDevice>,
+    sb: &uf2fs_format::superblock::Superblock,
+    writing: bool,
+) -> Result<(Box<dyn BlockDevice>, Option<crate::device::Zones>)> {
+    if !writing || sb.feature & uf2fs_format::superblock::FEATURE_BLKZONED == 0 {
+        return Ok((dev, None));
+    }
+    let zone_segs = sb.segs_per_sec.max(1) as u64 * sb.secs_per_zone.max(1) as u64;
+    let zone_blocks = zone_segs * sb.blocks_per_seg() as u64;
+    let zones = sb.segment_count_main as u64 / zone_segs;
+    let z = crate::device::ZonedDevice::new(dev, sb.main_blkaddr as u64, zone_blocks, zones)?;
+    let handle = z.zones();
+    Ok((Box::new(z), Some(handle)))
+}
+
 fn open_for_writing(
     dev: &dyn BlockDevice,
     sb: &uf2fs_format::superblock::Superblock,

@@ -22,7 +22,8 @@ use uf2fs_format::consts::BLOCK_SIZE;
 use uf2fs_format::superblock::*;
 
 /// Features `mkfs` can make, by superblock bit.
-pub const SUPPORTED_FEATURES: u32 = FEATURE_EXTRA_ATTR
+pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
+    | FEATURE_EXTRA_ATTR
     | FEATURE_INODE_CHKSUM
     | FEATURE_FLEXIBLE_INLINE_XATTR
     | FEATURE_INODE_CRTIME

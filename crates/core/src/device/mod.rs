@@ -12,7 +12,7 @@ mod zoned;
 pub use counting::{counting, Areas, CountingDevice, WriteCounter, WriteCounts};
 pub use crash::CrashDevice;
 pub use mem::MemDevice;
-pub use zoned::{ZonedMemDevice, ZonedMemOptions};
+pub use zoned::{ZonedDevice, ZonedMemDevice, ZonedMemOptions, Zones};
 
 use crate::{Error, Result};
 use std::fs::File;

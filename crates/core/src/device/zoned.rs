@@ -1,22 +1,25 @@
-//! [`ZonedMemDevice`]: an emulated host-managed zoned device held in memory, for the
-//! lab (`uf2fs bench waf`) and tests.
+//! Host-managed zoned devices, emulated: [`ZonedDevice`] enforces zone write pointers
+//! over any device (uf2fs opens images made with `uf2fs mkfs --zoned` through it), and
+//! [`ZonedMemDevice`] is one over a sparse memory store, for the lab (`uf2fs bench
+//! waf`) and tests.
 //!
-//! - Blocks before `seq_start` are conventional: written anywhere, any order.
+//! - Blocks before `seq_start` are conventional: written anywhere, any order (F2FS's
+//!   metadata lives there).
 //! - From `seq_start` on, the device is cut into zones of `zone_blocks` blocks, each
 //!   with a write pointer: a write must start exactly at its zone's write pointer (and
 //!   moves it on), else it fails with an error naming the zone; [`BlockDevice::discard`]
 //!   of a whole zone resets its pointer (F2FS resets a zone when its section becomes
 //!   free).
-//! - Storage is sparse: only blocks holding something other than zeros are kept, so a
-//!   volume whose file data are zeros (the lab writes zeros, as null_blk without memory
-//!   backing would discard them) costs memory only for metadata, nodes and
-//!   directories, and a 32 GiB volume fits in a few hundred MiB. Reads of anything not
-//!   kept give zeros.
+//! - The memory store is sparse: only blocks holding something other than zeros are
+//!   kept, so a volume whose file data are zeros (the lab writes zeros, as null_blk
+//!   without memory backing would discard them) costs memory only for metadata, nodes
+//!   and directories, and a 32 GiB volume fits in a few hundred MiB. Reads of anything
+//!   not kept give zeros.
 
-use super::{check_range, BlockDevice, BLOCK};
+use super::{check_range, BlockDevice, WriteKind, BLOCK};
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Shape of a [`ZonedMemDevice`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,70 +32,201 @@ pub struct ZonedMemOptions {
     pub zone_blocks: u64,
 }
 
-struct State {
-    kept: HashMap<u64, Box<[u8]>>,
+/// The zones of a [`ZonedDevice`]: geometry and write pointers, shared with whoever
+/// needs to set them (an opened volume sets them from its segment table).
+#[derive(Clone)]
+pub struct Zones(Arc<ZonesInner>);
+
+struct ZonesInner {
+    seq_start: u64,
+    zone_blocks: u64,
     /// Write pointer of each zone, in blocks from its start.
-    wp: Vec<u64>,
+    wp: Mutex<Vec<u64>>,
 }
 
-/// See the module notes.
-pub struct ZonedMemDevice {
-    opts: ZonedMemOptions,
-    state: Mutex<State>,
-}
-
-impl ZonedMemDevice {
-    /// An empty (all zeros, every zone reset) device.
-    pub fn new(opts: ZonedMemOptions) -> Result<ZonedMemDevice> {
-        let seq = opts.blocks.saturating_sub(opts.seq_start.min(opts.blocks));
-        if seq > 0 && (opts.zone_blocks == 0 || seq % opts.zone_blocks != 0) {
-            return Err(Error::Invalid(format!(
-                "zoned region of {seq} blocks is not a whole number of {}-block zones",
-                opts.zone_blocks
-            )));
-        }
-        let zones = if seq > 0 { seq / opts.zone_blocks } else { 0 };
-        Ok(ZonedMemDevice {
-            opts,
-            state: Mutex::new(State {
-                kept: HashMap::new(),
-                wp: vec![0; zones as usize],
-            }),
-        })
-    }
-
-    /// Blocks held in memory (those not all zeros).
-    pub fn kept_blocks(&self) -> usize {
-        self.lock().kept.len()
+impl Zones {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        self.0.wp.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Number of sequential zones.
-    pub fn zones(&self) -> usize {
-        self.lock().wp.len()
+    pub fn count(&self) -> usize {
+        self.lock().len()
     }
 
     /// Write pointer of zone `z` (blocks from its start).
     pub fn write_pointer(&self, z: usize) -> Option<u64> {
-        self.lock().wp.get(z).copied()
+        self.lock().get(z).copied()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Sets every zone's write pointer (as a device reports them at mount); `wp` must
+    /// have one entry per zone, each at most the zone size.
+    pub fn set_write_pointers(&self, wp: Vec<u64>) -> Result<()> {
+        let mut cur = self.lock();
+        if wp.len() != cur.len() || wp.iter().any(|&w| w > self.0.zone_blocks) {
+            return Err(Error::Invalid(format!(
+                "{} write pointers for {} zones of {} blocks",
+                wp.len(),
+                cur.len(),
+                self.0.zone_blocks
+            )));
+        }
+        *cur = wp;
+        Ok(())
     }
 
-    fn zone_of(&self, addr: u64) -> Option<u64> {
-        (addr >= self.opts.seq_start).then(|| (addr - self.opts.seq_start) / self.opts.zone_blocks)
+    /// First block of the zoned region and blocks per zone.
+    pub fn geometry(&self) -> (u64, u64) {
+        (self.0.seq_start, self.0.zone_blocks)
+    }
+
+    /// The zone holding `addr`, given the zone count (the lock is held by the caller).
+    fn zone_of_locked(&self, addr: u64, zones: usize) -> Option<u64> {
+        let z = addr.checked_sub(self.0.seq_start)? / self.0.zone_blocks;
+        (z < zones as u64).then_some(z)
+    }
+
+    /// Checks a write of `n` blocks at `blkaddr` against the write pointers and moves
+    /// them on; nothing changes when it is refused.
+    fn write(&self, blkaddr: u64, n: u64) -> Result<()> {
+        let mut wp = self.lock();
+        let (seq, zb) = self.geometry();
+        let end = blkaddr + n;
+        let mut addr = blkaddr;
+        while addr < end {
+            let Some(z) = self.zone_of_locked(addr, wp.len()) else {
+                addr = if addr < seq { seq.min(end) } else { end };
+                continue;
+            };
+            let start = seq + z * zb;
+            let at = wp[z as usize];
+            if addr != start + at {
+                return Err(Error::Invalid(format!(
+                    "zoned device: write at block {addr:#x}, {} blocks into zone {z}, whose write pointer is at {at} \
+                     (host-managed zones are written sequentially)",
+                    addr - start
+                )));
+            }
+            addr = (start + zb).min(end);
+        }
+        let mut addr = blkaddr;
+        while addr < end {
+            match self.zone_of_locked(addr, wp.len()) {
+                Some(z) => {
+                    let start = seq + z * zb;
+                    let stop = (start + zb).min(end);
+                    wp[z as usize] = stop - start;
+                    addr = stop;
+                }
+                None => addr = if addr < seq { seq.min(end) } else { end },
+            }
+        }
+        Ok(())
+    }
+
+    /// Resets the zones wholly inside `blkaddr..end`.
+    fn reset(&self, blkaddr: u64, end: u64) {
+        let mut wp = self.lock();
+        let (_, zb) = self.geometry();
+        let mut addr = blkaddr;
+        while addr < end {
+            let Some(z) = self.zone_of_locked(addr, wp.len()) else {
+                addr = if addr < self.0.seq_start {
+                    self.0.seq_start.min(end)
+                } else {
+                    end
+                };
+                continue;
+            };
+            let start = self.0.seq_start + z * zb;
+            let stop = start + zb;
+            if addr == start && stop <= end {
+                wp[z as usize] = 0;
+            }
+            addr = stop.min(end).max(addr + 1);
+        }
     }
 }
 
-impl BlockDevice for ZonedMemDevice {
+/// A host-managed zoned device emulated over `inner` (see the module notes). Every
+/// zone starts empty (write pointer 0) until [`Zones::set_write_pointers`].
+pub struct ZonedDevice {
+    inner: Box<dyn BlockDevice>,
+    zones: Zones,
+}
+
+impl ZonedDevice {
+    /// `zones` zones of `zone_blocks` blocks from `seq_start` (they must fit `inner`);
+    /// blocks before and after them are conventional.
+    pub fn new(inner: Box<dyn BlockDevice>, seq_start: u64, zone_blocks: u64, zones: u64) -> Result<ZonedDevice> {
+        let blocks = inner.block_count();
+        let end = zone_blocks.checked_mul(zones).and_then(|z| z.checked_add(seq_start));
+        if zone_blocks == 0 && zones > 0 || end.is_none_or(|e| e > blocks) {
+            return Err(Error::Invalid(format!(
+                "{zones} zones of {zone_blocks} blocks from block {seq_start} do not fit a {blocks}-block device"
+            )));
+        }
+        let count = zones;
+        Ok(ZonedDevice {
+            inner,
+            zones: Zones(Arc::new(ZonesInner {
+                seq_start,
+                zone_blocks: zone_blocks.max(1),
+                wp: Mutex::new(vec![0; count as usize]),
+            })),
+        })
+    }
+
+    /// The zones (to read or set their write pointers).
+    pub fn zones(&self) -> Zones {
+        self.zones.clone()
+    }
+}
+
+impl BlockDevice for ZonedDevice {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
-        check_range(blkaddr, buf.len(), self.opts.blocks, &|| {
-            "the zoned memory device".into()
-        })?;
-        let s = self.lock();
+        self.inner.read_blocks(blkaddr, buf)
+    }
+
+    fn block_count(&self) -> u64 {
+        self.inner.block_count()
+    }
+
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
+        check_range(blkaddr, buf.len(), self.block_count(), &|| "the zoned device".into())?;
+        self.zones.write(blkaddr, (buf.len() / BLOCK) as u64)?;
+        self.inner.write_blocks(blkaddr, buf)
+    }
+
+    fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> Result<()> {
+        check_range(blkaddr, buf.len(), self.block_count(), &|| "the zoned device".into())?;
+        self.zones.write(blkaddr, (buf.len() / BLOCK) as u64)?;
+        self.inner.write_kind(blkaddr, buf, kind)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
+        let end = blkaddr.saturating_add(blocks).min(self.block_count());
+        self.zones.reset(blkaddr, end);
+        self.inner.discard(blkaddr, blocks)
+    }
+}
+
+/// Sparse memory: only blocks that are not all zeros are kept.
+struct SparseMem {
+    blocks: u64,
+    kept: Mutex<HashMap<u64, Box<[u8]>>>,
+}
+
+impl BlockDevice for SparseMem {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
+        check_range(blkaddr, buf.len(), self.blocks, &|| "the zoned memory device".into())?;
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         for (i, out) in buf.chunks_mut(BLOCK).enumerate() {
-            match s.kept.get(&(blkaddr + i as u64)) {
+            match kept.get(&(blkaddr + i as u64)) {
                 Some(b) => out.copy_from_slice(b),
                 None => out.fill(0),
             }
@@ -101,80 +235,120 @@ impl BlockDevice for ZonedMemDevice {
     }
 
     fn block_count(&self) -> u64 {
-        self.opts.blocks
+        self.blocks
     }
 
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
-        check_range(blkaddr, buf.len(), self.opts.blocks, &|| {
-            "the zoned memory device".into()
-        })?;
-        let mut s = self.lock();
-        let n = (buf.len() / BLOCK) as u64;
-        // Check every zone touched before changing anything.
-        let mut addr = blkaddr;
-        while addr < blkaddr + n {
-            let Some(z) = self.zone_of(addr) else {
-                addr = self.opts.seq_start.min(blkaddr + n);
-                continue;
-            };
-            let start = self.opts.seq_start + z * self.opts.zone_blocks;
-            let wp = s.wp[z as usize];
-            if addr != start + wp {
-                return Err(Error::Invalid(format!(
-                    "zoned device: write at block {addr:#x}, {} blocks into zone {z}, whose write pointer is at {wp} \
-                     (host-managed zones are written sequentially)",
-                    addr - start
-                )));
-            }
-            addr = (start + self.opts.zone_blocks).min(blkaddr + n);
-        }
-        let mut addr = blkaddr;
-        while addr < blkaddr + n {
-            if let Some(z) = self.zone_of(addr) {
-                let start = self.opts.seq_start + z * self.opts.zone_blocks;
-                let stop = (start + self.opts.zone_blocks).min(blkaddr + n);
-                s.wp[z as usize] = stop - start;
-                addr = stop;
-            } else {
-                addr = self.opts.seq_start.min(blkaddr + n);
-            }
-        }
+        check_range(blkaddr, buf.len(), self.blocks, &|| "the zoned memory device".into())?;
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         for (i, b) in buf.chunks(BLOCK).enumerate() {
             let a = blkaddr + i as u64;
             if is_zero(b) {
-                s.kept.remove(&a);
+                kept.remove(&a);
             } else {
-                s.kept.insert(a, b.into());
+                kept.insert(a, b.into());
             }
         }
         Ok(())
     }
 
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
-        let end = blkaddr.saturating_add(blocks).min(self.opts.blocks);
-        let mut s = self.lock();
-        if (end - blkaddr.min(end)) as usize > s.kept.len() {
-            s.kept.retain(|&a, _| a < blkaddr || a >= end);
+        let end = blkaddr.saturating_add(blocks).min(self.blocks);
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if (end - blkaddr.min(end)) as usize > kept.len() {
+            kept.retain(|&a, _| a < blkaddr || a >= end);
         } else {
             for a in blkaddr..end {
-                s.kept.remove(&a);
+                kept.remove(&a);
             }
-        }
-        // Zones wholly inside are reset.
-        let mut addr = blkaddr;
-        while addr < end {
-            let Some(z) = self.zone_of(addr) else {
-                addr = self.opts.seq_start.min(end);
-                continue;
-            };
-            let start = self.opts.seq_start + z * self.opts.zone_blocks;
-            let stop = start + self.opts.zone_blocks;
-            if addr == start && stop <= end {
-                s.wp[z as usize] = 0;
-            }
-            addr = stop.min(end).max(addr + 1);
         }
         Ok(())
+    }
+}
+
+/// A zoned device held in sparse memory (see the module notes).
+pub struct ZonedMemDevice {
+    dev: ZonedDevice,
+    mem: Arc<SparseMem>,
+}
+
+/// Lets the memory store sit under a [`ZonedDevice`] while the outer type still sees it.
+struct SharedMem(Arc<SparseMem>);
+
+impl BlockDevice for SharedMem {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
+        self.0.read_blocks(blkaddr, buf)
+    }
+    fn block_count(&self) -> u64 {
+        self.0.block_count()
+    }
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
+        self.0.write_blocks(blkaddr, buf)
+    }
+    fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
+        self.0.discard(blkaddr, blocks)
+    }
+}
+
+impl ZonedMemDevice {
+    /// An empty (all zeros, every zone reset) device.
+    pub fn new(opts: ZonedMemOptions) -> Result<ZonedMemDevice> {
+        let mem = Arc::new(SparseMem {
+            blocks: opts.blocks,
+            kept: Mutex::new(HashMap::new()),
+        });
+        let seq = opts.blocks.saturating_sub(opts.seq_start.min(opts.blocks));
+        if seq > 0 && (opts.zone_blocks == 0 || seq % opts.zone_blocks != 0) {
+            return Err(Error::Invalid(format!(
+                "zoned region of {seq} blocks is not a whole number of {}-block zones",
+                opts.zone_blocks
+            )));
+        }
+        let zones = if seq > 0 { seq / opts.zone_blocks } else { 0 };
+        let dev = ZonedDevice::new(
+            Box::new(SharedMem(Arc::clone(&mem))),
+            opts.seq_start,
+            opts.zone_blocks.max(1),
+            zones,
+        )?;
+        Ok(ZonedMemDevice { dev, mem })
+    }
+
+    /// Blocks held in memory (those not all zeros).
+    pub fn kept_blocks(&self) -> usize {
+        self.mem.kept.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Number of sequential zones.
+    pub fn zones(&self) -> usize {
+        self.dev.zones.count()
+    }
+
+    /// Write pointer of zone `z` (blocks from its start).
+    pub fn write_pointer(&self, z: usize) -> Option<u64> {
+        self.dev.zones.write_pointer(z)
+    }
+}
+
+impl BlockDevice for ZonedMemDevice {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
+        self.dev.read_blocks(blkaddr, buf)
+    }
+
+    fn block_count(&self) -> u64 {
+        self.dev.block_count()
+    }
+
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
+        self.dev.write_blocks(blkaddr, buf)
+    }
+
+    fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> Result<()> {
+        self.dev.write_kind(blkaddr, buf, kind)
+    }
+
+    fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
+        self.dev.discard(blkaddr, blocks)
     }
 }
 

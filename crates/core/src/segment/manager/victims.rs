@@ -152,6 +152,29 @@ impl SegmentManager {
         Ok(())
     }
 
+    /// Where each zone of `zone_blocks` blocks of the main area was written up to, as a
+    /// zoned device would report it: an active log's zone up to the log's next block,
+    /// a zone with no block in use at 0 (F2FS resets freed zones), every other zone
+    /// full (LFS leaves a zone only once it is written to its end).
+    pub fn zone_write_pointers(&self, zone_blocks: u64) -> Vec<u64> {
+        let zone_segs = (zone_blocks / BLOCKS_PER_SEG as u64).max(1) as u32;
+        let zones = self.geo.segments / zone_segs;
+        (0..zones)
+            .map(|z| {
+                let first = z * zone_segs;
+                let segs = first..first + zone_segs;
+                if let Some(log) = self.logs.iter().find(|l| segs.contains(&l.segno)) {
+                    return (log.segno - first) as u64 * BLOCKS_PER_SEG as u64 + log.next_blkoff as u64;
+                }
+                if segs.clone().all(|s| self.sit[s as usize].valid_blocks == 0) {
+                    0
+                } else {
+                    zone_blocks
+                }
+            })
+            .collect()
+    }
+
     /// Valid blocks in data segments and in node segments.
     pub fn valid_by_kind(&self) -> [u64; 2] {
         self.valid_kind
