@@ -6,12 +6,16 @@
 //! it (see the notes on [`image::SloadFacts`] for what sload keeps and drops). The
 //! [`compare`] module checks an extracted or mounted tree against that expectation,
 //! [`run`] runs the `uf2fs` binary with a timeout, and [`corrupt`] knows where an image
-//! keeps its metadata so tests can damage it on purpose.
+//! keeps its metadata so tests can damage it on purpose. For tests that write through a
+//! mount, [`mirror`] makes every change on a host copy too (which
+//! [`compare::compare_dirs`] then holds the mount to) and [`fsck`] judges the image.
 
 pub mod compare;
 pub mod corrupt;
+pub mod fsck;
 pub mod image;
 pub mod lsfmt;
+pub mod mirror;
 pub mod rng;
 pub mod run;
 pub mod tree;

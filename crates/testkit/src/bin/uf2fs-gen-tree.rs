@@ -2,7 +2,8 @@
 //! scripts/bench-read.sh).
 //!
 //! usage: uf2fs-gen-tree PROFILE DIR [SEED]
-//!   PROFILE: small | full | many:COUNT:MAX_BYTES | big:BYTES
+//!   PROFILE: small | full | many:COUNT:MAX_BYTES | mix:COUNT | big:BYTES
+//!   (mix: Tree::copy_mix, with trusted.* xattrs when run as root)
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use uf2fs_testkit::tree::{Geometry, Tree};
 use uf2fs_testkit::FileData;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: uf2fs-gen-tree small|full|many:COUNT:MAX_BYTES|big:BYTES DIR [SEED]");
+    eprintln!("usage: uf2fs-gen-tree small|full|many:COUNT:MAX_BYTES|mix:COUNT|big:BYTES DIR [SEED]");
     ExitCode::from(2)
 }
 
@@ -37,6 +38,10 @@ fn main() -> ExitCode {
         ["many", count, max] => match (count.parse(), max.parse()) {
             (Ok(c), Ok(m)) => Tree::many_files(seed, c, m),
             _ => return usage(),
+        },
+        ["mix", count] => match count.parse() {
+            Ok(c) => Tree::copy_mix(seed, c, uf2fs_testkit::tree::is_root()),
+            Err(_) => return usage(),
         },
         ["big", bytes] => match bytes.parse() {
             Ok(len) => Tree::single_file(b"big", FileData::noise(len, seed)),
