@@ -420,7 +420,6 @@ fn unsupported_features_are_refused_by_name() {
         "verity",
         "quota",
         "project_quota",
-        "blkzoned",
         "ro",
     ] {
         let opts = MkfsOptions {

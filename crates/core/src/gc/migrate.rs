@@ -113,10 +113,19 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
     let mut buf = vec![0u8; BLOCK];
     let mut run_start = 0u64;
     let mut run: Vec<u8> = Vec::new();
+    let mut last_nat = None;
     for &off in valid {
         let addr = base + off as u64;
         let sum = sums[off as usize];
-        let e = t.nodes.nat_entry(t.dev, sum.nid)?;
+        // Consecutive blocks mostly share their node: one NAT lookup for a run of them.
+        let e = match last_nat {
+            Some((nid, e)) if nid == sum.nid => e,
+            _ => {
+                let e = t.nodes.nat_entry(t.dev, sum.nid)?;
+                last_nat = Some((sum.nid, e));
+                e
+            }
+        };
         if e.block_addr == uf2fs_format::consts::NULL_ADDR || e.version != sum.version {
             return Err(corrupt(
                 addr,
