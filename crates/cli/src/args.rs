@@ -29,7 +29,7 @@ impl Cli {
             | Command::Cat { devices, .. }
             | Command::Extract { devices, .. }
             | Command::Mount { devices, .. } => &devices.devices,
-            Command::Mkfs { .. } | Command::Status { .. } => &[],
+            Command::Mkfs { .. } | Command::Bench { .. } | Command::Status { .. } => &[],
         };
         self.devices.devices.iter().chain(after).cloned().collect()
     }
@@ -185,6 +185,12 @@ pub enum Command {
         quiet: bool,
         /// Image file or block device.
         image: PathBuf,
+    },
+    /// Benchmarks run in memory, without FUSE or root: `bench waf`.
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        what: crate::bench::BenchCommand,
     },
 }
 

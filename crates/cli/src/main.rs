@@ -2,6 +2,7 @@
 //! file system itself lives in `uf2fs-core`.
 
 mod args;
+mod bench;
 mod cat;
 mod errors;
 mod extract;
@@ -104,6 +105,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 image,
             };
             mkfs::run(&request)
+        }
+        Command::Bench { what } => {
+            if !devices.is_empty() {
+                return Err(errors::UsageError("bench makes its own devices; --device is not accepted".into()).into());
+            }
+            bench::run(what)
         }
     }
 }

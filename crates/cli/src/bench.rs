@@ -1,0 +1,327 @@
+//! `uf2fs bench waf`: the WAF lab (crate `uf2fs-lab`) from the command line — options,
+//! progress bar, table, `--json` and `--plot`.
+
+use crate::errors::UsageError;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+use uf2fs_core::GcPolicy;
+use uf2fs_lab::size::parse_size;
+use uf2fs_lab::{report, Event, Preset, RunResult, Setup, Workload};
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Write amplification of GC policies, side by side, on in-memory zoned volumes.
+    ///
+    /// Each (policy, workload) pair formats its own emulated zoned device (conventional
+    /// space for the metadata, then sequential zones of one section each), writes the
+    /// workload's data once, then overwrites it with 4 KiB writes, and reports WAF =
+    /// device blocks written / user blocks written over the overwrites, as the seed
+    /// measured it. Runs in process: no FUSE, no root. Without options: the small
+    /// preset, the uniform workload, greedy, prefer-data-v2 and default.
+    Waf(WafArgs),
+}
+
+/// `uf2fs bench waf` options.
+#[derive(Debug, Args)]
+pub struct WafArgs {
+    /// Values to start from: small (the seed's shape scaled to about a minute per policy
+    /// and workload) or seed (the published setup at full scale: 228 MiB conventional +
+    /// 4068 zones of 8 MiB, -o 3.89 -Z 8, a 31187 MiB file, 128 GiB of overwrites).
+    #[arg(long, value_name = "NAME", default_value = "small", value_parser = parse_preset)]
+    pub preset: Preset,
+    /// Conventional space for the metadata (K, M, G or T suffixes); zones start at the
+    /// next section boundary.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub conv_size: Option<u64>,
+    /// Zone size, a multiple of 2 MiB; one section per zone.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub zone_size: Option<u64>,
+    /// Number of sequential zones.
+    #[arg(long, value_name = "N")]
+    pub zones: Option<u64>,
+    /// Overprovision ratio in percent (mkfs.f2fs -o).
+    #[arg(long, value_name = "PCT")]
+    pub overprovision: Option<f64>,
+    /// GC-reserved sections (mkfs.f2fs -Z, at least 8); 0 for mkfs.f2fs 1.15's
+    /// automatic reserve of 2 * (100 / PCT + 1) + 6 sections.
+    #[arg(long, value_name = "N")]
+    pub reserved_sections: Option<u32>,
+    /// Size of the file written first (for multifile: the space its files fill).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
+    /// Bytes of 4 KiB writes measured after the fill.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub io_size: Option<u64>,
+    /// Seed of the workloads' random choices.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Workloads, comma-separated: uniform, zipf, hotcold, multifile.
+    #[arg(long, value_name = "LIST", default_value = "uniform", value_parser = parse_workloads)]
+    pub workload: WorkloadList,
+    /// GC policies, comma-separated: greedy, cost-benefit, atgc, prefer-data-v1,
+    /// prefer-data-v2, weighted:D:N, default.
+    #[arg(long, value_name = "LIST", default_value = "greedy,prefer-data-v2,default", value_parser = parse_policies)]
+    pub policy: PolicyList,
+    /// Also write the results as JSON, one record per policy and workload.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also draw WAF against data written, one line per policy, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Runs at once, each on its own device (default: the available cores).
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
+}
+
+/// `--workload`'s list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadList(pub Vec<Workload>);
+
+/// `--policy`'s list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyList(pub Vec<GcPolicy>);
+
+fn parse_preset(s: &str) -> Result<Preset, String> {
+    s.parse()
+}
+
+/// Splits a comma-separated list, refusing empty items and repeats.
+fn parse_list<T: PartialEq>(s: &str, what: &str, one: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    let mut out: Vec<T> = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(format!("empty {what} name in '{s}'"));
+        }
+        let v = one(item)?;
+        if out.contains(&v) {
+            return Err(format!("{what} '{item}' given twice"));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+fn parse_workloads(s: &str) -> Result<WorkloadList, String> {
+    parse_list(s, "workload", |w| w.parse()).map(WorkloadList)
+}
+
+fn parse_policies(s: &str) -> Result<PolicyList, String> {
+    parse_list(s, "policy", |p| p.parse::<GcPolicy>().map_err(|e| e.to_string())).map(PolicyList)
+}
+
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("'{s}' is not a number of jobs (1 or more)")),
+    }
+}
+
+impl WafArgs {
+    /// The preset with the options given on top.
+    pub fn setup(&self) -> Setup {
+        let mut s = self.preset.setup();
+        let base = s.clone();
+        s.conv_bytes = self.conv_size.unwrap_or(s.conv_bytes);
+        s.zone_bytes = self.zone_size.unwrap_or(s.zone_bytes);
+        s.zones = self.zones.unwrap_or(s.zones);
+        s.overprovision_pct = self.overprovision.unwrap_or(s.overprovision_pct);
+        s.reserved_sections = self.reserved_sections.unwrap_or(s.reserved_sections);
+        s.file_bytes = self.file_size.unwrap_or(s.file_bytes);
+        s.io_bytes = self.io_size.unwrap_or(s.io_bytes);
+        s.seed = self.seed.unwrap_or(s.seed);
+        // Still "the preset" only if nothing but the seed changed.
+        let same_but_seed = Setup {
+            seed: base.seed,
+            ..s.clone()
+        };
+        if same_but_seed != base {
+            s.preset = None;
+        }
+        s
+    }
+}
+
+/// Runs a benchmark.
+pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::Waf(args) => waf(&args),
+    }
+}
+
+fn waf(args: &WafArgs) -> anyhow::Result<()> {
+    let setup = args.setup();
+    let (geometry, _) = uf2fs_lab::volume::plan(&setup).map_err(UsageError)?;
+    let pairs = uf2fs_lab::pairs(&args.policy.0, &args.workload.0);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Fail on an unwritable output before the runs, not after.
+    for path in [&args.json, &args.plot].into_iter().flatten() {
+        std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(report::describe(&setup, &geometry).as_bytes())?;
+    out.flush()?;
+
+    let total: u64 = pairs
+        .iter()
+        .map(|p| uf2fs_lab::batch::blocks_of(&setup, p.workload))
+        .sum();
+    let bar = std::io::stderr().is_terminal().then(|| progress_bar(total));
+    let running: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let observe = |event: Event<'_>| {
+        let Some(bar) = &bar else { return };
+        match event {
+            Event::Advanced { blocks } => bar.inc(blocks),
+            Event::Started { pair, .. } | Event::Finished { pair, .. } => {
+                let name = format!("{}/{}", pair.policy, pair.workload);
+                let mut r = running.lock().unwrap_or_else(|p| p.into_inner());
+                if matches!(event, Event::Started { .. }) {
+                    r.push(name);
+                } else {
+                    r.retain(|n| *n != name);
+                }
+                bar.set_message(r.join(", "));
+            }
+        }
+    };
+    let outcomes = uf2fs_lab::run_all(&setup, &pairs, jobs, &observe);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+
+    let mut results: Vec<RunResult> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for o in outcomes {
+        match o {
+            Ok(r) => results.push(r),
+            Err(e) => failures.push(e),
+        }
+    }
+    report::compare_with_greedy(&mut results);
+    if !results.is_empty() {
+        writeln!(out)?;
+        out.write_all(report::table(&results).as_bytes())?;
+        out.flush()?;
+        if let Some(path) = &args.json {
+            report::write_json(&results, path).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(path) = &args.plot {
+            uf2fs_lab::plot::plot(&results, path).map_err(anyhow::Error::msg)?;
+        }
+    }
+    match failures.len() {
+        0 => Ok(()),
+        n => Err(anyhow::anyhow!(
+            "{n} of {} runs failed: {}",
+            pairs.len(),
+            failures.join("; ")
+        )),
+    }
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {percent:>3}% ETA {eta} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(500));
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Top {
+        #[command(subcommand)]
+        cmd: BenchCommand,
+    }
+
+    fn waf_args(extra: &[&str]) -> Result<WafArgs, clap::Error> {
+        let argv = ["bench", "waf"].iter().chain(extra).copied();
+        Top::try_parse_from(argv).map(|t| match t.cmd {
+            BenchCommand::Waf(a) => a,
+        })
+    }
+
+    #[test]
+    fn no_options_mean_the_small_preset_uniform_and_three_policies() {
+        let a = waf_args(&[]).unwrap();
+        assert_eq!(a.setup(), Preset::Small.setup());
+        assert_eq!(a.workload.0, [Workload::Uniform]);
+        let names: Vec<String> = a.policy.0.iter().map(|p| p.to_string()).collect();
+        assert_eq!(names, ["greedy", "prefer-data-v2", "default"]);
+        assert!(a.jobs.is_none() && a.json.is_none() && a.plot.is_none());
+    }
+
+    #[test]
+    fn options_override_the_preset() {
+        let a = waf_args(&[
+            "--preset",
+            "seed",
+            "--zones",
+            "64",
+            "--zone-size",
+            "2M",
+            "--file-size",
+            "100M",
+            "--io-size",
+            "1G",
+            "--overprovision",
+            "5",
+            "--reserved-sections",
+            "0",
+            "--conv-size",
+            "16M",
+            "--seed",
+            "9",
+            "--workload",
+            "zipf,multifile",
+            "--policy",
+            "weighted:1:512,atgc",
+            "--jobs",
+            "3",
+        ])
+        .unwrap();
+        let s = a.setup();
+        assert_eq!(s.preset, None);
+        assert_eq!(
+            (s.zones, s.zone_bytes, s.file_bytes, s.io_bytes, s.conv_bytes),
+            (64, 2 << 20, 100 << 20, 1 << 30, 16 << 20)
+        );
+        assert_eq!((s.overprovision_pct, s.reserved_sections, s.seed), (5.0, 0, 9));
+        assert_eq!(a.workload.0, [Workload::Zipf, Workload::Multifile]);
+        assert_eq!(a.policy.0[0], GcPolicy::Weighted { data: 1, node: 512 });
+        assert_eq!(a.jobs, Some(3));
+        // Only the seed changed: still the preset.
+        let a = waf_args(&["--preset", "seed", "--seed", "5"]).unwrap();
+        assert_eq!(a.setup().preset, Some(Preset::Seed));
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors_naming_the_option() {
+        for (argv, want) in [
+            (&["--zone-size", "8X"][..], "unknown size suffix"),
+            (&["--io-size", "lots"], "not a size"),
+            (&["--preset", "huge"], "known: small, seed"),
+            (&["--workload", "uniform,bogus"], "known: uniform, zipf"),
+            (&["--workload", "uniform,,zipf"], "empty workload"),
+            (&["--policy", "greedy,greedy"], "given twice"),
+            (&["--policy", "fastest"], "known: greedy"),
+            (&["--jobs", "0"], "number of jobs"),
+            (&["--zones", "many"], "--zones"),
+        ] {
+            let e = waf_args(argv).unwrap_err().to_string();
+            assert!(e.contains(want), "{argv:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! `uf2fs bench waf` end to end, on volumes small enough to run in seconds: the table,
+//! the JSON records, the SVG, the same figures whatever `--jobs`, and bad options
+//! refused with one line and exit code 2.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const IO_BYTES: u64 = 300 << 20;
+
+fn uf2fs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_uf2fs"))
+        .args(args)
+        .output()
+        .expect("run uf2fs")
+}
+
+/// A tiny custom setup: 96 zones of 2 MiB, a 150 MiB file, 300 MiB of overwrites.
+fn tiny(extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "bench",
+        "waf",
+        "--zones",
+        "96",
+        "--zone-size",
+        "2M",
+        "--conv-size",
+        "16M",
+        "--file-size",
+        "150M",
+        "--io-size",
+        "300M",
+        "--policy",
+        "greedy,prefer-data-v2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn run_ok(args: &[String]) -> String {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = uf2fs(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "uf2fs {args:?} failed: {stderr}");
+    // Not a terminal: no progress bar, nothing on stderr.
+    assert!(stderr.is_empty(), "{stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_array().expect("a JSON array").clone()
+}
+
+fn num(r: &Value, key: &str) -> f64 {
+    r[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing or not a number in {r}"))
+}
+
+#[test]
+fn two_policies_two_workloads_with_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("waf.json");
+    let svg = dir.path().join("waf.svg");
+    let stdout = run_ok(&tiny(&[
+        "--workload",
+        "uniform,multifile",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]));
+    assert!(
+        stdout.contains("setup: custom: 16 MiB conventional + 96 zones of 2 MiB"),
+        "{stdout}"
+    );
+    let table: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("uniform") || l.contains("multifile"))
+        .collect();
+    assert_eq!(table.len(), 4, "{stdout}");
+    assert!(stdout.contains("vs greedy"), "{stdout}");
+
+    let recs = records(&json);
+    assert_eq!(recs.len(), 4);
+    let mut pairs = Vec::new();
+    for r in &recs {
+        for key in [
+            "waf",
+            "user_blocks",
+            "device_blocks",
+            "data_blocks_moved",
+            "node_blocks_moved",
+            "fg_gc_calls",
+            "bg_gc_calls",
+            "utilization",
+            "elapsed_s",
+        ] {
+            num(r, key);
+        }
+        let (policy, workload) = (r["policy"].as_str().unwrap(), r["workload"].as_str().unwrap());
+        pairs.push(format!("{policy}/{workload}"));
+        assert_eq!(num(r, "user_blocks") as u64, IO_BYTES / 4096, "{r}");
+        let waf = num(r, "waf");
+        assert!(waf >= 1.0, "{r}");
+        assert!(
+            (waf - num(r, "device_blocks") / num(r, "user_blocks")).abs() < 1e-9,
+            "{r}"
+        );
+        assert_eq!(r["device"]["total"], r["device_blocks"]);
+        assert_eq!(r["device"]["gc_data"], r["data_blocks_moved"]);
+        assert_eq!(r["device"]["gc_node"], r["node_blocks_moved"]);
+        let u = num(r, "utilization");
+        assert!(u > 0.5 && u < 1.0, "{r}");
+        assert_eq!(r["setup"]["zones"], 96);
+        assert_eq!(r["setup"]["zone_bytes"], 2 << 20);
+        assert_eq!(r["setup"]["file_bytes"], 150 << 20);
+        assert_eq!(r["geometry"]["reserved_segments"], 8);
+        // The curve ends at the totals.
+        let last = r["curve"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["user_blocks"], r["user_blocks"]);
+        assert_eq!(last["device_blocks"], r["device_blocks"]);
+        // Each policy is compared with greedy on its workload.
+        let vs = num(r, "waf_vs_greedy");
+        let greedy = recs
+            .iter()
+            .find(|g| g["policy"] == "greedy" && g["workload"] == r["workload"])
+            .unwrap();
+        assert!((vs - (waf / num(greedy, "waf") - 1.0)).abs() < 1e-9, "{r}");
+    }
+    assert_eq!(
+        pairs,
+        [
+            "greedy/uniform",
+            "prefer-data-v2/uniform",
+            "greedy/multifile",
+            "prefer-data-v2/multifile"
+        ]
+    );
+
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<svg"), "{}", &svg_text[..svg_text.len().min(100)]);
+    for name in ["greedy", "prefer-data-v2", "uniform", "multifile", "polyline"] {
+        assert!(svg_text.contains(name), "{name} not in the SVG");
+    }
+}
+
+#[test]
+fn same_figures_whatever_the_number_of_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.json");
+    let two = dir.path().join("two.json");
+    run_ok(&tiny(&[
+        "--workload",
+        "zipf",
+        "--jobs",
+        "1",
+        "--json",
+        one.to_str().unwrap(),
+    ]));
+    run_ok(&tiny(&[
+        "--workload",
+        "zipf",
+        "--jobs",
+        "2",
+        "--json",
+        two.to_str().unwrap(),
+    ]));
+    let strip = |mut v: Vec<Value>| -> Vec<Value> {
+        for r in &mut v {
+            let o = r.as_object_mut().unwrap();
+            o.retain(|k, _| !k.contains("elapsed"));
+        }
+        v
+    };
+    assert_eq!(strip(records(&one)), strip(records(&two)));
+}
+
+#[test]
+fn bad_options_are_one_line_and_exit_2() {
+    for (args, want) in [
+        (&["--zone-size", "3M"][..], "not a whole number of 2 MiB segments"),
+        (&["--zone-size", "8X"], "unknown size suffix"),
+        (&["--io-size", "5000"], "io size 5000 B"),
+        (&["--policy", "fastest"], "known: greedy"),
+        (&["--workload", "random"], "known: uniform"),
+        (&["--jobs", "0"], "number of jobs"),
+        (&["--conv-size", "1M"], "--conv-size 1 MiB is too small"),
+        (&["--file-size", "100G"], "does not fit"),
+        (&["--reserved-sections", "3"], "at least 8"),
+        (&["--overprovision", "0"], "out of range"),
+        (&["--preset", "large"], "known: small, seed"),
+    ] {
+        // Refused before anything runs (the small preset would take a minute).
+        let mut argv = vec!["bench", "waf"];
+        argv.extend_from_slice(args);
+        let out = uf2fs(&argv);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("uf2fs: ") && stderr.contains(want),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = uf2fs(&["--device", "/dev/null", "bench", "waf"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--device is not accepted"));
+}

@@ -1,0 +1,95 @@
+//! `--plot FILE.svg`: cumulative WAF against user data written since the overwrite
+//! phase began, one line per policy, one panel per workload (stacked in one SVG).
+
+use crate::run::RunResult;
+use crate::setup::BLOCK_BYTES;
+use crate::size::gib;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// Width of the SVG, and height of one panel, in pixels.
+const WIDTH: u32 = 900;
+const PANEL_HEIGHT: u32 = 420;
+
+/// Draws the curves of `results` into `path`.
+pub fn plot(results: &[RunResult], path: &Path) -> Result<(), String> {
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in results {
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
+        }
+    }
+    if workloads.is_empty() {
+        return Err("no results to plot".into());
+    }
+    let mut policies: Vec<&str> = Vec::new();
+    for r in results {
+        if !policies.contains(&r.policy.as_str()) {
+            policies.push(&r.policy);
+        }
+    }
+    let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let height = PANEL_HEIGHT * workloads.len() as u32;
+    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let panels = root.split_evenly((workloads.len(), 1));
+    for (panel, workload) in panels.iter().zip(&workloads) {
+        let runs: Vec<&RunResult> = results.iter().filter(|r| r.workload == *workload).collect();
+        let curve = |r: &RunResult| -> Vec<(f64, f64)> {
+            r.curve
+                .iter()
+                .filter(|s| s.user_blocks > 0)
+                .map(|s| (gib(s.user_blocks * BLOCK_BYTES), s.waf()))
+                .collect()
+        };
+        let x_max = runs
+            .iter()
+            .map(|r| gib(r.user_blocks * BLOCK_BYTES))
+            .fold(0.0, f64::max)
+            .max(1e-6);
+        let y_max = runs
+            .iter()
+            .flat_map(|r| curve(r).into_iter().map(|(_, y)| y))
+            .fold(1.0, f64::max)
+            * 1.1;
+        let title = match runs.first() {
+            Some(r) => format!(
+                "{workload}: cumulative WAF since the overwrites began ({} zones of {} MiB)",
+                r.setup.zones,
+                r.setup.zone_bytes >> 20
+            ),
+            None => workload.to_string(),
+        };
+        let mut chart = ChartBuilder::on(panel)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("user data written (GiB)")
+            .y_desc("WAF")
+            .draw()
+            .map_err(|e| err(&e))?;
+        for r in &runs {
+            let i = policies.iter().position(|p| *p == r.policy).unwrap_or(0);
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(curve(r), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(format!("{} ({:.2})", r.policy, r.waf))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

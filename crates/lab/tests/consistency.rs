@@ -1,0 +1,165 @@
+//! After a lab run the volume must be one Linux F2FS accepts: unmounted, written out as
+//! an image and checked by `fsck.f2fs -f`; reopened, it must hold exactly the files
+//! the workload left, at their sizes; and the write counters must add up.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+use uf2fs_core::{FileKind, GcPolicy};
+use uf2fs_lab::run::run_on;
+use uf2fs_lab::volume::{export_image, Volume};
+use uf2fs_lab::workload::{Generator, Op, Shape};
+use uf2fs_lab::{Setup, Workload};
+
+/// A volume small enough to check in seconds, with GC busy: 128 zones of 2 MiB, a file
+/// of three quarters of them, overwritten three times.
+fn tiny() -> Setup {
+    Setup {
+        preset: None,
+        conv_bytes: 16 << 20,
+        zone_bytes: 2 << 20,
+        zones: 128,
+        overprovision_pct: 3.89,
+        reserved_sections: 8,
+        file_bytes: 200 << 20,
+        io_bytes: 600 << 20,
+        seed: 11,
+    }
+}
+
+fn fsck_clean(img: &Path, what: &str) {
+    let out = Command::new("fsck.f2fs")
+        .arg("-f")
+        .arg(img)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run fsck.f2fs: {e} (is f2fs-tools installed?)"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
+        .collect();
+    assert!(
+        out.status.success() && bad.is_empty(),
+        "fsck.f2fs -f after {what}:\n{text}"
+    );
+}
+
+/// The files (name → size in bytes) the workload leaves, by replaying its generator.
+fn expected_files(setup: &Setup, workload: Workload) -> BTreeMap<Vec<u8>, u64> {
+    let shape = Shape {
+        file_blocks: setup.file_blocks(),
+        io_blocks: setup.io_blocks(),
+        seed: setup.seed,
+    };
+    let mut g = Generator::new(workload, shape).unwrap();
+    let mut files = BTreeMap::new();
+    while let Some((_, op)) = g.next_op() {
+        match op {
+            Op::Create { file } => {
+                files.insert(format!("f{file}").into_bytes(), 0u64);
+            }
+            Op::Write { file, block, blocks } => {
+                let size = files.get_mut(format!("f{file}").as_bytes()).unwrap();
+                *size = (*size).max((block + blocks as u64) * 4096);
+            }
+            Op::Delete { file } => {
+                files.remove(format!("f{file}").as_bytes());
+            }
+        }
+    }
+    files
+}
+
+fn check(policy: &str, workload: Workload) {
+    let setup = tiny();
+    let policy: GcPolicy = policy.parse().unwrap();
+    let what = format!("{policy} on {workload}");
+    let vol = Volume::create(&setup).unwrap();
+    let r = run_on(&vol, &setup, policy, workload, &|_| {}, Instant::now()).unwrap();
+
+    // The counters add up.
+    assert_eq!(r.user_blocks, setup.io_blocks(), "{what}");
+    let d = &r.device;
+    assert_eq!(
+        d.total,
+        d.superblock
+            + d.checkpoint
+            + d.sit
+            + d.nat
+            + d.ssa
+            + d.user_data
+            + d.gc_data
+            + d.user_node
+            + d.gc_node
+            + d.main_other,
+        "{what}"
+    );
+    assert_eq!(r.device_blocks, d.total, "{what}");
+    assert!(
+        r.waf >= 1.0 && (r.waf - d.total as f64 / r.user_blocks as f64).abs() < 1e-12,
+        "{what}"
+    );
+    assert_eq!(r.data_blocks_moved, d.gc_data, "{what}");
+    assert_eq!(r.node_blocks_moved, d.gc_node, "{what}");
+    assert!(r.data_victims + r.node_victims > 0, "{what}: GC never ran");
+    assert!(r.utilization > 0.5 && r.utilization < 1.0, "{what}: {}", r.utilization);
+    let curve_users: Vec<u64> = r.curve.iter().map(|s| s.user_blocks).collect();
+    assert!(
+        curve_users.windows(2).all(|w| w[0] < w[1]),
+        "{what}: curve not increasing"
+    );
+    assert_eq!(r.curve.last().unwrap().device_blocks, r.device_blocks, "{what}");
+
+    // Unmounted and written out, the image is clean for fsck.f2fs.
+    vol.fs.unmount().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("lab.img");
+    export_image(&vol.device, &img).unwrap();
+    fsck_clean(&img, &what);
+
+    // Reopened, it holds what the workload left.
+    let fs = Volume::reopen(&vol.device, false).unwrap();
+    let want = expected_files(&setup, workload);
+    let mut got = BTreeMap::new();
+    for e in fs.read_dir(fs.root()).unwrap() {
+        if e.name == b"." || e.name == b".." {
+            continue;
+        }
+        let st = fs.stat(e.ino).unwrap();
+        assert_eq!(st.kind, FileKind::File, "{what}");
+        got.insert(e.name, st.size);
+    }
+    assert_eq!(got, want, "{what}: files after reopening");
+    // Data reads back (zeros) to the end of the largest file.
+    let (name, size) = want.iter().max_by_key(|(_, s)| **s).unwrap();
+    let ino = fs.lookup(fs.root(), name).unwrap();
+    let mut buf = vec![1u8; 8192];
+    let n = fs.read(ino, size - 8192, &mut buf).unwrap();
+    assert_eq!(n, 8192, "{what}");
+    assert!(buf.iter().all(|&b| b == 0), "{what}");
+}
+
+#[test]
+fn uniform_with_default_leaves_a_clean_volume() {
+    check("default", Workload::Uniform);
+}
+
+#[test]
+fn zipf_with_prefer_data_v2_leaves_a_clean_volume() {
+    check("prefer-data-v2", Workload::Zipf);
+}
+
+#[test]
+fn multifile_with_greedy_leaves_a_clean_volume() {
+    check("greedy", Workload::Multifile);
+}
+
+#[test]
+fn hotcold_with_cost_benefit_leaves_a_clean_volume() {
+    check("cost-benefit", Workload::HotCold);
+}
