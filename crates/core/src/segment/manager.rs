@@ -51,6 +51,11 @@ impl Clock {
     }
 }
 
+/// Block allocations between two readings of the clock for segment ages (ages are in
+/// whole seconds; reading the clock for every block cost more than the rest of the
+/// allocation).
+const CLOCK_EVERY: u32 = 256;
+
 /// What a SIT flush leaves for the checkpoint pack.
 #[derive(Debug, Clone, Default)]
 pub struct SitFlush {
@@ -80,6 +85,9 @@ pub struct SegmentManager {
     to_discard: Vec<u32>,
     /// Valid blocks in data and in node segments.
     valid_kind: [u64; 2],
+    /// The clock's last reading, and allocations since (see [`CLOCK_EVERY`]).
+    clock_now: u64,
+    clock_ticks: u32,
     /// Blocks invalidated in data and in node segments since open.
     invalidated: [u64; 2],
     logs: [CurSeg; NR_LOGS],
@@ -121,6 +129,8 @@ impl SegmentManager {
             prefree: BTreeSet::new(),
             to_discard: Vec::new(),
             valid_kind: [0; 2],
+            clock_now: cps.cp.elapsed_time,
+            clock_ticks: 0,
             invalidated: [0; 2],
             logs,
             active_logs: ActiveLogs::default(),
@@ -215,7 +225,11 @@ impl SegmentManager {
         if fills {
             self.pick_segment(li)?;
         }
-        let now = self.clock.now_secs();
+        if self.clock_ticks == 0 {
+            self.clock_now = self.clock.now_secs();
+        }
+        self.clock_ticks = (self.clock_ticks + 1) % CLOCK_EVERY;
+        let now = self.clock_now;
         let cur = &mut self.logs[li];
         let (segno, off) = (cur.segno, cur.next_blkoff as u32);
         let e = &mut self.sit[segno as usize];
