@@ -34,13 +34,18 @@
 #                          file systems without fallocate (fsx aborts on EOPNOTSUPP)
 #   --timeout SECONDS      limit for each pjdfstest or fsx run (default 1200)
 #   --keep                 keep the image (--fuse2fs, --uf2fs) after the run
+#   --expect-skip NAME     a test case that may be skipped (repeatable); with strict
+#                          skips every other skip fails the run
+#   --strict-skips         fail the run on any skip not named by --expect-skip (always
+#                          on for --uf2fs: uf2fs must explain each of its skips)
 #
 # Output: per-suite results (every failure with its message, every skip with its
 # reason), then a closing line exactly `N passed, N failed, N skipped` counting every
 # test case (pjdfstest cases, the two fsx runs and, for --fuse2fs/--uf2fs, the mount
 # checks and fsck after unmount); "failed" includes failures on the known-failure list.
-# Exit status: 0 when every failure is on the list, 1 otherwise, 2 for usage errors,
-# 77 when the target cannot be tested here yet (uf2fs without read-write mounts).
+# Exit status: 0 when every failure is on the list (and, with strict skips, every skip
+# is expected), 1 otherwise (for --uf2fs also when uf2fs refuses the read-write mount:
+# a run that tests nothing must not pass), 2 for usage errors.
 #
 # Run as root: pjdfstest switches to the users 'tests' and 'nobody' (see
 # scripts/install-fs-test-tools.sh, which installs everything this needs).
@@ -65,6 +70,7 @@ die_usage() { fst_log "fs-conformance: $*"; exit 2; }
 mode=""; size=""; dir=""
 known=""; work="/var/tmp/uf2fs-conformance"; only="all"; reference=0; allow_remount=0
 fsx_ops=30000; fsx_seed=1; mmap=1; fallocate=1; tool_timeout=1200; keep=0
+strict_skips=0; expected_skips=""
 naptime="${PJDFSTEST_NAPTIME:-1.0}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -85,6 +91,10 @@ while [ $# -gt 0 ]; do
     --no-fallocate) fallocate=0; shift ;;
     --timeout) tool_timeout="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --expect-skip)
+        [ $# -ge 2 ] || die_usage "--expect-skip needs a test name"
+        expected_skips="$expected_skips $2"; shift 2 ;;
+    --strict-skips) strict_skips=1; shift ;;
     -h | --help) usage ;;
     -*) die_usage "unknown option $1" ;;
     *)
@@ -93,6 +103,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$mode" ] || usage
+if [ "$mode" = uf2fs ]; then strict_skips=1; fi
 case "$only" in all | pjdfstest | fsx) ;; *) die_usage "--only takes pjdfstest or fsx" ;; esac
 for n in "$fsx_ops" "$fsx_seed" "$tool_timeout"; do
     [[ "$n" =~ ^[0-9]+$ ]] || die_usage "not a number: $n"
@@ -177,8 +188,8 @@ uf2fs)
     rc=0
     fst_mount_uf2fs "$uf2fs_bin" "$image" "$run/mnt" "$run/mount.log" || rc=$?
     if [ "$rc" = "$FST_UNAVAILABLE" ]; then
-        echo "uf2fs read-write mount not available yet: nothing tested (exit 77)"
-        exit "$FST_UNAVAILABLE"
+        echo "uf2fs refused the read-write mount: nothing tested (FAIL)"
+        exit 1
     elif [ "$rc" != 0 ]; then
         exit 1
     fi
@@ -425,8 +436,11 @@ verdict=0
         pjd_desc="$pjdfstest_version (naptime $naptime s, features posix_fallocate utime_now utimensat rename_ctime, secondary fs ${secondary:-none}, EROFS cases $([ "$allow_remount" = 1 ] && echo on || echo off))"
     fi
     echo "tools: pjdfstest $pjd_desc, fsx ${fsx_version:-not run}$([ "$mmap" = 0 ] && echo " (no mmap)")$([ "$fallocate" = 0 ] && echo " (no fallocate)"); ${elapsed} s; logs in $run"
-    awk -F '\t' -v known_file="${known:-/dev/null}" -v pjd_ran="$([ -n "$pjdfstest_version" ] && echo 1)" '
+    awk -F '\t' -v known_file="${known:-/dev/null}" -v pjd_ran="$([ -n "$pjdfstest_version" ] && echo 1)" \
+        -v strict="$strict_skips" -v expected="$expected_skips" '
         BEGIN {
+            ne = split(expected, e, " ")
+            for (i = 1; i <= ne; i++) may_skip[e[i]] = 1
             while ((getline line < known_file) > 0) {
                 if (line ~ /^[[:space:]]*(#|$)/) continue
                 n = split(line, w, /[[:space:]]+/); k = (w[1] == "") ? w[2] : w[1]
@@ -437,10 +451,11 @@ verdict=0
         {
             suite = ($1 ~ /^(fsx|mount|fsck)::/) ? $1 : "pjdfstest"; sub(/::.*/, "", suite)
             if (!(suite in seen)) { seen[suite] = 1; suites[++ns] = suite }
-            count[suite, $2]++; total[$2]++; ran[$1] = 1
+            count[suite, $2]++; total[$2]++; ran[$1] = 1; if ($2 == "skip") skipped[$1] = 1
             if ($2 == "fail" && ($1 in known)) { kf++; kfl[kf] = "  failed (known): " $1 ": " known[$1] " [" $3 "]" }
             else if ($2 == "fail") { uf++; ufl[uf] = "  FAILED: " $1 ": " $3 }
-            else if ($2 == "skip") { sk++; skl[sk] = "  skipped: " $1 ": " $3 }
+            else if ($2 == "skip" && strict && !($1 in may_skip)) { us++; usl[us] = "  SKIPPED (not expected): " $1 ": " $3 }
+            else if ($2 == "skip") { sk++; skl[sk] = "  skipped" (($1 in may_skip) ? " (expected)" : "") ": " $1 ": " $3 }
             else if ($1 in known) { up++; upl[up] = "  passed but listed as a known failure (drop it from the list): " $1 }
             else if ($1 ~ /^fsx::|^mount::|^fsck::/) { ok++; okl[ok] = "  ok: " $1 ": " $3 }
         }
@@ -451,6 +466,7 @@ verdict=0
             }
             for (i = 1; i <= ok; i++) print okl[i]
             for (i = 1; i <= uf; i++) print ufl[i]
+            for (i = 1; i <= us; i++) print usl[i]
             for (i = 1; i <= kf; i++) print kfl[i]
             for (i = 1; i <= sk; i++) print skl[i]
             for (i = 1; i <= up; i++) print upl[i]
@@ -458,9 +474,11 @@ verdict=0
                 s = (k ~ /^(fsx|mount|fsck)::/) ? k : "pjdfstest"; sub(/::.*/, "", s)
                 if (!(k in ran) && ((s in seen) || (s == "pjdfstest" && pjd_ran))) print "  listed as a known failure but not run: " k
             }
+            for (k in may_skip) if ((k in ran) && !(k in skipped)) print "  expected to be skipped but ran: " k
             if (listed) printf "known-failure list: %d entries; %d failed as listed, %d unexpected failures\n", listed, kf, uf
+            if (strict) printf "strict skips: %d expected, %d not expected%s\n", sk, us, (total["pass"] ? "" : "; nothing passed")
             printf "%d passed, %d failed, %d skipped\n", total["pass"], total["fail"], total["skip"]
-            exit (uf > 0)
+            exit (uf > 0 || us > 0 || (strict && !total["pass"]))
         }
     ' "$results"
 } | tee "$run/summary.txt" || verdict=$?
