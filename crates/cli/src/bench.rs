@@ -207,6 +207,8 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
     if !results.is_empty() {
         writeln!(out)?;
         out.write_all(report::table(&results).as_bytes())?;
+        writeln!(out)?;
+        out.write_all(report::limits(&results).as_bytes())?;
         out.flush()?;
         if let Some(path) = &args.json {
             report::write_json(&results, path).map_err(anyhow::Error::msg)?;

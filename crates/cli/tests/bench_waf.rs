@@ -80,10 +80,11 @@ fn two_policies_two_workloads_with_json_and_plot() {
     );
     let table: Vec<&str> = stdout
         .lines()
-        .filter(|l| l.contains("uniform") || l.contains("multifile"))
+        .filter(|l| l.starts_with("greedy ") || l.starts_with("prefer-data-v2 "))
         .collect();
     assert_eq!(table.len(), 4, "{stdout}");
     assert!(stdout.contains("vs greedy"), "{stdout}");
+    assert!(stdout.contains("greedy's analytical WAF"), "{stdout}");
 
     let recs = records(&json);
     assert_eq!(recs.len(), 4);

@@ -11,6 +11,18 @@ use std::path::Path;
 const WIDTH: u32 = 900;
 const PANEL_HEIGHT: u32 = 420;
 
+/// Line colours, one per policy in command-line order (distinct on white).
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x33, 0x33, 0x33),
+];
+
 /// Draws the curves of `results` into `path`.
 pub fn plot(results: &[RunResult], path: &Path) -> Result<(), String> {
     let mut workloads: Vec<&str> = Vec::new();
@@ -75,7 +87,7 @@ pub fn plot(results: &[RunResult], path: &Path) -> Result<(), String> {
             .map_err(|e| err(&e))?;
         for r in &runs {
             let i = policies.iter().position(|p| *p == r.policy).unwrap_or(0);
-            let color = Palette99::pick(i).to_rgba();
+            let color = COLOURS[i % COLOURS.len()].to_rgba();
             chart
                 .draw_series(LineSeries::new(curve(r), color.stroke_width(2)))
                 .map_err(|e| err(&e))?

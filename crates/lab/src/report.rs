@@ -119,6 +119,27 @@ pub fn table(results: &[RunResult]) -> String {
     out
 }
 
+/// One line per workload with greedy's analytical WAF at the utilisation its runs
+/// ended at (the yardstick for uniform overwrites).
+pub fn limits(results: &[RunResult]) -> String {
+    let mut out = String::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for r in results {
+        if seen.contains(&r.workload.as_str()) {
+            continue;
+        }
+        seen.push(&r.workload);
+        if let Some(wa) = r.greedy_limit {
+            let _ = writeln!(
+                out,
+                "{}: utilisation {:.3}, greedy's analytical WAF for uniform overwrites there {:.2} (data moves only)",
+                r.workload, r.utilization, wa
+            );
+        }
+    }
+    out
+}
+
 /// Writes the records as a JSON array, one object per (policy, workload).
 pub fn write_json(results: &[RunResult], path: &Path) -> Result<(), String> {
     let text = serde_json::to_string_pretty(results).map_err(|e| format!("encoding the results: {e}"))?;

@@ -120,6 +120,9 @@ pub struct RunResult {
     pub gc_checkpoints: u64,
     /// Live blocks over main-area blocks at the end.
     pub utilization: f64,
+    /// Greedy's analytical WAF at that utilisation (uniform overwrites, data moves
+    /// only; see [`crate::analysis`]).
+    pub greedy_limit: Option<f64>,
     /// Seconds of the whole run (format, fill, overwrites).
     pub elapsed_s: f64,
     /// Seconds of the fill.
@@ -252,6 +255,7 @@ pub fn run_on(
         sections_freed: gc(|g| g.sections_freed),
         gc_checkpoints: gc(|g| g.checkpoints),
         utilization: end.utilization(),
+        greedy_limit: crate::analysis::greedy_limit(end.utilization()),
         elapsed_s: started.elapsed().as_secs_f64(),
         fill_elapsed_s,
         fill_user_blocks: a0.user_blocks - at_open.user_blocks,
