@@ -5,7 +5,7 @@ use crate::errors::UsageError;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 use uf2fs_core::GcPolicy;
@@ -160,9 +160,9 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // Fail on an unwritable output before the runs, not after.
+    // Fail on an output that cannot be written before the runs, not after them.
     for path in [&args.json, &args.plot].into_iter().flatten() {
-        std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        check_output(path)?;
     }
     let mut out = std::io::stdout().lock();
     out.write_all(report::describe(&setup, &geometry).as_bytes())?;
@@ -225,6 +225,22 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
             failures.join("; ")
         )),
     }
+}
+
+/// Refuses an output path that is a directory or whose directory does not exist.
+fn check_output(path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(UsageError(format!("{shown} is a directory, not a file to write")).into());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(UsageError(format!("cannot write {shown}: {} is not a directory", dir.display())).into());
+    }
+    Ok(())
 }
 
 fn progress_bar(total: u64) -> ProgressBar {

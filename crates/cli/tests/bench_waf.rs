@@ -195,6 +195,11 @@ fn bad_options_are_one_line_and_exit_2() {
         (&["--reserved-sections", "3"], "at least 8"),
         (&["--overprovision", "0"], "out of range"),
         (&["--preset", "large"], "known: small, seed"),
+        (
+            &["--json", "/nonexistent/dir/w.json"],
+            "/nonexistent/dir is not a directory",
+        ),
+        (&["--plot", "/tmp"], "/tmp is a directory"),
     ] {
         // Refused before anything runs (the small preset would take a minute).
         let mut argv = vec!["bench", "waf"];
