@@ -18,7 +18,6 @@
 //! foreground pass ends.
 
 mod background;
-mod hotness;
 mod migrate;
 mod policy;
 mod status;
@@ -106,9 +105,6 @@ pub(crate) struct GcState {
     /// The prefer-data policies' `need_node_clean`.
     pub(crate) node_clean: bool,
     pub(crate) stats: GcStats,
-    /// The default policy's death-rate estimate and the weights it gives.
-    pub(crate) hotness: hotness::Hotness,
-    pub(crate) weights: [u32; 2],
     /// When the last operation started (the background cleaner's idle rule).
     pub(crate) last_op: Option<std::time::Instant>,
 }
@@ -120,8 +116,6 @@ impl Default for GcState {
             enabled: true,
             node_clean: false,
             stats: GcStats::default(),
-            hotness: Default::default(),
-            weights: [1, 1],
             last_op: None,
         }
     }
@@ -308,9 +302,6 @@ impl Fs {
             }
             g.policy
         };
-        if policy == GcPolicy::Default {
-            self.update_weights(rw);
-        }
         // The seed patches moved the kernel's checkpoint step to the top of the loop
         // (a checkpoint only when free sections run down to the pending need + 3, so
         // that several victims share one) and made it set need_node_clean; uf2fs's
@@ -351,6 +342,21 @@ impl Fs {
                 }
                 break;
             };
+            // A victim must leave room for what moving it writes: its valid blocks, and
+            // for data as many node blocks again at worst (each moved block may dirty
+            // its own node), on top of what is pending. Policies that do not take the
+            // cheapest section (cost-benefit, weights, ATGC) could otherwise spend the
+            // last free sections on a full victim and run out; then a checkpoint comes
+            // first when prefree sections can be had, else the cheapest section goes.
+            let victim = if self.victim_fits(rw, &victim) {
+                victim
+            } else if self.prefree_count(rw) > 0 {
+                self.gc_checkpoint(rw, writer)?;
+                freed_since_cp = 0;
+                continue;
+            } else {
+                self.cheapest_victim(rw).unwrap_or(victim)
+            };
             let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
             let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver)?;
             {
@@ -389,6 +395,28 @@ impl Fs {
         Ok(freed_total)
     }
 
+    /// Whether free sections hold what moving `v` writes (see [`Fs::gc_pass`]), with
+    /// the pending writes.
+    fn victim_fits(&self, rw: &ReadWrite, v: &SectionInfo) -> bool {
+        let moved_secs = (v.valid_blocks as u64).div_ceil(v.capacity.max(1) as u64) as u32;
+        let need = if v.is_node { moved_secs } else { 2 * moved_secs };
+        self.free_sections(rw) >= need + self.pending_sections(rw)
+    }
+
+    /// The section with the fewest valid blocks (greedy's choice, any type).
+    fn cheapest_victim(&self, rw: &ReadWrite) -> Option<SectionInfo> {
+        let mut best: Option<SectionInfo> = None;
+        rw.segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .visit_victim_candidates(|s| {
+                if best.is_none_or(|b| s.valid_blocks < b.valid_blocks) {
+                    best = Some(s);
+                }
+            });
+        best
+    }
+
     fn set_node_clean(&self, rw: &ReadWrite, on: bool) {
         rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = on;
     }
@@ -410,14 +438,12 @@ impl Fs {
             segs.visit_victim_candidates(|s| candidates.push(s));
             segs.elapsed_secs()
         };
-        let weights = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).weights;
         loop {
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
             let sel = victim::Selection {
                 policy,
                 kind,
                 node_clean,
-                weights,
                 now_secs,
             };
             let found = victim::pick(&candidates, sel);
@@ -446,22 +472,6 @@ impl Fs {
                 other => return Ok(other),
             }
         }
-    }
-
-    /// The default policy's weights: per segment type, how fast its blocks die
-    /// relative to the other type's (see docs/gc-default.md).
-    fn update_weights(&self, rw: &ReadWrite) {
-        let (invalidated, live) = {
-            let s = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-            (s.invalidated_by_kind(), s.valid_by_kind())
-        };
-        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-        // Blocks GC moved were invalidated too, but did not die.
-        let deaths = [
-            invalidated[0].saturating_sub(g.stats.data_blocks_moved),
-            invalidated[1].saturating_sub(g.stats.node_blocks_moved),
-        ];
-        g.weights = g.hotness.update(deaths, live);
     }
 
     fn prefree_count(&self, rw: &ReadWrite) -> u32 {

@@ -30,7 +30,8 @@ pub enum GcPolicy {
         /// Weight of node sections.
         node: u32,
     },
-    /// uf2fs's default (see docs/gc-default.md).
+    /// uf2fs's default: cost-benefit on the logical age (blocks written since), any
+    /// segment type, with the seed patches' batched checkpoints (see docs/gc-default.md).
     Default,
 }
 

@@ -23,7 +23,12 @@ impl Fs {
         let _ = writeln!(s, "background gc:       {}", settings.background_gc.name());
         let _ = writeln!(s, "active logs:         {}", settings.active_logs.count());
         let _ = writeln!(s, "utilization:         {:.4}", a.utilization());
-        let _ = writeln!(s, "user blocks written: {} ({:.3} GiB)", a.user_blocks, gib(a.user_blocks));
+        let _ = writeln!(
+            s,
+            "user blocks written: {} ({:.3} GiB)",
+            a.user_blocks,
+            gib(a.user_blocks)
+        );
         let _ = writeln!(s, "device blocks:       {} ({:.3} GiB)", d.total(), gib(d.total()));
         let _ = writeln!(s, "waf:                 {:.3}", a.waf());
         let _ = writeln!(s, "  user data:         {}", d.user_data);
@@ -41,10 +46,22 @@ impl Fs {
             }
         }
         let g = &a.gc;
-        let _ = writeln!(s, "gc calls:            {} foreground, {} background", g.fg_calls, g.bg_calls);
-        let _ = writeln!(s, "victims:             {} data, {} node", g.data_victims, g.node_victims);
+        let _ = writeln!(
+            s,
+            "gc calls:            {} foreground, {} background",
+            g.fg_calls, g.bg_calls
+        );
+        let _ = writeln!(
+            s,
+            "victims:             {} data, {} node",
+            g.data_victims, g.node_victims
+        );
         let _ = writeln!(s, "sections freed:      {}", g.sections_freed);
-        let _ = writeln!(s, "blocks moved:        {} data, {} node", g.data_blocks_moved, g.node_blocks_moved);
+        let _ = writeln!(
+            s,
+            "blocks moved:        {} data, {} node",
+            g.data_blocks_moved, g.node_blocks_moved
+        );
         let _ = writeln!(s, "gc checkpoints:      {}", g.checkpoints);
         Ok(s)
     }

@@ -14,8 +14,10 @@
 //! - atgc: greedy in the foreground; in the background the kernel's age-threshold
 //!   choice among the oldest candidates past 7 days (uf2fs keeps no separate ATGC log:
 //!   moved blocks go to the cold data log as with the other policies);
-//! - default: greedy or cost-benefit weighted as `weighted`, with the weights measured
-//!   from the workload (see [`super::hotness`]).
+//! - default: cost-benefit on the logical age, `(1 - u) (1 + age) / (1 + u)` with `age`
+//!   the blocks written since the section's blocks were (not normalized to the
+//!   candidates, so a young empty section still scores), any segment type; see
+//!   docs/gc-default.md.
 
 use super::GcPolicy;
 use crate::segment::SectionInfo;
@@ -38,8 +40,6 @@ pub struct Selection {
     pub kind: GcKind,
     /// The prefer-data policies' switch: node sections may be chosen.
     pub node_clean: bool,
-    /// The default policy's measured weights (data, node).
-    pub weights: [u32; 2],
     /// Now, on the SIT's age clock (seconds; ATGC's age threshold uses it).
     pub now_secs: u64,
 }
@@ -88,10 +88,13 @@ fn pick_atgc(candidates: &[SectionInfo], now: u64) -> Option<SectionInfo> {
 enum Mode {
     Greedy,
     CostBenefit,
+    /// Cost-benefit with the logical age (blocks written since), not normalized.
+    AgeBenefit,
 }
 
 fn mode(policy: GcPolicy, kind: GcKind) -> Mode {
     match (policy, kind) {
+        (GcPolicy::Default, _) => Mode::AgeBenefit,
         (GcPolicy::CostBenefit, _) => Mode::CostBenefit,
         (_, GcKind::Foreground) => Mode::Greedy,
         (_, GcKind::Background) => Mode::CostBenefit,
@@ -124,22 +127,25 @@ pub fn pick(candidates: &[SectionInfo], sel: Selection) -> Option<SectionInfo> {
         _ => false,
     };
     let skip_nodes = prefers_data && !sel.node_clean;
-    let mut best: Option<(i128, SectionInfo)> = None;
+    let mut best: Option<(f64, SectionInfo)> = None;
     for s in candidates {
         if skip_nodes && s.is_node {
             continue;
         }
-        let base: i128 = match m {
-            Mode::Greedy => s.valid_blocks as i128,
+        let base: f64 = match m {
+            Mode::Greedy => s.valid_blocks as f64,
             // Turned into "distance from the best possible" so weights scale it sensibly.
-            Mode::CostBenefit => (100 * 100) as i128 - cb_benefit(s, min_mtime, max_mtime) as i128,
+            Mode::CostBenefit => (100 * 100) as f64 - cb_benefit(s, min_mtime, max_mtime) as f64,
+            Mode::AgeBenefit => {
+                let (v, c) = (s.valid_blocks as f64, s.capacity.max(1) as f64);
+                -((c - v) * (1.0 + s.age_blocks as f64) / (c + v))
+            }
         };
         let (data, node) = match sel.policy {
             GcPolicy::Weighted { data, node } => (data, node),
-            GcPolicy::Default => (sel.weights[0], sel.weights[1]),
             _ => (1, 1),
         };
-        let cost = base * if s.is_node { node } else { data } as i128;
+        let cost = base * if s.is_node { node } else { data } as f64;
         if best.as_ref().is_none_or(|(c, _)| cost < *c) {
             best = Some((cost, *s));
         }
@@ -158,6 +164,7 @@ mod tests {
             capacity: 2048,
             is_node,
             mtime_secs: mtime,
+            age_blocks: 0,
         }
     }
 
@@ -166,7 +173,6 @@ mod tests {
             policy,
             kind: GcKind::Foreground,
             node_clean,
-            weights: [1, 1],
             now_secs: 0,
         }
     }
@@ -198,26 +204,19 @@ mod tests {
     }
 
     #[test]
-    fn default_uses_its_measured_weights() {
-        let c = [sec(0, 900, false, 5), sec(1, 300, true, 5)];
-        let mut sel = fg(GcPolicy::Default, false);
+    fn default_weighs_free_space_by_logical_age() {
+        let mut c = [sec(0, 1024, false, 5), sec(1, 1536, true, 5), sec(2, 200, false, 5)];
+        c[0].age_blocks = 100_000;
+        c[1].age_blocks = 1_000_000;
+        c[2].age_blocks = 10;
+        let sel = fg(GcPolicy::Default, false);
+        // Half full but old beats nearly empty but just written; older still beats
+        // fuller, whatever the type.
         assert_eq!(pick(&c, sel).unwrap().secno, 1);
-        sel.weights = [1, 4];
+        c[1].age_blocks = 0;
         assert_eq!(pick(&c, sel).unwrap().secno, 0);
-    }
-
-    #[test]
-    fn atgc_cleans_old_sections_in_the_background_only() {
-        let week = ATGC_AGE_THRESHOLD_SECS;
-        let c = [sec(0, 100, false, week * 3), sec(1, 1800, false, 10), sec(2, 1000, false, 20)];
-        let mut sel = fg(GcPolicy::Atgc, false);
-        sel.now_secs = week * 3 + 100;
-        assert_eq!(pick(&c, sel).unwrap().secno, 0, "foreground: greedy");
-        sel.kind = GcKind::Background;
-        // Sections 1 and 2 are past the threshold; 1 is the oldest, though fuller.
-        assert_eq!(pick(&c, sel).unwrap().secno, 1);
-        sel.now_secs = week;
-        assert!(pick(&c, sel).is_none(), "nothing old enough");
+        c[2].age_blocks = 100_000;
+        assert_eq!(pick(&c, sel).unwrap().secno, 2, "same age: the emptier");
     }
 
     #[test]
@@ -240,7 +239,6 @@ mod tests {
             policy: GcPolicy::Greedy,
             kind: GcKind::Background,
             node_clean: false,
-            weights: [1, 1],
             now_secs: 0,
         };
         // Section 2 is older still, but fuller; section 1 wins on benefit.

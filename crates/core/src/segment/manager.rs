@@ -85,6 +85,11 @@ pub struct SegmentManager {
     to_discard: Vec<u32>,
     /// Valid blocks in data and in node segments.
     valid_kind: [u64; 2],
+    /// Blocks allocated since open: the logical clock of segment ages.
+    allocated: u64,
+    /// Per segment, the mean of `allocated` over its blocks' writes (its logical age
+    /// stamp; not on disk: segments opened with data count as written at open).
+    written_at: Vec<u64>,
     /// The clock's last reading, and allocations since (see [`CLOCK_EVERY`]).
     clock_now: u64,
     clock_ticks: u32,
@@ -129,6 +134,8 @@ impl SegmentManager {
             prefree: BTreeSet::new(),
             to_discard: Vec::new(),
             valid_kind: [0; 2],
+            allocated: 0,
+            written_at: Vec::new(),
             clock_now: cps.cp.elapsed_time,
             clock_ticks: 0,
             invalidated: [0; 2],
@@ -147,6 +154,7 @@ impl SegmentManager {
         for e in &m.sit {
             m.valid_kind[kind_of(e.seg_type)] += e.valid_blocks as u64;
         }
+        m.written_at = vec![0; m.sit.len()];
         m.check_against(cps)?;
         // Blocks the checkpoint counts beyond the SIT's are addresses reserved and not
         // written (`NEW_ADDR`): they stay reserved.
@@ -243,6 +251,9 @@ impl SegmentManager {
         }
         // Segment age: the mean of its blocks' write times.
         e.mtime_secs = (e.mtime_secs * before + now) / (before + 1);
+        self.allocated += 1;
+        let w = &mut self.written_at[segno as usize];
+        *w = (*w * before + self.allocated) / (before + 1);
         cur.sum[off as usize] = sum;
         cur.next_blkoff += 1;
         self.dirty.insert(segno);

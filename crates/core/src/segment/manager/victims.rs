@@ -21,6 +21,9 @@ pub struct SectionInfo {
     pub is_node: bool,
     /// Mean age stamp of its segments in use (seconds of file system lifetime).
     pub mtime_secs: u64,
+    /// Blocks written since its blocks were, on average (a logical age: what the
+    /// workload did meanwhile, independent of how fast it ran).
+    pub age_blocks: u64,
 }
 
 impl SegmentManager {
@@ -50,6 +53,7 @@ impl SegmentManager {
             let last = (first + spsec).min(self.geo.segments);
             let mut valid = 0u32;
             let mut mtime = 0u64;
+            let mut written = 0u64;
             let mut used = 0u64;
             let mut is_node = false;
             for segno in first..last {
@@ -57,6 +61,7 @@ impl SegmentManager {
                 if e.valid_blocks > 0 {
                     valid += e.valid_blocks as u32;
                     mtime += e.mtime_secs;
+                    written += self.written_at[segno as usize];
                     used += 1;
                     is_node = e.seg_type >= LogType::HotNode as u8;
                 }
@@ -70,6 +75,7 @@ impl SegmentManager {
                 capacity,
                 is_node,
                 mtime_secs: mtime / used.max(1),
+                age_blocks: self.allocated.saturating_sub(written / used.max(1)),
             });
         }
     }
