@@ -111,8 +111,17 @@ fn change(m: &mut Mirror, rng: &mut Rng, tag: &str, count: usize) -> Result<(), 
             l = list(m.reference());
         }
         let fresh = format!("{tag}{i:04}");
+        if l.files.is_empty() {
+            return Err("no regular file left to change".into());
+        }
         let file = rng.pick(&l.files).clone();
         let dir = rng.pick(&l.dirs).clone();
+        // A symlink or fifo (a file when none is left).
+        let other = if l.others.is_empty() {
+            file.clone()
+        } else {
+            rng.pick(&l.others).clone()
+        };
         let size = fs::metadata(host_path(m.reference(), &file)).map_or(0, |md| md.size());
         match rng.below(100) {
             // Overwrites: small and unaligned, or whole blocks.
@@ -167,7 +176,7 @@ fn change(m: &mut Mirror, rng: &mut Rng, tag: &str, count: usize) -> Result<(), 
                 let other = if rng.chance(1, 2) {
                     rng.pick(&l.files).clone()
                 } else {
-                    rng.pick(&l.others).clone()
+                    other
                 };
                 m.rename_with(&file, &other, true, exchange)?;
             }
@@ -176,7 +185,6 @@ fn change(m: &mut Mirror, rng: &mut Rng, tag: &str, count: usize) -> Result<(), 
                 m.remove_file(&file)?;
             }
             60..=62 => {
-                let other = rng.pick(&l.others).clone();
                 m.remove_file(&other)?;
             }
             63 => {
@@ -231,7 +239,7 @@ fn change(m: &mut Mirror, rng: &mut Rng, tag: &str, count: usize) -> Result<(), 
                 }
             }
             89 => {
-                let link = rng.pick(&l.others).clone();
+                let link = other;
                 let len = rng.below(50) as usize;
                 let name: &[u8] = if root { b"trusted.m" } else { b"user.m" };
                 m.set_xattr(&link, name, &random_bytes(rng, len))?;
@@ -243,7 +251,6 @@ fn change(m: &mut Mirror, rng: &mut Rng, tag: &str, count: usize) -> Result<(), 
                 m.chmod(&target, perm)?;
             }
             95..=97 if root => {
-                let other = rng.pick(&l.others).clone();
                 let target = rng.pick(&[file.clone(), dir.clone(), other]).clone();
                 let (uid, gid) = *rng.pick(&[(0, 0), (1000, 1000), (70_000, 5), (4_000_000_000, 12)]);
                 m.chown(&target, uid, gid)?;
