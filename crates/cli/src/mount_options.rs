@@ -150,7 +150,10 @@ mod tests {
             parse(&["gc_policy=weighted:1:512"]).unwrap().gc_policy,
             Some(GcPolicy::Weighted { data: 1, node: 512 })
         );
-        assert_eq!(parse(&["gc_policy=prefer-data-v2"]).unwrap().gc_policy, Some(GcPolicy::PreferDataV2));
+        assert_eq!(
+            parse(&["gc_policy=prefer-data-v2"]).unwrap().gc_policy,
+            Some(GcPolicy::PreferDataV2)
+        );
         let e = parse(&["gc_policy=fastest"]).unwrap_err();
         assert!(e.contains("gc_policy must be one of greedy"), "{e}");
     }

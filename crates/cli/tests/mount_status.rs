@@ -32,7 +32,12 @@ fn status_reports_settings_and_blocks_written() {
     let mnt = tmp.path().join("mnt");
     fs::create_dir(&mnt).unwrap();
     uf2fs()
-        .run([OsString::from("mkfs"), "--size".into(), "128M".into(), img.clone().into()])
+        .run([
+            OsString::from("mkfs"),
+            "--size".into(),
+            "128M".into(),
+            img.clone().into(),
+        ])
         .assert_ok();
     let opts = ["-o", "gc_policy=prefer-data-v2,background_gc=off"];
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("rw.log"), &opts);
@@ -45,9 +50,19 @@ fn status_reports_settings_and_blocks_written() {
     assert_eq!(field(&report, "mode"), "read-write");
     assert_eq!(field(&report, "gc policy"), "prefer-data-v2");
     assert_eq!(field(&report, "background gc"), "off");
-    let user: u64 = field(&report, "user blocks written").split(' ').next().unwrap().parse().unwrap();
+    let user: u64 = field(&report, "user blocks written")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(user, 2048, "8 MiB written in 4 KiB blocks:\n{report}");
-    let device: u64 = field(&report, "device blocks").split(' ').next().unwrap().parse().unwrap();
+    let device: u64 = field(&report, "device blocks")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(device >= user, "{report}");
     let waf: f64 = field(&report, "waf").parse().unwrap();
     assert!(waf >= 1.0, "{report}");

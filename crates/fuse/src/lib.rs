@@ -124,7 +124,10 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
         _ => None,
     };
     let cleaner = if !opts.read_only && fs.settings().background_gc != uf2fs_core::BackgroundGc::Off {
-        Some(gc_thread::GcThread::start(Arc::clone(&fs), uf2fs_core::BgTimes::default())?)
+        Some(gc_thread::GcThread::start(
+            Arc::clone(&fs),
+            uf2fs_core::BgTimes::default(),
+        )?)
     } else {
         None
     };
