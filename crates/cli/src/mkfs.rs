@@ -32,29 +32,9 @@ pub struct MkfsRequest {
 }
 
 /// Parses a size: a number of bytes, optionally followed by K, M, G or T (powers of
-/// 1024, either case, with an optional "iB" or "B").
+/// 1024, either case, with an optional "iB" or "B"); the same rules as `bench`'s.
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(digits);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (a number with an optional K, M, G or T suffix)"))?;
-    let unit = unit.trim_start();
-    let unit = unit
-        .strip_suffix("iB")
-        .or_else(|| unit.strip_suffix('B'))
-        .unwrap_or(unit);
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(format!("'{text}': unknown size suffix '{unit}' (use K, M, G or T)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("'{text}' is too large"))
+    uf2fs_lab::size::parse_size(text)
 }
 
 /// What an existing target already holds, by the signatures mkfs tools look for.

@@ -9,9 +9,9 @@
 //! thread; the core has marked the file system failed, so every later change (and the
 //! unmount) fails too, which is how the error reaches users.
 
+use crate::worker::Worker;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 use uf2fs_core::Fs;
 
@@ -22,46 +22,26 @@ const TICK_MAX: Duration = Duration::from_secs(1);
 const TICK_MIN: Duration = Duration::from_millis(10);
 
 /// The running thread.
-pub(crate) struct Checkpointer {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-}
+pub(crate) struct Checkpointer(Worker);
 
 impl Checkpointer {
     /// Starts the thread for `fs` (opened read-write) with `interval` between
     /// checkpoints.
     pub(crate) fn start(fs: Arc<Fs>, interval: Duration) -> io::Result<Checkpointer> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("uf2fs-checkpoint".into())
-            .spawn(move || run(&fs, interval, &flag))?;
-        Ok(Checkpointer {
-            stop,
-            thread: Some(thread),
-        })
+        let tick = tick(interval);
+        let worker = Worker::start("uf2fs-checkpoint", tick, move || match fs.checkpoint_if_due(interval) {
+            Ok(_) => Some(tick),
+            Err(err) => {
+                eprintln!("uf2fs: background checkpoint failed: {err}; further changes will fail");
+                None
+            }
+        })?;
+        Ok(Checkpointer(worker))
     }
 
     /// Stops the thread and waits for it (for a checkpoint it is writing to end).
-    pub(crate) fn stop(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        let (flag, wake) = &*self.stop;
-        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        wake.notify_all();
-        if let Some(thread) = self.thread.take() {
-            // A panic in the thread has already been printed; the Fs is still whole
-            // (a checkpoint never panics halfway by design), so go on to unmount.
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
-        self.stop_and_join();
+    pub(crate) fn stop(self) {
+        self.0.stop();
     }
 }
 
@@ -69,25 +49,6 @@ impl Drop for Checkpointer {
 /// [`TICK_MAX`], so a checkpoint is at most a quarter interval (or a second) late.
 fn tick(interval: Duration) -> Duration {
     (interval / 4).clamp(TICK_MIN, TICK_MAX)
-}
-
-fn run(fs: &Fs, interval: Duration, stop: &(Mutex<bool>, Condvar)) {
-    let (flag, wake) = stop;
-    let tick = tick(interval);
-    loop {
-        let stopped = flag.lock().unwrap_or_else(PoisonError::into_inner);
-        let (stopped, _) = wake
-            .wait_timeout_while(stopped, tick, |stopped| !*stopped)
-            .unwrap_or_else(PoisonError::into_inner);
-        if *stopped {
-            return;
-        }
-        drop(stopped);
-        if let Err(err) = fs.checkpoint_if_due(interval) {
-            eprintln!("uf2fs: background checkpoint failed: {err}; further changes will fail");
-            return;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -8,68 +8,32 @@
 //! runs beside the unmount checkpoint. A failed pass is reported once on stderr and ends
 //! the thread; the core has marked the file system failed, so later changes fail too.
 
+use crate::worker::Worker;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use uf2fs_core::{BgCleaner, BgTimes, Fs};
 
 /// The running thread.
-pub(crate) struct GcThread {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-}
+pub(crate) struct GcThread(Worker);
 
 impl GcThread {
     /// Starts the cleaner for `fs` (opened read-write) with `times`.
     pub(crate) fn start(fs: Arc<Fs>, times: BgTimes) -> io::Result<GcThread> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("uf2fs-gc".into())
-            .spawn(move || run(&fs, times, &flag))?;
-        Ok(GcThread {
-            stop,
-            thread: Some(thread),
-        })
+        let mut cleaner = BgCleaner::new(times);
+        let first = cleaner.wait();
+        let worker = Worker::start("uf2fs-gc", first, move || match fs.background_gc_step(&mut cleaner) {
+            Ok(_) => Some(cleaner.wait()),
+            Err(err) => {
+                eprintln!("uf2fs: background garbage collection failed: {err}; further changes will fail");
+                None
+            }
+        })?;
+        Ok(GcThread(worker))
     }
 
     /// Stops the thread and waits for it (for a pass it is running to end).
-    pub(crate) fn stop(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        let (flag, wake) = &*self.stop;
-        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        wake.notify_all();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for GcThread {
-    fn drop(&mut self) {
-        self.stop_and_join();
-    }
-}
-
-fn run(fs: &Fs, times: BgTimes, stop: &(Mutex<bool>, Condvar)) {
-    let (flag, wake) = stop;
-    let mut cleaner = BgCleaner::new(times);
-    loop {
-        let stopped = flag.lock().unwrap_or_else(PoisonError::into_inner);
-        let (stopped, _) = wake
-            .wait_timeout_while(stopped, cleaner.wait(), |stopped| !*stopped)
-            .unwrap_or_else(PoisonError::into_inner);
-        if *stopped {
-            return;
-        }
-        drop(stopped);
-        if let Err(err) = fs.background_gc_step(&mut cleaner) {
-            eprintln!("uf2fs: background garbage collection failed: {err}; further changes will fail");
-            return;
-        }
+    pub(crate) fn stop(self) {
+        self.0.stop();
     }
 }
 

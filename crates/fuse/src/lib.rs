@@ -38,6 +38,7 @@ mod kernel;
 mod open_files;
 mod read_buf;
 mod readahead;
+mod worker;
 mod xattr;
 
 use std::io;
