@@ -8,41 +8,12 @@ use std::process::Command;
 use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
 use uf2fs_core::{FileKind, Fs, SetAttr, Stat};
 
+#[path = "../common/oracle.rs"]
+mod oracle;
+pub use oracle::{fsck_clean, fsck_clean_in_place, output};
+
 pub const MIB: u64 = 1 << 20;
 pub const EXTRA: &str = "extra_attr,inode_checksum,flexible_inline_xattr";
-
-pub fn output(cmd: &mut Command) -> (bool, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (is f2fs-tools installed?)"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// `fsck.f2fs -f` on a copy of `img` (fsck writes to what it checks): exit 0, and no
-/// "[Fail]", "[FIX" or "ASSERT". Returns its output.
-pub fn fsck_clean(img: &Path, what: &str) -> String {
-    let copy = img.with_extension("fsck");
-    std::fs::copy(img, &copy).unwrap();
-    let text = fsck_clean_in_place(&copy, what);
-    let _ = std::fs::remove_file(&copy);
-    text
-}
-
-/// [`fsck_clean`] on `img` itself (a scratch image).
-pub fn fsck_clean_in_place(img: &Path, what: &str) -> String {
-    let (ok, text) = output(Command::new("fsck.f2fs").arg("-f").arg(img));
-    let bad: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
-        .collect();
-    assert!(ok && bad.is_empty(), "fsck.f2fs -f after {what}:\n{text}");
-    text
-}
 
 /// How a test image is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,10 @@ use uf2fs_core::{FileKind, Fs, Ino, SetAttr};
 use uf2fs_format::node::{Inode, F2FS_INLINE_XATTR};
 use uf2fs_format::xattr::parse_acl;
 
+#[path = "../common/oracle.rs"]
+mod oracle;
+pub use oracle::{fsck_clean, output};
+
 pub const MIB: u64 = 1 << 20;
 pub const EXTRA: &str = "extra_attr,inode_checksum,flexible_inline_xattr";
 
@@ -30,31 +34,6 @@ pub const VARIANTS: [Variant; 4] = [
     Variant::Sload(""),
     Variant::Sload(EXTRA),
 ];
-
-pub fn output(cmd: &mut Command) -> (bool, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (is f2fs-tools installed?)"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// `fsck.f2fs -f` on a copy of `img`: exit 0, no "[Fail]", "[FIX" or "ASSERT".
-pub fn fsck_clean(img: &Path, what: &str) -> String {
-    let copy = img.with_extension("fsck");
-    std::fs::copy(img, &copy).unwrap();
-    let (ok, text) = output(Command::new("fsck.f2fs").arg("-f").arg(&copy));
-    let _ = std::fs::remove_file(&copy);
-    let bad = text
-        .lines()
-        .any(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"));
-    assert!(ok && !bad, "fsck.f2fs -f after {what}:\n{text}");
-    text
-}
 
 /// Makes image `name` in `dir` as `v` says; fsck-clean before use.
 pub fn image(dir: &Path, name: &str, v: Variant, size: u64) -> PathBuf {
