@@ -126,30 +126,49 @@ impl Writeback {
     }
 }
 
-/// Device writes of consecutive blocks gathered into one.
-struct Run {
+/// Device writes of consecutive blocks gathered into one: the pages are borrowed
+/// until the run is written; a run of one page is written from the page itself, a
+/// longer one is gathered into a buffer kept across runs.
+struct Run<'a> {
     start: u64,
+    pages: Vec<&'a [u8]>,
     buf: Vec<u8>,
 }
 
-impl Run {
-    fn push(&mut self, t: &Tree, addr: u64, block: &[u8]) -> Result<()> {
-        let blocks = self.buf.len() / crate::device::BLOCK;
-        if !self.buf.is_empty() && (self.start + blocks as u64 != addr || blocks >= RUN_BLOCKS_MAX) {
+impl<'a> Run<'a> {
+    fn new() -> Run<'a> {
+        Run {
+            start: 0,
+            pages: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, t: &Tree, addr: u64, block: &'a [u8]) -> Result<()> {
+        let blocks = self.pages.len();
+        if blocks > 0 && (self.start + blocks as u64 != addr || blocks >= RUN_BLOCKS_MAX) {
             self.flush(t)?;
         }
-        if self.buf.is_empty() {
+        if self.pages.is_empty() {
             self.start = addr;
         }
-        self.buf.extend_from_slice(block);
+        self.pages.push(block);
         Ok(())
     }
 
     fn flush(&mut self, t: &Tree) -> Result<()> {
-        if !self.buf.is_empty() {
-            t.dev.write_kind(self.start, &self.buf, WriteKind::UserData)?;
-            self.buf.clear();
+        match self.pages.as_slice() {
+            [] => return Ok(()),
+            [one] => t.dev.write_kind(self.start, one, WriteKind::UserData)?,
+            many => {
+                self.buf.clear();
+                for p in many {
+                    self.buf.extend_from_slice(p);
+                }
+                t.dev.write_kind(self.start, &self.buf, WriteKind::UserData)?;
+            }
         }
+        self.pages.clear();
         Ok(())
     }
 }
@@ -164,10 +183,7 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
     }
     let mut inode = t.load_inode(ino)?;
     let in_inode = inode.inode.addrs_per_inode() as u64;
-    let mut run = Run {
-        start: 0,
-        buf: Vec::new(),
-    };
+    let mut run = Run::new();
     let mut inode_changed = false;
     let mut i = 0;
     while i < pages.len() {
@@ -201,14 +217,22 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
 /// Writes `group`, pages whose addresses share the node at `loc` (the first page's
 /// slot), and records their new addresses: in that node (stored dirty) or in `inode`
 /// (true is returned: the caller stores it).
-fn write_group(t: &Tree, inode: &mut InodeMut, loc: &Loc, group: &[(u64, DirtyPage)], run: &mut Run) -> Result<bool> {
+fn write_group<'a>(
+    t: &Tree,
+    inode: &mut InodeMut,
+    loc: &Loc,
+    group: &'a [(u64, DirtyPage)],
+    run: &mut Run<'a>,
+) -> Result<bool> {
     let ino = inode.ino;
     let version = t.nodes.nat_entry(t.dev, loc.nid)?.version;
-    let mut node = if loc.in_inode {
+    let node = if loc.in_inode {
         None
     } else {
-        Some(t.nodes.read(t.dev, loc.nid, ino)?.to_vec())
+        Some(t.nodes.read(t.dev, loc.nid, ino)?)
     };
+    // New addresses by slot, for the node (edited once, after the data is written).
+    let mut slots: Vec<(usize, u32)> = Vec::new();
     let first = group[0].0;
     for (index, page) in group {
         let slot = loc.slot + (index - first) as usize;
@@ -238,8 +262,8 @@ fn write_group(t: &Tree, inode: &mut InodeMut, loc: &Loc, group: &[(u64, DirtyPa
             }
         };
         run.push(t, addr, &page.data)?;
-        match &mut node {
-            Some(b) => put_u32(b, 4 * slot, addr as u32),
+        match &node {
+            Some(_) => slots.push((slot, addr as u32)),
             None => inode.set_slot(slot, addr as u32),
         }
     }
@@ -251,7 +275,11 @@ fn write_group(t: &Tree, inode: &mut InodeMut, loc: &Loc, group: &[(u64, DirtyPa
     let offset = NodeFooter::decode(&b)
         .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
         .offset();
-    t.nodes.store_dirty(loc.nid, b, node_log(offset, inode.is_dir()));
+    t.nodes.update_dirty(loc.nid, b, node_log(offset, inode.is_dir()), |b| {
+        for (slot, addr) in slots {
+            put_u32(b, 4 * slot, addr);
+        }
+    });
     Ok(false)
 }
 

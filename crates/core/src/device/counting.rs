@@ -218,6 +218,12 @@ impl BlockDevice for CountingDevice {
         Ok(())
     }
 
+    fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
+        self.inner.copy_blocks(sources, dst, kind)?;
+        self.count(dst, sources.len() as u64, Some(kind));
+        Ok(())
+    }
+
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
         self.inner.discard(blkaddr, blocks)
     }
@@ -250,5 +256,9 @@ mod tests {
         );
         assert_eq!(c.total(), 12);
         assert_eq!(c.per_device, vec![9, 3]);
+        // A device-side copy counts as writes of its kind at the destination.
+        d.copy_blocks(&[14, 10], 16, WriteKind::GcNode).unwrap();
+        let c = d.counts();
+        assert_eq!((c.gc_node, c.total(), c.per_device.clone()), (2, 14, vec![9, 5]));
     }
 }

@@ -47,6 +47,15 @@ pub trait BlockDevice: Send + Sync {
         let _ = kind;
         self.write_blocks(blkaddr, buf)
     }
+    /// Copies the blocks at `sources`, in order, to the consecutive blocks from `dst`,
+    /// written as `kind`: one device-side copy of many source blocks to one destination
+    /// range (the shape of NVMe's Simple Copy), as GC moves a victim's valid blocks.
+    /// The default, [`copy_through_host`], reads the sources and writes them with
+    /// [`BlockDevice::write_kind`]; devices that can copy without moving the payloads
+    /// through the caller override it. Sources and destination must not overlap.
+    fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
+        copy_through_host(self, sources, dst, kind)
+    }
     /// Tells the device that `blocks` blocks from `blkaddr` hold nothing any more (a
     /// section became free): a zoned device resets the zones wholly inside. No-op by
     /// default.
@@ -67,6 +76,29 @@ pub enum WriteKind {
     UserNode,
     /// Node blocks moved by garbage collection.
     GcNode,
+}
+
+/// Blocks per read and write of [`copy_through_host`] (1 MiB).
+const COPY_CHUNK: usize = 256;
+
+/// [`BlockDevice::copy_blocks`] by reading and writing: one read per run of adjacent
+/// sources, one write per 1 MiB of destination.
+pub fn copy_through_host<D: BlockDevice + ?Sized>(dev: &D, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
+    let mut buf = vec![0u8; sources.len().min(COPY_CHUNK) * BLOCK];
+    for (c, chunk) in sources.chunks(COPY_CHUNK).enumerate() {
+        let mut i = 0;
+        while i < chunk.len() {
+            let mut n = 1;
+            while i + n < chunk.len() && chunk[i + n] == chunk[i] + n as u64 {
+                n += 1;
+            }
+            dev.read_blocks(chunk[i], &mut buf[i * BLOCK..(i + n) * BLOCK])?;
+            i += n;
+        }
+        let at = dst + (c * COPY_CHUNK) as u64;
+        dev.write_kind(at, &buf[..chunk.len() * BLOCK], kind)?;
+    }
+    Ok(())
 }
 
 /// Checks that `buf` holds whole blocks and that they fit a device of `blocks` blocks.

@@ -208,6 +208,18 @@ impl BlockDevice for ZonedDevice {
         self.inner.flush()
     }
 
+    fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
+        check_range(dst, sources.len() * BLOCK, self.block_count(), &|| {
+            "the zoned device".into()
+        })?;
+        // A bad source fails the copy before the write pointer moves.
+        if let Some(&bad) = sources.iter().find(|&&a| a >= self.block_count()) {
+            check_range(bad, BLOCK, self.block_count(), &|| "the zoned device".into())?;
+        }
+        self.zones.write(dst, sources.len() as u64)?;
+        self.inner.copy_blocks(sources, dst, kind)
+    }
+
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
         let end = blkaddr.saturating_add(blocks).min(self.block_count());
         self.zones.reset(blkaddr, end);
@@ -227,6 +239,17 @@ struct SparseMem {
 const SPARE_MAX: usize = 4096;
 
 impl SparseMem {
+    /// A kept copy of `b`, in a recycled buffer when there is one.
+    fn copy_of(&self, b: &[u8]) -> Box<[u8]> {
+        match self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+            Some(mut s) => {
+                s.copy_from_slice(b);
+                s
+            }
+            None => b.into(),
+        }
+    }
+
     fn recycle(&self, b: Box<[u8]>) {
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
         if spare.len() < SPARE_MAX {
@@ -264,15 +287,30 @@ impl BlockDevice for SparseMem {
             } else if let Some(old) = kept.get_mut(&a) {
                 old.copy_from_slice(b);
             } else {
-                let spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop();
-                let block = match spare {
-                    Some(mut s) => {
-                        s.copy_from_slice(b);
-                        s
-                    }
-                    None => b.into(),
-                };
-                kept.insert(a, block);
+                kept.insert(a, self.copy_of(b));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies in memory: only the blocks kept are copied, the zero ones cost a lookup.
+    fn copy_blocks(&self, sources: &[u64], dst: u64, _kind: WriteKind) -> Result<()> {
+        check_range(dst, sources.len() * BLOCK, self.blocks, &|| {
+            "the zoned memory device".into()
+        })?;
+        if let Some(&bad) = sources.iter().find(|&&a| a >= self.blocks) {
+            check_range(bad, BLOCK, self.blocks, &|| "the zoned memory device".into())?;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        // Every source is read before any destination is written.
+        let copies: Vec<Option<Box<[u8]>>> = sources.iter().map(|a| kept.get(a).map(|b| self.copy_of(b))).collect();
+        for (a, copy) in (dst..).zip(copies) {
+            let old = match copy {
+                Some(b) => kept.insert(a, b),
+                None => kept.remove(&a),
+            };
+            if let Some(old) = old {
+                self.recycle(old);
             }
         }
         Ok(())
@@ -312,6 +350,9 @@ impl BlockDevice for SharedMem {
     }
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         self.0.write_blocks(blkaddr, buf)
+    }
+    fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
+        self.0.copy_blocks(sources, dst, kind)
     }
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
         self.0.discard(blkaddr, blocks)
@@ -374,6 +415,10 @@ impl BlockDevice for ZonedMemDevice {
 
     fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> Result<()> {
         self.dev.write_kind(blkaddr, buf, kind)
+    }
+
+    fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
+        self.dev.copy_blocks(sources, dst, kind)
     }
 
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
@@ -440,5 +485,36 @@ mod tests {
             zone_blocks: 7
         })
         .is_err());
+    }
+
+    /// Reads blocks `from..from + n` of `d`, the first byte of each.
+    fn firsts(d: &dyn BlockDevice, from: u64, n: usize) -> Vec<u8> {
+        let mut b = vec![0u8; n * BLOCK];
+        d.read_blocks(from, &mut b).unwrap();
+        b.chunks(BLOCK).map(|c| c[0]).collect()
+    }
+
+    #[test]
+    fn copies_gather_blocks_at_the_write_pointer_without_host_buffers() {
+        let d = dev();
+        d.write_blocks(0, &[5; BLOCK]).unwrap();
+        d.write_blocks(8, &[0; BLOCK]).unwrap();
+        d.write_blocks(9, &[6; BLOCK]).unwrap();
+        // Kept blocks are copied, zero ones stay absent; the pointer moves.
+        d.copy_blocks(&[9, 0, 8], 16, WriteKind::GcData).unwrap();
+        assert_eq!(firsts(&d, 16, 3), [6, 5, 0]);
+        assert_eq!((d.write_pointer(1), d.kept_blocks()), (Some(3), 4));
+        // Off the write pointer: refused, nothing written.
+        let e = d.copy_blocks(&[0], 24 + 2, WriteKind::GcData).unwrap_err().to_string();
+        assert!(e.contains("write pointer"), "{e}");
+        assert!(d.copy_blocks(&[40], 19, WriteKind::GcData).is_err());
+        assert_eq!(d.write_pointer(1), Some(3));
+        // The host path gives the same result (the default of other devices).
+        let m = dev();
+        for (a, v) in [(0u64, 5u8), (8, 0), (9, 6)] {
+            m.write_blocks(a, &[v; BLOCK]).unwrap();
+        }
+        crate::device::copy_through_host(&m, &[9, 0, 8], 16, WriteKind::GcData).unwrap();
+        assert_eq!(firsts(&m, 16, 3), [6, 5, 0]);
     }
 }

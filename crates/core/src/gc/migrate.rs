@@ -6,7 +6,8 @@
 //!   log; the old block is invalidated by that write.
 //! - Data blocks: the summary names the direct node (or inode) and the slot; its NAT
 //!   version must match and the slot must hold the block. The contents are copied to
-//!   the cold data log (F2FS's destination for moved data), the old block invalidated
+//!   the cold data log (F2FS's destination for moved data) by device-side copies
+//!   ([`crate::device::BlockDevice::copy_blocks`]), the old block invalidated
 //!   and the slot repointed; the changed node is stored dirty and written out with the
 //!   rest of the section's nodes. An inode whose extent hint covers a moved block loses
 //!   the hint.
@@ -15,8 +16,9 @@
 //! with an error naming the block. Blocks are moved with `cp_lock` held exclusively,
 //! so no operation runs meanwhile.
 
-use crate::device::{WriteKind, BLOCK};
+use crate::device::WriteKind;
 use crate::inode::InodeMut;
+use crate::node::NodeBlock;
 use crate::segment::LogType;
 use crate::tree::{node_log, Tree};
 use crate::{Error, Result};
@@ -43,7 +45,12 @@ pub struct Moved {
 /// A node changed by data moves, waiting to be stored dirty.
 enum Owner {
     Inode(Box<InodeMut>),
-    Node { block: Vec<u8>, log: LogType },
+    /// A direct node as read, and its slots' new addresses.
+    Node {
+        block: NodeBlock,
+        log: LogType,
+        slots: Vec<(usize, u32)>,
+    },
 }
 
 /// Moves every valid block of section `secno` (see the module notes); `cp_ver` is the
@@ -99,7 +106,7 @@ fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64)
         }
         let block = t.nodes.read(t.dev, nid, e.ino)?;
         let log = log_of_node(&block, nid)?;
-        t.nodes.store_dirty(nid, block.to_vec(), log);
+        t.nodes.update_dirty(nid, block, log, |_| {});
         nids.push(nid);
     }
     t.nodes.write_nodes(t.dev, t.sb, t.segs, cp_ver, &nids)?;
@@ -110,9 +117,9 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
     let mut owners: HashMap<u32, Owner> = HashMap::new();
     // (inode, old address) of every moved block, for the extent hints.
     let mut hint_addrs: Vec<(u32, u64)> = Vec::new();
-    let mut buf = vec![0u8; BLOCK];
+    // The run of destination blocks being filled, and where its blocks come from.
     let mut run_start = 0u64;
-    let mut run: Vec<u8> = Vec::new();
+    let mut run: Vec<u64> = Vec::new();
     let mut last_nat = None;
     for &off in valid {
         let addr = base + off as u64;
@@ -142,8 +149,9 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
                 let block = t.nodes.read(t.dev, sum.nid, e.ino)?;
                 let log = log_of_node(&block, sum.nid)?;
                 Owner::Node {
-                    block: block.to_vec(),
+                    block,
                     log,
+                    slots: Vec::new(),
                 }
             };
             slot.insert(owner);
@@ -161,31 +169,30 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
                 format!("valid data block not held by slot {slot} of node {}", sum.nid),
             ));
         }
-        t.dev.read_blocks(addr, &mut buf)?;
         let new = {
             let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
             let new = s.alloc_block(t.dev, LogType::ColdData, sum)?;
             s.invalidate(addr)?;
             new
         };
-        if !run.is_empty() && run_start + (run.len() / BLOCK) as u64 != new {
-            t.dev.write_kind(run_start, &run, WriteKind::GcData)?;
+        if !run.is_empty() && run_start + run.len() as u64 != new {
+            t.dev.copy_blocks(&run, run_start, WriteKind::GcData)?;
             run.clear();
         }
         if run.is_empty() {
             run_start = new;
         }
-        run.extend_from_slice(&buf);
+        run.push(addr);
         match owners.get_mut(&sum.nid) {
             Some(Owner::Inode(i)) => i.set_slot(slot, new as u32),
-            Some(Owner::Node { block, .. }) => put_u32(block, 4 * slot, new as u32),
+            Some(Owner::Node { slots, .. }) => slots.push((slot, new as u32)),
             None => unreachable!("owner loaded above"),
         }
         hint_addrs.push((e.ino, addr));
     }
     // The moved blocks are on the device before any node points at them.
     if !run.is_empty() {
-        t.dev.write_kind(run_start, &run, WriteKind::GcData)?;
+        t.dev.copy_blocks(&run, run_start, WriteKind::GcData)?;
     }
     let moved = hint_addrs.len() as u64;
     drop_stale_hints(t, &mut owners, &hint_addrs)?;
@@ -194,7 +201,11 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
     for (nid, owner) in owners {
         match owner {
             Owner::Inode(i) => t.store_inode(*i)?,
-            Owner::Node { block, log } => t.nodes.store_dirty(nid, block, log),
+            Owner::Node { block, log, slots } => t.nodes.update_dirty(nid, block, log, |b| {
+                for (slot, addr) in slots {
+                    put_u32(b, 4 * slot, addr);
+                }
+            }),
         }
     }
     Ok(moved)

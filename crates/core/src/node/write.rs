@@ -82,6 +82,27 @@ impl NodeManager {
         lock(&self.node_cache).pop(&nid);
     }
 
+    /// Changes node `nid` in memory: `edit` runs on its dirty copy, which then waits for
+    /// `log`. A node not dirty yet starts from `block`, the node as last read (copied
+    /// only if someone else still holds it); a dirty one is edited where it is.
+    pub(crate) fn update_dirty(&self, nid: u32, block: NodeBlock, log: LogType, edit: impl FnOnce(&mut [u8])) {
+        debug_assert_eq!(block.len(), BLOCK);
+        // Out of the clean cache first, so that `block` is likely the only holder.
+        lock(&self.node_cache).pop(&nid);
+        let mut dirty = lock(&self.dirty);
+        let node = match dirty.map.remove(&nid) {
+            Some(node) => {
+                dirty.per_log[node.log as usize] -= 1;
+                drop(block);
+                node.block
+            }
+            None => block,
+        };
+        let mut node = DirtyNode { block: node, log };
+        edit(Arc::make_mut(&mut node.block).as_mut_slice());
+        dirty.insert(nid, node);
+    }
+
     /// Dirty node blocks in all.
     pub fn dirty_node_count(&self) -> usize {
         lock(&self.dirty).map.len()
@@ -196,12 +217,12 @@ impl NodeManager {
             return Ok(0);
         }
         let mut plan = Vec::with_capacity(dirty.map.len());
-        for (&nid, node) in &dirty.map {
-            plan.push((nid, self.nat_entry(dev, nid)?, node.clone()));
+        for &nid in dirty.map.keys() {
+            plan.push((nid, self.nat_entry(dev, nid)?));
         }
         let written = {
             let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &plan, cp_ver, WriteKind::UserNode)?
+            write_planned(dev, sb, &mut s, &mut dirty, &plan, cp_ver, WriteKind::UserNode)?
         };
         {
             let mut nat = lock(&self.nat);
@@ -218,19 +239,26 @@ impl NodeManager {
 }
 
 /// Takes blocks, stamps, writes (in runs of consecutive addresses) and invalidates the
-/// replaced blocks; returns each node's new NAT entry and block.
+/// replaced blocks of the dirty nodes in `plan` (each with its NAT entry); returns each
+/// node's new NAT entry and block. The blocks are stamped where they are in `dirty`
+/// (so that an error leaves every dirty node in memory); the caller removes them.
 fn write_planned(
     dev: &dyn BlockDevice,
     sb: &Superblock,
     segs: &mut SegmentManager,
-    plan: &[(u32, NatEntry, DirtyNode)],
+    dirty: &mut DirtyNodes,
+    plan: &[(u32, NatEntry)],
     cp_ver: u64,
     kind: WriteKind,
 ) -> Result<Vec<(u32, NatEntry, NodeBlock)>> {
     let mut out = Vec::with_capacity(plan.len());
     let mut run: Vec<u8> = Vec::new();
     let mut run_start = 0u64;
-    for (nid, e, node) in plan {
+    for (nid, e) in plan {
+        let node = dirty
+            .map
+            .get_mut(nid)
+            .ok_or_else(|| Error::Invalid(format!("node {nid} is not dirty any more")))?;
         let sum = Summary {
             nid: *nid,
             version: e.version,
@@ -241,7 +269,7 @@ fn write_planned(
         } else {
             segs.alloc_block(dev, node.log, sum)?
         };
-        let block = stamp(&node.block, sb, addr, cp_ver)?;
+        stamp(Arc::make_mut(&mut node.block).as_mut_slice(), sb, addr, cp_ver)?;
         if !run.is_empty() && run_start + (run.len() / BLOCK) as u64 != addr {
             dev.write_kind(run_start, &run, kind)?;
             run.clear();
@@ -249,7 +277,7 @@ fn write_planned(
         if run.is_empty() {
             run_start = addr;
         }
-        run.extend_from_slice(&block);
+        run.extend_from_slice(&node.block);
         if is_real(e.block_addr) {
             segs.invalidate(e.block_addr as u64)?;
         }
@@ -258,7 +286,7 @@ fn write_planned(
             ino: e.ino,
             block_addr: addr as u32,
         };
-        out.push((*nid, entry, Arc::new(block)));
+        out.push((*nid, entry, Arc::clone(&node.block)));
     }
     if !run.is_empty() {
         dev.write_kind(run_start, &run, kind)?;
@@ -266,19 +294,18 @@ fn write_planned(
     Ok(out)
 }
 
-/// The node block as written at `addr`: footer's checkpoint version and next block
-/// address set, inode checksum sealed.
-fn stamp(block: &[u8], sb: &Superblock, addr: u64, cp_ver: u64) -> Result<Vec<u8>> {
+/// Makes `b` the node block as written at `addr`: footer's checkpoint version and next
+/// block address set, inode checksum sealed.
+fn stamp(b: &mut [u8], sb: &Superblock, addr: u64, cp_ver: u64) -> Result<()> {
     let bad = |e: uf2fs_format::FormatError| Error::Invalid(format!("cannot encode node block: {e}"));
-    let mut b = block.to_vec();
-    let mut f = NodeFooter::decode(&b).map_err(bad)?;
+    let mut f = NodeFooter::decode(b).map_err(bad)?;
     f.cp_ver = cp_ver;
     f.next_blkaddr = (addr + 1) as u32;
-    f.encode(&mut b).map_err(bad)?;
+    f.encode(b).map_err(bad)?;
     if f.offset() == 0 {
-        seal_inode_checksum(&mut b, sb).map_err(bad)?;
+        seal_inode_checksum(b, sb).map_err(bad)?;
     }
-    Ok(b)
+    Ok(())
 }
 
 impl NodeManager {
@@ -297,8 +324,8 @@ impl NodeManager {
         let mut dirty = lock(&self.dirty);
         let mut plan = Vec::with_capacity(nids.len());
         for nid in nids {
-            if let Some(node) = dirty.map.get(nid) {
-                plan.push((*nid, self.nat_entry(dev, *nid)?, node.clone()));
+            if dirty.map.contains_key(nid) {
+                plan.push((*nid, self.nat_entry(dev, *nid)?));
             }
         }
         if plan.is_empty() {
@@ -306,7 +333,7 @@ impl NodeManager {
         }
         let written = {
             let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &plan, cp_ver, WriteKind::GcNode)?
+            write_planned(dev, sb, &mut s, &mut dirty, &plan, cp_ver, WriteKind::GcNode)?
         };
         {
             let mut nat = lock(&self.nat);
