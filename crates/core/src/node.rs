@@ -21,8 +21,11 @@ mod write;
 pub use path::{is_dnode, node_path, NodePath};
 pub use write::DIRTY_NODES_MAX;
 
-/// Node blocks kept in memory (16 MiB).
-const NODE_CACHE_BLOCKS: usize = 4096;
+/// Clean node blocks kept in memory (at most 128 MiB): every node block of a 32 GiB
+/// file (the seed's volume) and its directory, so GC's node moves and the random
+/// writes of such a file rarely read a node from the device. The kernel keeps node
+/// pages as long as memory allows; this bounds what a mount can take.
+const NODE_CACHE_BLOCKS: usize = 32768;
 /// NAT blocks kept in memory (4 MiB).
 const NAT_CACHE_BLOCKS: usize = 1024;
 

@@ -17,7 +17,7 @@
 //! the pages leave the cache. A reader therefore never finds an address whose block is
 //! not yet written.
 
-use crate::device::WriteKind;
+use crate::device::{write_gathered, WriteKind};
 use crate::inode::InodeMut;
 use crate::node::DIRTY_NODES_MAX;
 use crate::pagecache::{DirtyPage, PageCache};
@@ -126,13 +126,11 @@ impl Writeback {
     }
 }
 
-/// Device writes of consecutive blocks gathered into one: the pages are borrowed
-/// until the run is written; a run of one page is written from the page itself, a
-/// longer one is gathered into a buffer kept across runs.
+/// Device writes of consecutive blocks gathered into one (see
+/// [`crate::device::write_gathered`]); the pages are borrowed until the run is written.
 struct Run<'a> {
     start: u64,
     pages: Vec<&'a [u8]>,
-    buf: Vec<u8>,
 }
 
 impl<'a> Run<'a> {
@@ -140,7 +138,6 @@ impl<'a> Run<'a> {
         Run {
             start: 0,
             pages: Vec::new(),
-            buf: Vec::new(),
         }
     }
 
@@ -157,17 +154,7 @@ impl<'a> Run<'a> {
     }
 
     fn flush(&mut self, t: &Tree) -> Result<()> {
-        match self.pages.as_slice() {
-            [] => return Ok(()),
-            [one] => t.dev.write_kind(self.start, one, WriteKind::UserData)?,
-            many => {
-                self.buf.clear();
-                for p in many {
-                    self.buf.extend_from_slice(p);
-                }
-                t.dev.write_kind(self.start, &self.buf, WriteKind::UserData)?;
-            }
-        }
+        write_gathered(t.dev, self.start, &self.pages, WriteKind::UserData)?;
         self.pages.clear();
         Ok(())
     }

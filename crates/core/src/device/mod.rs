@@ -78,6 +78,34 @@ pub enum WriteKind {
     GcNode,
 }
 
+thread_local! {
+    /// Buffer of [`write_gathered`], kept between calls.
+    static GATHER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Writes `blocks` (whole blocks each) to the consecutive blocks from `blkaddr` as `kind`
+/// in one device write: one block is written from where it is, several are gathered
+/// in a per-thread buffer kept between calls (no allocation per write).
+pub fn write_gathered(dev: &dyn BlockDevice, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+    match blocks {
+        [] => Ok(()),
+        [one] => dev.write_kind(blkaddr, one, kind),
+        many => GATHER.with(|g| {
+            let mut own = Vec::new();
+            let mut kept = g.try_borrow_mut();
+            let buf = match kept.as_deref_mut() {
+                Ok(b) => b,
+                Err(_) => &mut own,
+            };
+            buf.clear();
+            for b in many {
+                buf.extend_from_slice(b);
+            }
+            dev.write_kind(blkaddr, buf, kind)
+        }),
+    }
+}
+
 /// Blocks per read and write of [`copy_through_host`] (1 MiB).
 const COPY_CHUNK: usize = 256;
 

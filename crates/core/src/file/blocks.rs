@@ -228,11 +228,12 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
         let nid = ensure_dnode(t, inode, &path)?;
         let start = index - path.slots[path.depth] as u64;
         let stop = end.min(start + D);
-        let mut b = read_node(t, nid, inode.ino)?.to_vec();
+        let node = read_node(t, nid, inode.ino)?;
         let holes: Vec<usize> = ((index - start) as usize..(stop - start) as usize)
-            .filter(|&s| u32_at(&b, 4 * s) == NULL_ADDR)
+            .filter(|&s| u32_at(&node, 4 * s) == NULL_ADDR)
             .collect();
         if !holes.is_empty() {
+            let mut b = node.to_vec();
             reserve(t, holes.len() as u64)?;
             for s in &holes {
                 put_u32(&mut b, 4 * s, NEW_ADDR);

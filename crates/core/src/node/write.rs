@@ -9,7 +9,7 @@
 //! does) and invalidating its block.
 
 use super::{lock, put_cached, NodeBlock, NodeManager};
-use crate::device::{BlockDevice, WriteKind, BLOCK};
+use crate::device::{write_gathered, BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -24,6 +24,9 @@ use uf2fs_format::superblock::Superblock;
 /// operation dirties a few nodes, so the map stays within a few per concurrent
 /// operation of this bound.
 pub const DIRTY_NODES_MAX: usize = 4096;
+
+/// Node blocks gathered into one device write at most (1 MiB).
+const GATHER_BLOCKS_MAX: usize = 256;
 
 /// One dirty node block and the log it goes to.
 #[derive(Clone)]
@@ -251,9 +254,14 @@ fn write_planned(
     cp_ver: u64,
     kind: WriteKind,
 ) -> Result<Vec<(u32, NatEntry, NodeBlock)>> {
-    let mut out = Vec::with_capacity(plan.len());
-    let mut run: Vec<u8> = Vec::new();
+    let mut out: Vec<(u32, NatEntry, NodeBlock)> = Vec::with_capacity(plan.len());
+    // The blocks of `out` from `run` on go to consecutive addresses from `run_start`.
+    let mut run = 0;
     let mut run_start = 0u64;
+    let flush = |out: &[(u32, NatEntry, NodeBlock)], start: u64| {
+        let blocks: Vec<&[u8]> = out.iter().map(|(_, _, b)| b.as_slice()).collect();
+        write_gathered(dev, start, &blocks, kind)
+    };
     for (nid, e) in plan {
         let node = dirty
             .map
@@ -270,14 +278,14 @@ fn write_planned(
             segs.alloc_block(dev, node.log, sum)?
         };
         stamp(Arc::make_mut(&mut node.block).as_mut_slice(), sb, addr, cp_ver)?;
-        if !run.is_empty() && run_start + (run.len() / BLOCK) as u64 != addr {
-            dev.write_kind(run_start, &run, kind)?;
-            run.clear();
+        let len = out.len() - run;
+        if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
+            flush(&out[run..], run_start)?;
+            run = out.len();
         }
-        if run.is_empty() {
+        if run == out.len() {
             run_start = addr;
         }
-        run.extend_from_slice(&node.block);
         if is_real(e.block_addr) {
             segs.invalidate(e.block_addr as u64)?;
         }
@@ -288,9 +296,7 @@ fn write_planned(
         };
         out.push((*nid, entry, Arc::clone(&node.block)));
     }
-    if !run.is_empty() {
-        dev.write_kind(run_start, &run, kind)?;
-    }
+    flush(&out[run..], run_start)?;
     Ok(out)
 }
 
