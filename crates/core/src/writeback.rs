@@ -17,7 +17,7 @@
 //! the pages leave the cache. A reader therefore never finds an address whose block is
 //! not yet written.
 
-use crate::device::{write_gathered, WriteKind};
+use crate::device::WriteKind;
 use crate::inode::InodeMut;
 use crate::node::DIRTY_NODES_MAX;
 use crate::pagecache::{DirtyPage, PageCache};
@@ -127,7 +127,8 @@ impl Writeback {
 }
 
 /// Device writes of consecutive blocks gathered into one (see
-/// [`crate::device::write_gathered`]); the pages are borrowed until the run is written.
+/// [`crate::device::BlockDevice::write_blocks_from`]); the pages are borrowed until the
+/// run is written.
 struct Run<'a> {
     start: u64,
     pages: Vec<&'a [u8]>,
@@ -154,7 +155,7 @@ impl<'a> Run<'a> {
     }
 
     fn flush(&mut self, t: &Tree) -> Result<()> {
-        write_gathered(t.dev, self.start, &self.pages, WriteKind::UserData)?;
+        t.dev.write_blocks_from(self.start, &self.pages, WriteKind::UserData)?;
         self.pages.clear();
         Ok(())
     }

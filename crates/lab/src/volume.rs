@@ -189,6 +189,10 @@ impl BlockDevice for SharedDevice {
         self.0.write_kind(blkaddr, buf, kind)
     }
 
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.0.write_blocks_from(blkaddr, blocks, kind)
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> uf2fs_core::Result<()> {
         self.0.copy_blocks(sources, dst, kind)
     }

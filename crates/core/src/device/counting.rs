@@ -218,6 +218,12 @@ impl BlockDevice for CountingDevice {
         Ok(())
     }
 
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+        self.inner.write_blocks_from(blkaddr, blocks, kind)?;
+        self.count(blkaddr, blocks.len() as u64, Some(kind));
+        Ok(())
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         self.inner.copy_blocks(sources, dst, kind)?;
         self.count(dst, sources.len() as u64, Some(kind));

@@ -47,6 +47,13 @@ pub trait BlockDevice: Send + Sync {
         let _ = kind;
         self.write_blocks(blkaddr, buf)
     }
+    /// Writes `blocks` (one block each) to the consecutive blocks from `blkaddr`, as
+    /// `kind`, in one device write. The default, [`write_gathered`], gathers them in a
+    /// buffer and calls [`BlockDevice::write_kind`]; devices that keep blocks apart
+    /// override it to skip the gathering.
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+        write_gathered(self, blkaddr, blocks, kind)
+    }
     /// Copies the blocks at `sources`, in order, to the consecutive blocks from `dst`,
     /// written as `kind`: one device-side copy of many source blocks to one destination
     /// range (the shape of NVMe's Simple Copy), as GC moves a victim's valid blocks.
@@ -83,10 +90,10 @@ thread_local! {
     static GATHER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Writes `blocks` (whole blocks each) to the consecutive blocks from `blkaddr` as `kind`
-/// in one device write: one block is written from where it is, several are gathered
-/// in a per-thread buffer kept between calls (no allocation per write).
-pub fn write_gathered(dev: &dyn BlockDevice, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+/// [`BlockDevice::write_blocks_from`] through [`BlockDevice::write_kind`]: one block
+/// is written from where it is, several are gathered in a per-thread buffer kept
+/// between calls (no allocation per write).
+pub fn write_gathered<D: BlockDevice + ?Sized>(dev: &D, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
     match blocks {
         [] => Ok(()),
         [one] => dev.write_kind(blkaddr, one, kind),

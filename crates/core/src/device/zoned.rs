@@ -208,6 +208,15 @@ impl BlockDevice for ZonedDevice {
         self.inner.flush()
     }
 
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+        check_whole_blocks(blkaddr, blocks)?;
+        check_range(blkaddr, blocks.len() * BLOCK, self.block_count(), &|| {
+            "the zoned device".into()
+        })?;
+        self.zones.write(blkaddr, blocks.len() as u64)?;
+        self.inner.write_blocks_from(blkaddr, blocks, kind)
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         check_range(dst, sources.len() * BLOCK, self.block_count(), &|| {
             "the zoned device".into()
@@ -227,6 +236,17 @@ impl BlockDevice for ZonedDevice {
     }
 }
 
+/// Refuses a vectored write whose parts are not single blocks.
+fn check_whole_blocks(blkaddr: u64, blocks: &[&[u8]]) -> Result<()> {
+    match blocks.iter().find(|b| b.len() != BLOCK) {
+        Some(b) => Err(Error::Invalid(format!(
+            "write of {} bytes as one block at block {blkaddr:#x}",
+            b.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Sparse memory: only blocks that are not all zeros are kept.
 struct SparseMem {
     blocks: u64,
@@ -239,6 +259,19 @@ struct SparseMem {
 const SPARE_MAX: usize = 4096;
 
 impl SparseMem {
+    /// Keeps `b` as block `a` (drops it when it is all zeros).
+    fn store(&self, kept: &mut HashMap<u64, Box<[u8]>>, a: u64, b: &[u8]) {
+        if is_zero(b) {
+            if let Some(old) = kept.remove(&a) {
+                self.recycle(old);
+            }
+        } else if let Some(old) = kept.get_mut(&a) {
+            old.copy_from_slice(b);
+        } else {
+            kept.insert(a, self.copy_of(b));
+        }
+    }
+
     /// A kept copy of `b`, in a recycled buffer when there is one.
     fn copy_of(&self, b: &[u8]) -> Box<[u8]> {
         match self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop() {
@@ -278,17 +311,21 @@ impl BlockDevice for SparseMem {
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         check_range(blkaddr, buf.len(), self.blocks, &|| "the zoned memory device".into())?;
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        for (i, b) in buf.chunks(BLOCK).enumerate() {
-            let a = blkaddr + i as u64;
-            if is_zero(b) {
-                if let Some(old) = kept.remove(&a) {
-                    self.recycle(old);
-                }
-            } else if let Some(old) = kept.get_mut(&a) {
-                old.copy_from_slice(b);
-            } else {
-                kept.insert(a, self.copy_of(b));
-            }
+        for (a, b) in (blkaddr..).zip(buf.chunks(BLOCK)) {
+            self.store(&mut kept, a, b);
+        }
+        Ok(())
+    }
+
+    /// Stores each block where it is (nothing is gathered).
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], _kind: WriteKind) -> Result<()> {
+        check_whole_blocks(blkaddr, blocks)?;
+        check_range(blkaddr, blocks.len() * BLOCK, self.blocks, &|| {
+            "the zoned memory device".into()
+        })?;
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        for (a, b) in (blkaddr..).zip(blocks) {
+            self.store(&mut kept, a, b);
         }
         Ok(())
     }
@@ -350,6 +387,9 @@ impl BlockDevice for SharedMem {
     }
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         self.0.write_blocks(blkaddr, buf)
+    }
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+        self.0.write_blocks_from(blkaddr, blocks, kind)
     }
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         self.0.copy_blocks(sources, dst, kind)
@@ -417,6 +457,10 @@ impl BlockDevice for ZonedMemDevice {
         self.dev.write_kind(blkaddr, buf, kind)
     }
 
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
+        self.dev.write_blocks_from(blkaddr, blocks, kind)
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         self.dev.copy_blocks(sources, dst, kind)
     }
@@ -426,11 +470,13 @@ impl BlockDevice for ZonedMemDevice {
     }
 }
 
-/// Whether `b` holds only zeros: one OR over the whole block, which vectorizes (an
-/// early exit per byte or per chunk does not, and costs more on the zero blocks that
-/// are the common case here).
+/// Whether `b` holds only zeros: a look at its first 64 bytes (where node and
+/// metadata blocks are rarely all zeros), then one OR over the whole block, which
+/// vectorizes (an early exit per byte or per chunk does not, and costs more on the
+/// zero blocks that are the common case here).
 fn is_zero(b: &[u8]) -> bool {
-    b.iter().fold(0u8, |acc, &x| acc | x) == 0
+    let or = |s: &[u8]| s.iter().fold(0u8, |acc, &x| acc | x);
+    or(&b[..b.len().min(64)]) == 0 && or(b) == 0
 }
 
 #[cfg(test)]
@@ -516,5 +562,22 @@ mod tests {
         }
         crate::device::copy_through_host(&m, &[9, 0, 8], 16, WriteKind::GcData).unwrap();
         assert_eq!(firsts(&m, 16, 3), [6, 5, 0]);
+    }
+
+    #[test]
+    fn vectored_writes_keep_the_zone_rules() {
+        let d = dev();
+        let (a, z, b) = ([1u8; BLOCK], [0u8; BLOCK], [2u8; BLOCK]);
+        d.write_blocks_from(8, &[&a, &z, &b], WriteKind::UserNode).unwrap();
+        assert_eq!(firsts(&d, 8, 3), [1, 0, 2]);
+        assert_eq!((d.write_pointer(0), d.kept_blocks()), (Some(3), 2));
+        assert!(d.write_blocks_from(12, &[&a], WriteKind::UserNode).is_err());
+        let e = d.write_blocks_from(11, &[&a[..100]], WriteKind::UserNode).unwrap_err();
+        assert!(e.to_string().contains("100 bytes"), "{e}");
+        assert_eq!(d.write_pointer(0), Some(3));
+        // The gathering default writes the same.
+        let m = dev();
+        crate::device::write_gathered(&m, 8, &[&a, &z, &b], WriteKind::UserNode).unwrap();
+        assert_eq!((firsts(&m, 8, 3), m.write_pointer(0)), (vec![1, 0, 2], Some(3)));
     }
 }

@@ -9,7 +9,7 @@
 //! does) and invalidating its block.
 
 use super::{lock, put_cached, NodeBlock, NodeManager};
-use crate::device::{write_gathered, BlockDevice, WriteKind, BLOCK};
+use crate::device::{BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -260,7 +260,7 @@ fn write_planned(
     let mut run_start = 0u64;
     let flush = |out: &[(u32, NatEntry, NodeBlock)], start: u64| {
         let blocks: Vec<&[u8]> = out.iter().map(|(_, _, b)| b.as_slice()).collect();
-        write_gathered(dev, start, &blocks, kind)
+        dev.write_blocks_from(start, &blocks, kind)
     };
     for (nid, e) in plan {
         let node = dirty
