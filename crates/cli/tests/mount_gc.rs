@@ -21,9 +21,8 @@
 
 mod common;
 
-use common::mount::{fuse_available, Mounted};
-use common::{scratch, uf2fs};
-use std::ffi::OsString;
+use common::fsck;
+use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -191,18 +190,7 @@ fn run(name: &str, options: &str, wait_for_background: bool, volume: u64) {
         return;
     }
     let started = Instant::now();
-    let tmp = scratch(&format!("mount-gc-{name}-"));
-    let img = tmp.path().join("gc.img");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    uf2fs()
-        .run([
-            OsString::from("mkfs"),
-            "--size".into(),
-            volume.to_string().into(),
-            img.clone().into(),
-        ])
-        .assert_ok();
+    let Volume { tmp, img, mnt } = fresh_volume(&format!("mount-gc-{name}-"), volume);
     let opts = ["-o", options];
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &opts);
     let (total, _) = statfs(&mnt);
@@ -266,9 +254,7 @@ fn run(name: &str, options: &str, wait_for_background: bool, volume: u64) {
     }
     let (ok, log) = m.unmount();
     assert!(ok, "uf2fs mount -f did not exit 0 after fusermount3 -u; log: {log}");
-    if let Err(e) = uf2fs_testkit::fsck::fsck_clean(&img, tmp.path()) {
-        panic!("after the overwrites: {e}");
-    }
+    fsck::unmounted(&img, tmp.path(), "after the overwrites");
     assert_eq!(hashes_offline(&img, &names), hashes, "fio's files in the image offline");
 
     // The remount (read-write: fio's verify_only pass opens its files for writing,
@@ -295,9 +281,7 @@ fn run(name: &str, options: &str, wait_for_background: bool, volume: u64) {
     check_untouched(&mnt, &untouched, "after the remount");
     let (ok, log) = m.unmount();
     assert!(ok, "the remount did not exit 0 after fusermount3 -u; log: {log}");
-    if let Err(e) = uf2fs_testkit::fsck::fsck_clean(&img, tmp.path()) {
-        panic!("after the remount: {e}");
-    }
+    fsck::unmounted(&img, tmp.path(), "after the remount");
     assert_eq!(hashes_offline(&img, &names), hashes, "fio's files offline, at the end");
     eprintln!(
         "mount_gc ({name}, -o {options}): {used_percent}% of {} MiB full, {} untouched files ({} MiB), \

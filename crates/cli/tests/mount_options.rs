@@ -11,8 +11,9 @@
 
 mod common;
 
-use common::mount::{fuse_available, is_mounted};
-use common::{scratch, uf2fs};
+use common::fsck;
+use common::mount::{fuse_available, is_mounted, Volume};
+use common::uf2fs;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -82,15 +83,11 @@ impl Drop for Served {
     }
 }
 
-fn mkfs(img: &Path) {
-    let out = uf2fs().run([
-        "mkfs".as_ref(),
-        "--size".as_ref(),
-        "64M".as_ref(),
-        "-q".as_ref(),
-        img.as_os_str(),
-    ]);
-    assert!(out.success(), "mkfs: {}", out.describe());
+/// A scratch directory with a 64 MiB image made by `uf2fs mkfs -q` and a mount point.
+fn volume(prefix: &str) -> Volume {
+    let volume = Volume::empty(prefix);
+    volume.mkfs("64M", &["-q"]);
+    volume
 }
 
 /// The file's contents as `uf2fs cat` reads them from the image, or the error line.
@@ -101,31 +98,6 @@ fn cat(img: &Path, path: &str) -> Result<Vec<u8>, String> {
     } else {
         Err(out.err())
     }
-}
-
-/// `fsck.f2fs -f` on a copy: exit 0 and no complaint. Returns its checkpoint state line.
-fn fsck_clean(img: &Path, work: &Path) -> String {
-    let copy = work.join("fsck.img");
-    fs::copy(img, &copy).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .arg("-f")
-        .arg(&copy)
-        .output()
-        .expect("run fsck.f2fs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "fsck.f2fs -f exited {}: {text}", out.status);
-    for bad in ["[Fail]", "[FIX", "ASSERT"] {
-        assert!(!text.contains(bad), "fsck.f2fs -f reports {bad}: {text}");
-    }
-    fs::remove_file(copy).unwrap();
-    text.lines()
-        .find(|l| l.contains("checkpoint state"))
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn payload(len: usize, seed: u8) -> Vec<u8> {
@@ -148,44 +120,25 @@ fn write_some(mnt: &Path) -> Vec<(&'static str, Vec<u8>)> {
     files
 }
 
-/// The FUSE side of a test: image, mountpoint, log in a scratch directory.
-struct Setup {
-    _dir: tempfile::TempDir,
-    img: PathBuf,
-    mnt: PathBuf,
-    log: PathBuf,
-    work: PathBuf,
-}
-
-fn setup(prefix: &str) -> Setup {
-    let dir = scratch(prefix);
-    let img = dir.path().join("disk.img");
-    let mnt = dir.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    mkfs(&img);
-    Setup {
-        img,
-        mnt,
-        log: dir.path().join("mount.log"),
-        work: dir.path().to_path_buf(),
-        _dir: dir,
-    }
-}
-
 #[test]
 fn periodic_checkpoint_makes_writes_durable_without_unmount() {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
         return;
     }
-    let s = setup("mount-opts-periodic");
-    let served = Served::start(&s.img, &s.mnt, &s.log, "active_logs=2,cp_interval=1,background_gc=off");
-    let files = write_some(&s.mnt);
+    let Volume { tmp, img, mnt } = volume("mount-opts-periodic");
+    let served = Served::start(
+        &img,
+        &mnt,
+        &tmp.path().join("mount.log"),
+        "active_logs=2,cp_interval=1,background_gc=off",
+    );
+    let files = write_some(&mnt);
     // One interval and the thread's tick, with room for a slow machine.
     std::thread::sleep(Duration::from_millis(2500));
     let log = served.kill();
     assert!(!log.contains("failed"), "mount log: {log}");
     for (path, data) in &files {
-        let back = cat(&s.img, path).unwrap_or_else(|e| panic!("{path} after SIGKILL: {e} (mount log: {log})"));
+        let back = cat(&img, path).unwrap_or_else(|e| panic!("{path} after SIGKILL: {e} (mount log: {log})"));
         assert!(
             back == *data,
             "{path}: {} bytes back, {} written",
@@ -193,7 +146,8 @@ fn periodic_checkpoint_makes_writes_durable_without_unmount() {
             data.len()
         );
     }
-    let state = fsck_clean(&s.img, &s.work);
+    let text = fsck::clean(&img, tmp.path());
+    let state = fsck::checkpoint_state(&text).unwrap_or_default();
     assert!(!state.contains("unmount"), "no unmount checkpoint was written: {state}");
 }
 
@@ -202,14 +156,14 @@ fn cp_interval_0_writes_nothing_before_unmount() {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
         return;
     }
-    let s = setup("mount-opts-nocp");
-    let served = Served::start(&s.img, &s.mnt, &s.log, "cp_interval=0");
-    write_some(&s.mnt);
+    let Volume { tmp, img, mnt } = volume("mount-opts-nocp");
+    let served = Served::start(&img, &mnt, &tmp.path().join("mount.log"), "cp_interval=0");
+    write_some(&mnt);
     std::thread::sleep(Duration::from_millis(1500));
     served.kill();
-    let err = cat(&s.img, "/small.txt").expect_err("a file written without any checkpoint");
+    let err = cat(&img, "/small.txt").expect_err("a file written without any checkpoint");
     assert!(err.contains("small.txt"), "{err}");
-    fsck_clean(&s.img, &s.work);
+    fsck::clean(&img, tmp.path());
 }
 
 #[test]
@@ -217,15 +171,15 @@ fn sync_of_the_mountpoint_makes_everything_durable() {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools"), ("sync", "coreutils")]) {
         return;
     }
-    let s = setup("mount-opts-sync");
-    let served = Served::start(&s.img, &s.mnt, &s.log, "cp_interval=0,active_logs=4");
-    let files = write_some(&s.mnt);
+    let Volume { tmp, img, mnt } = volume("mount-opts-sync");
+    let served = Served::start(&img, &mnt, &tmp.path().join("mount.log"), "cp_interval=0,active_logs=4");
+    let files = write_some(&mnt);
     // `sync DIR` fsyncs the directory: FUSE_FSYNCDIR, a checkpoint of everything.
-    let status = Command::new("sync").arg(&s.mnt).status().unwrap();
+    let status = Command::new("sync").arg(&mnt).status().unwrap();
     assert!(status.success());
     let log = served.kill();
     for (path, data) in &files {
-        let back = cat(&s.img, path).unwrap_or_else(|e| panic!("{path} after sync and SIGKILL: {e} ({log})"));
+        let back = cat(&img, path).unwrap_or_else(|e| panic!("{path} after sync and SIGKILL: {e} ({log})"));
         assert!(
             back == *data,
             "{path}: {} bytes back, {} written",
@@ -233,16 +187,12 @@ fn sync_of_the_mountpoint_makes_everything_durable() {
             data.len()
         );
     }
-    fsck_clean(&s.img, &s.work);
+    fsck::clean(&img, tmp.path());
 }
 
 #[test]
 fn bad_options_are_refused_with_their_name() {
-    let dir = scratch("mount-opts-bad");
-    let img = dir.path().join("disk.img");
-    mkfs(&img);
-    let mnt = dir.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
+    let Volume { tmp: _tmp, img, mnt } = volume("mount-opts-bad");
     for (option, says) in [
         (
             "active_logs=3",

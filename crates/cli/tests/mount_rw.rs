@@ -12,7 +12,8 @@
 
 mod common;
 
-use common::mount::{fuse_available, is_mounted, Mounted};
+use common::fsck;
+use common::mount::{fresh_volume, fuse_available, is_mounted, Mounted, Volume};
 use common::{scratch, uf2fs};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -178,38 +179,6 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// `fsck.f2fs -f` on a copy of the image: exit 0, no complaint, an unmount checkpoint.
-fn fsck_clean(img: &Path, work: &Path) {
-    let text = fsck_text(img, work);
-    let state = text
-        .lines()
-        .find(|l| l.contains("checkpoint state"))
-        .unwrap_or_else(|| panic!("no checkpoint state in fsck output: {text}"));
-    assert!(state.contains("unmount"), "not an unmount checkpoint: {state}");
-}
-
-/// `fsck.f2fs -f` on a copy of the image: exit 0, no complaint; returns its output.
-fn fsck_text(img: &Path, work: &Path) -> String {
-    let copy = work.join("fsck.img");
-    fs::copy(img, &copy).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .arg("-f")
-        .arg(&copy)
-        .output()
-        .expect("run fsck.f2fs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "fsck.f2fs -f exited {}: {text}", out.status);
-    for bad in ["[Fail]", "[FIX", "ASSERT"] {
-        assert!(!text.contains(bad), "fsck.f2fs -f reports {bad}: {text}");
-    }
-    fs::remove_file(copy).unwrap();
-    text
-}
-
 /// Free 4 KiB blocks of the file system mounted at `mnt` (statfs).
 fn free_blocks(mnt: &Path) -> u64 {
     let s = nix::sys::statvfs::statvfs(mnt).unwrap();
@@ -287,18 +256,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
         return;
     }
-    let tmp = scratch("mount-rw-");
-    let img = tmp.path().join("rw.img");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    uf2fs()
-        .run([
-            OsString::from("mkfs"),
-            "--size".into(),
-            "256M".into(),
-            img.clone().into(),
-        ])
-        .assert_ok();
+    let Volume { tmp, img, mnt } = fresh_volume("mount-rw-", "256M");
     let mut rng = Rng::new(0x4057_0001);
     let mut model = Model::new();
 
@@ -342,7 +300,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     let (ok, log) = m.unmount();
     assert!(ok, "uf2fs mount -f did not exit 0 after fusermount3 -u; log: {log}");
     assert!(!is_mounted(&mnt));
-    fsck_clean(&img, tmp.path());
+    fsck::unmounted(&img, tmp.path(), "after the first mount");
     check_image(&img, &model);
 
     // Second mount: everything is there; change more.
@@ -367,7 +325,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     check_mounted(&mnt, &model);
     let (ok, log) = m.unmount();
     assert!(ok, "second mount did not exit 0 after fusermount3 -u; log: {log}");
-    fsck_clean(&img, tmp.path());
+    fsck::unmounted(&img, tmp.path(), "after the second mount");
     check_image(&img, &model);
 }
 
@@ -400,18 +358,7 @@ fn a_killed_mount_with_an_unlinked_open_file_reopens_clean() {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
         return;
     }
-    let tmp = scratch("mount-rw-kill-");
-    let img = tmp.path().join("kill.img");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    uf2fs()
-        .run([
-            OsString::from("mkfs"),
-            "--size".into(),
-            "128M".into(),
-            img.clone().into(),
-        ])
-        .assert_ok();
+    let Volume { tmp, img, mnt } = fresh_volume("mount-rw-kill-", "128M");
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &[]);
     let kept = b"kept across the crash".to_vec();
     fs::write(mnt.join("kept"), &kept).unwrap();
@@ -430,7 +377,7 @@ fn a_killed_mount_with_an_unlinked_open_file_reopens_clean() {
     let log = m.kill();
     drop(f);
     assert!(!is_mounted(&mnt), "the killed mount is gone; log: {log}");
-    let text = fsck_text(&img, tmp.path());
+    let text = fsck::clean(&img, tmp.path());
     assert!(text.contains("orphan_inodes"), "the checkpoint lists no orphan: {text}");
     let ls = uf2fs().run([OsString::from("ls"), img.clone().into(), "/".into()]);
     let listed = String::from_utf8_lossy(ls.assert_ok()).into_owned();
@@ -444,7 +391,7 @@ fn a_killed_mount_with_an_unlinked_open_file_reopens_clean() {
     );
     let (ok, log) = m.unmount();
     assert!(ok, "the second mount did not exit 0; log: {log}");
-    fsck_clean(&img, tmp.path());
+    fsck::unmounted(&img, tmp.path(), "after reopening read-write");
     let model = Model::from([("kept".to_string(), Node::File(kept))]);
     check_image(&img, &model);
 }

@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::mount::{fuse_available, Mounted};
-use common::{scratch, uf2fs};
+use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
+use common::uf2fs;
 use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
@@ -27,18 +27,7 @@ fn status_reports_settings_and_blocks_written() {
     if !fuse_available(&[]) {
         return;
     }
-    let tmp = scratch("mount-status-");
-    let img = tmp.path().join("s.img");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    uf2fs()
-        .run([
-            OsString::from("mkfs"),
-            "--size".into(),
-            "128M".into(),
-            img.clone().into(),
-        ])
-        .assert_ok();
+    let Volume { tmp, img, mnt } = fresh_volume("mount-status-", "128M");
     let opts = ["-o", "gc_policy=prefer-data-v2,background_gc=off"];
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("rw.log"), &opts);
     let mut f = fs::File::create(mnt.join("f")).unwrap();

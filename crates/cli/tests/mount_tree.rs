@@ -21,9 +21,9 @@
 
 mod common;
 
-use common::mount::{fuse_available, Mounted};
-use common::{assert_no_problems, scratch, uf2fs, SMALL_SEED};
-use std::ffi::OsString;
+use common::fsck;
+use common::mount::{fuse_available, Mounted, Volume};
+use common::{assert_no_problems, SMALL_SEED};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -291,12 +291,6 @@ fn options(contents: bool) -> CompareOptions {
     }
 }
 
-fn fsck(img: &Path, work: &Path, when: &str) {
-    if let Err(e) = uf2fs_testkit::fsck::fsck_clean(img, work) {
-        panic!("{when}: {e}");
-    }
-}
-
 fn unmount(m: &mut Mounted, when: &str) {
     let (ok, log) = m.unmount();
     assert!(
@@ -319,29 +313,25 @@ fn run(maker: Maker) {
         return;
     }
     let started = Instant::now();
-    let tmp = scratch("mount-tree-");
-    let img = tmp.path().join("tree.img");
-    let (mnt, reference, src) = (tmp.path().join("mnt"), tmp.path().join("ref"), tmp.path().join("src"));
-    for d in [&mnt, &reference, &src] {
+    let volume = Volume::empty("mount-tree-");
+    let (reference, src) = (volume.tmp.path().join("ref"), volume.tmp.path().join("src"));
+    for d in [&reference, &src] {
         fs::create_dir(d).unwrap();
     }
     let tree = Tree::copy_mix(TREE_SEED, FILES, is_root());
     tree.write(&src).unwrap();
     match maker {
-        Maker::Uf2fs => {
-            let size = IMAGE_SIZE.to_string();
-            uf2fs()
-                .run([OsString::from("mkfs"), "--size".into(), size.into(), img.clone().into()])
-                .assert_ok();
-        }
+        Maker::Uf2fs => volume.mkfs(IMAGE_SIZE, &[]),
         Maker::Sload => {
-            let small = tmp.path().join("small");
+            let small = volume.tmp.path().join("small");
             fs::create_dir(&small).unwrap();
             Tree::small(SMALL_SEED).write(&small).unwrap();
-            uf2fs_testkit::image::make_image(&img, IMAGE_SIZE, Variant::named("extra_csum"), &small, tmp.path())
+            let (variant, work) = (Variant::named("extra_csum"), volume.tmp.path());
+            uf2fs_testkit::image::make_image(&volume.img, IMAGE_SIZE, variant, &small, work)
                 .unwrap_or_else(|e| panic!("mkfs.f2fs + sload.f2fs: {e}"));
         }
     }
+    let Volume { tmp, img, mnt } = volume;
     let made = started.elapsed();
 
     // First mount: cp -a, checked as it stands, then the first half of the changes.
@@ -369,7 +359,7 @@ fn run(maker: Maker) {
     let t = Instant::now();
     change(&mut mirror, &mut rng, "a", CHANGES).unwrap_or_else(|e| panic!("first mount: {e}"));
     unmount(&mut m, "first mount");
-    fsck(&img, tmp.path(), "after the copy and the first changes");
+    fsck::unmounted(&img, tmp.path(), "after the copy and the first changes");
 
     // Second mount: more changes on what was read back from the image.
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &[]);
@@ -377,7 +367,7 @@ fn run(maker: Maker) {
     mirror.settle_times().unwrap_or_else(|e| panic!("second mount: {e}"));
     let change_time = t.elapsed();
     unmount(&mut m, "second mount");
-    fsck(&img, tmp.path(), "after the second changes");
+    fsck::unmounted(&img, tmp.path(), "after the second changes");
 
     // Read-only: everything as the reference has it.
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount3.log"), &["-o", "ro"]);

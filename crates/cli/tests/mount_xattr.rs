@@ -9,10 +9,9 @@
 
 mod common;
 
-use common::mount::{fuse_available, Mounted};
-use common::{scratch, uf2fs};
+use common::fsck;
+use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -64,26 +63,6 @@ fn check(mnt: &Path, model: &Model, when: &str) {
     }
 }
 
-fn fsck_clean(img: &Path, work: &Path) {
-    let copy = work.join("fsck.img");
-    fs::copy(img, &copy).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .arg("-f")
-        .arg(&copy)
-        .output()
-        .expect("run fsck.f2fs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "fsck.f2fs -f exited {}: {text}", out.status);
-    for bad in ["[Fail]", "[FIX", "ASSERT"] {
-        assert!(!text.contains(bad), "fsck.f2fs -f reports {bad}: {text}");
-    }
-    fs::remove_file(copy).unwrap();
-}
-
 fn pattern(seed: u8, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
@@ -114,18 +93,7 @@ fn xattrs_through_the_mount_pass_fsck_and_read_back() {
         return;
     }
     let root = nix::unistd::geteuid().is_root();
-    let tmp = scratch("mount-xattr-");
-    let img = tmp.path().join("x.img");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    uf2fs()
-        .run([
-            OsString::from("mkfs"),
-            "--size".into(),
-            "64M".into(),
-            img.clone().into(),
-        ])
-        .assert_ok();
+    let Volume { tmp, img, mnt } = fresh_volume("mount-xattr-", "64M");
     let mut model = Model::new();
 
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &[]);
@@ -179,7 +147,7 @@ fn xattrs_through_the_mount_pass_fsck_and_read_back() {
     check(&mnt, &model, "first mount");
     let (ok, log) = m.unmount();
     assert!(ok, "uf2fs mount -f did not exit 0 after fusermount3 -u; log: {log}");
-    fsck_clean(&img, tmp.path());
+    fsck::clean(&img, tmp.path());
 
     // Read-only: everything is there; writes are refused.
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &["-o", "ro"]);
@@ -204,7 +172,7 @@ fn xattrs_through_the_mount_pass_fsck_and_read_back() {
     check(&mnt, &model, "third mount");
     let (ok, log) = m.unmount();
     assert!(ok, "third mount did not exit 0; log: {log}");
-    fsck_clean(&img, tmp.path());
+    fsck::clean(&img, tmp.path());
     let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount4.log"), &["-o", "ro"]);
     check(&mnt, &model, "last remount");
     m.unmount();

@@ -1,6 +1,8 @@
-//! The FUSE side of the end-to-end tests: whether a mount can be tested here, and a
-//! running `uf2fs mount -f` that is always unmounted, even when an assertion fails.
+//! The FUSE side of the end-to-end tests: whether a mount can be tested here, a fresh
+//! volume to mount, and a running `uf2fs mount -f` that is always unmounted, even when
+//! an assertion fails.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -35,6 +37,46 @@ fn which(tool: &str) -> Option<PathBuf> {
     std::env::split_paths(&paths)
         .map(|d| d.join(tool))
         .find(|p| p.is_file())
+}
+
+/// A scratch directory holding an image path and an empty mount point.
+pub struct Volume {
+    /// The scratch directory (removed when dropped); logs and fsck copies go here too.
+    pub tmp: tempfile::TempDir,
+    /// The image, `disk.img` in `tmp`.
+    pub img: PathBuf,
+    /// The mount point, `mnt` in `tmp`, created empty.
+    pub mnt: PathBuf,
+}
+
+impl Volume {
+    /// A scratch directory named after `prefix` with its mount point; the image is not
+    /// made yet (see [`Volume::mkfs`]).
+    pub fn empty(prefix: &str) -> Volume {
+        let tmp = super::scratch(prefix);
+        let img = tmp.path().join("disk.img");
+        let mnt = tmp.path().join("mnt");
+        fs::create_dir(&mnt).unwrap();
+        Volume { tmp, img, mnt }
+    }
+
+    /// Makes the image with `uf2fs mkfs --size SIZE ARGS... IMG`; panics unless it
+    /// succeeds.
+    pub fn mkfs(&self, size: impl std::fmt::Display, args: &[&str]) {
+        let size = size.to_string();
+        let mut argv: Vec<&OsStr> = vec!["mkfs".as_ref(), "--size".as_ref(), size.as_ref()];
+        argv.extend(args.iter().map(OsStr::new));
+        argv.push(self.img.as_os_str());
+        super::uf2fs().run(argv).assert_ok();
+    }
+}
+
+/// A [`Volume`] whose image `uf2fs mkfs --size SIZE` made (SIZE as mkfs takes it:
+/// `64M`, or bytes).
+pub fn fresh_volume(prefix: &str, size: impl std::fmt::Display) -> Volume {
+    let volume = Volume::empty(prefix);
+    volume.mkfs(size, &[]);
+    volume
 }
 
 /// Whether `mnt` is a mount point now (per /proc/self/mountinfo).
