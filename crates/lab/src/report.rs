@@ -130,11 +130,15 @@ pub fn limits(results: &[RunResult]) -> String {
         }
         seen.push(&r.workload);
         if let Some(wa) = r.greedy_limit {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "{}: utilisation {:.3}, greedy's analytical WAF for uniform overwrites there {:.2} (data moves only)",
                 r.workload, r.utilization, wa
             );
+            if let Some(usable) = r.greedy_limit_usable {
+                let _ = write!(out, "; {usable:.2} without the reserved sections and open logs");
+            }
+            out.push('\n');
         }
     }
     out

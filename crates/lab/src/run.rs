@@ -123,6 +123,9 @@ pub struct RunResult {
     /// Greedy's analytical WAF at that utilisation (uniform overwrites, data moves
     /// only; see [`crate::analysis`]).
     pub greedy_limit: Option<f64>,
+    /// The same at the utilisation of the space cleaning can use (the main area less
+    /// the reserved sections and the open logs): what greedy can reach at best here.
+    pub greedy_limit_usable: Option<f64>,
     /// Seconds of the whole run (format, fill, overwrites).
     pub elapsed_s: f64,
     /// Seconds of the fill.
@@ -256,6 +259,10 @@ pub fn run_on(
         gc_checkpoints: gc(|g| g.checkpoints),
         utilization: end.utilization(),
         greedy_limit: crate::analysis::greedy_limit(end.utilization()),
+        greedy_limit_usable: vol
+            .geometry
+            .usable_utilization(end.utilization())
+            .and_then(crate::analysis::greedy_limit),
         elapsed_s: started.elapsed().as_secs_f64(),
         fill_elapsed_s,
         fill_user_blocks: a0.user_blocks - at_open.user_blocks,

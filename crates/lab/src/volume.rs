@@ -50,6 +50,19 @@ impl Geometry {
         self.reserved_segments as u64 / self.segs_per_sec as u64
     }
 
+    /// Main-area blocks cleaning can use: all but the reserved sections and the six
+    /// open logs' sections, which F2FS always keeps out of it.
+    pub fn usable_blocks(&self) -> u64 {
+        self.main_sections.saturating_sub(self.reserved_sections() + 6) * self.zone_blocks
+    }
+
+    /// Utilisation of the space cleaning can use, for a utilisation `u` of the main
+    /// area (`None` when nothing is usable).
+    pub fn usable_utilization(&self, u: f64) -> Option<f64> {
+        let usable = self.usable_blocks();
+        (usable > 0).then(|| u * (self.main_sections * self.zone_blocks) as f64 / usable as f64)
+    }
+
     /// The share of the main area GC has to work with once a file of `file_blocks`
     /// blocks (and its nodes) is written: free sections beyond the reserve and the six
     /// open logs. What makes two volumes of different sizes comparable: the seed's
@@ -280,6 +293,10 @@ mod tests {
         assert_eq!(g.main_sections, 4069);
         assert_eq!(g.reserved_sections(), 8);
         assert!(g.user_blocks >= file_footprint(31187 * 256));
+        // Cleaning can use all but 8 reserved sections and 6 open logs.
+        assert_eq!(g.usable_blocks(), (4069 - 14) * 2048);
+        let u = g.usable_utilization(0.958).unwrap();
+        assert!((u - 0.958 * 4069.0 / 4055.0).abs() < 1e-12, "{u}");
         assert!(
             (g.gc_slack(31187 * 256) - 0.0376).abs() < 0.0005,
             "{}",
