@@ -279,7 +279,7 @@ boot() {
         sleep 2
         n=$(wc -l <"$run_dir/result.log" 2>/dev/null || echo 0)
         if [ "$n" -gt "$seen" ]; then
-            tr -d '\r' <"$run_dir/result.log" | sed -n "$((seen + 1)),${n}p" | progress
+            progress < <(tr -d '\r' <"$run_dir/result.log" | sed -n "$((seen + 1)),${n}p")
             seen=$n
         fi
     done
@@ -293,7 +293,8 @@ boot() {
     grep -qx END-RESULT "$RESULT"
 }
 
-# Progress lines from the guest's result lines on stdin (time and sample records).
+# Progress lines from the guest's result lines on stdin (time and sample records);
+# run in this shell, as it keeps the sectors written before the job in base_sectors.
 base_sectors=''
 progress() {
     local k a b c d
@@ -391,6 +392,11 @@ kernel_figures() {
         "sysfs_gc_bg_calls=$(sysfs_delta gc_background_calls)"
         "sysfs_moved_fg=$(sysfs_delta moved_blocks_foreground)"
         "sysfs_moved_bg=$(sysfs_delta moved_blocks_background)"
+        "sysfs_gc_reclaimed_segments=$(sysfs_delta gc_reclaimed_segments)"
+        "sysfs_cp_fg_calls=$(sysfs_delta cp_foreground_calls)"
+        "sysfs_cp_bg_calls=$(sysfs_delta cp_background_calls)"
+        "sysfs_lifetime_write_kbytes=$(sysfs_delta lifetime_write_kbytes)"
+        "io_app_buffered_data=$(iostat_blocks 'app buffered data')"
         "io_fs_data=$(iostat_blocks 'fs data')"
         "io_fs_node=$(iostat_blocks 'fs node')"
         "io_fs_meta=$(iostat_blocks 'fs meta')"
@@ -561,11 +567,43 @@ if [ -n "$lab_json" ]; then
     jq -r --arg kwaf "$kwaf" '.[] | [ "lab " + .policy, (.waf * 100 | round / 100),
         (if $kwaf == "" then "-" else ((.waf / ($kwaf | tonumber)) * 100 | round / 100 | tostring) end),
         .data_blocks_moved, .node_blocks_moved, "\(.fg_gc_calls)/\(.bg_gc_calls)",
-        "\(.data_victims)/\(.node_victims)", .device.user_data, (.device.user_node + .device.gc_node * 0) ] | @tsv' \
+        "\(.data_victims)/\(.node_victims)", .device.user_data, .device.user_node ] | @tsv' \
         "$lab_json" | while IFS=$'\t' read -r n w r d nm g v dw nw; do
         printf '%-24s %7.2f %9s %11s %11s %11s %13s %12s %12s\n' "$n" "$w" "$r" "$d" "$nm" "$g" "$v" "$dw" "$nw"
     done
 fi
+
+# Cumulative WAF at 1/8, 1/4, 1/2, 3/4 and all of the writes ("user device" points on
+# stdin, interpolated linearly).
+waf_at() {
+    awk -v io="$((io / 4096))" 'BEGIN { n = 0; pu = 0; pd = 0; split("0.125 0.25 0.5 0.75 1", f, " ") }
+        { u[++n] = $1; d[n] = $2 }
+        END { for (i = 1; i <= 5; i++) { t = f[i] * io; w = "-"
+                for (j = 1; j <= n; j++) if (u[j] >= t) {
+                    if (j == 1) { du = u[j]; dd = d[j]; a = 0; b = 0 } else { a = u[j - 1]; b = d[j - 1] }
+                    x = (u[j] > a) ? b + (d[j] - b) * (t - a) / (u[j] - a) : d[j]
+                    w = sprintf("%.2f", x / t); break }
+                printf " %9s", w }
+            printf "\n" }'
+}
+printf '\n%-24s' "cumulative WAF at"
+for f in 0.125 0.25 0.5 0.75 1; do
+    printf ' %9s' "$(awk -v f=$f -v io="$io" 'BEGIN { printf "%.0fM", f * io / 1048576 }')"
+done
+echo
+if [ "$kernel_ok" = 1 ]; then
+    printf '%-24s' "$kernel_desc"
+    base=$(( $(field stat_before | awk '{ s += $8 } END { print s }') ))
+    { field sample | awk -v b="$base" '{ printf "%d %d\n", $2 / 4096, ($3 + $4 - b) / 8 }'
+      echo "$(kv user_blocks) $(kv device_blocks)"; } | waf_at
+fi
+if [ -n "$lab_json" ]; then
+    for i in $(seq 0 $(( $(jq length "$lab_json") - 1 ))); do
+        printf '%-24s' "lab $(jq -r ".[$i].policy" "$lab_json")"
+        jq -r ".[$i].curve[] | \"\(.user_blocks) \(.device_blocks)\"" "$lab_json" | waf_at
+    done
+fi
+
 echo
 echo "data/node writes: blocks written by the write path and checkpoints, GC moves apart (kernel:"
 echo "iostat 'fs data' and 'fs node' + 'fs cp node'; lab: device.user_data and device.user_node);"
@@ -574,6 +612,10 @@ if [ "$kernel_ok" = 1 ]; then
     echo "kernel: fio issued $(kv fio_issued) writes; devices wrote $(kv conv_blocks) conventional + $(kv seq_blocks)" \
         "sequential blocks; GC moved $(kv data_moved_bg) data + $(kv node_moved_bg) node blocks in the background;" \
         "the random job took $(kv job_s) s of guest time, the guest $(kv guest_s) s."
+    echo "kernel: $(kv sysfs_cp_fg_calls) checkpoints (+$(kv sysfs_cp_bg_calls) background)," \
+        "$(kv sysfs_gc_reclaimed_segments) segments reclaimed by GC; iostat: $(kv io_fs_gc_data) GC data," \
+        "$(kv io_fs_gc_node) GC node, $(kv io_fs_node) node + $(kv io_fs_cp_node) checkpoint node," \
+        "$(kv io_fs_meta) + $(kv io_fs_cp_meta) meta blocks"
     echo "kernel mount: $(field mounted | head -1)"
 fi
 
