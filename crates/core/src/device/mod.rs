@@ -4,6 +4,7 @@
 //! returns. The checkpoint writer orders its writes with flushes (see
 //! `checkpoint::write`), and [`CrashDevice`] replays what a power cut could leave.
 
+mod block_table;
 mod counting;
 mod crash;
 mod mem;

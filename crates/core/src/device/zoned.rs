@@ -16,9 +16,9 @@
 //!   and directories, and a 32 GiB volume fits in a few hundred MiB. Reads of anything
 //!   not kept give zeros.
 
+use super::block_table::{Block, BlockTable};
 use super::{check_range, BlockDevice, WriteKind, BLOCK};
 use crate::{Error, Result};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Shape of a [`ZonedMemDevice`].
@@ -250,31 +250,38 @@ fn check_whole_blocks(blkaddr: u64, blocks: &[&[u8]]) -> Result<()> {
 /// Sparse memory: only blocks that are not all zeros are kept.
 struct SparseMem {
     blocks: u64,
-    kept: Mutex<HashMap<u64, Box<[u8]>>>,
-    /// Buffers of blocks dropped, reused for blocks kept later (fewer allocations).
-    spare: Mutex<Vec<Box<[u8]>>>,
+    kept: Mutex<Kept>,
+}
+
+/// The blocks kept, and buffers of blocks dropped, reused for blocks kept later
+/// (fewer allocations).
+#[derive(Default)]
+struct Kept {
+    table: BlockTable,
+    spare: Vec<Block>,
 }
 
 /// Spare buffers kept at most.
 const SPARE_MAX: usize = 4096;
 
-impl SparseMem {
+impl Kept {
     /// Keeps `b` as block `a` (drops it when it is all zeros).
-    fn store(&self, kept: &mut HashMap<u64, Box<[u8]>>, a: u64, b: &[u8]) {
+    fn store(&mut self, a: u64, b: &[u8]) {
         if is_zero(b) {
-            if let Some(old) = kept.remove(&a) {
+            if let Some(old) = self.table.remove(a) {
                 self.recycle(old);
             }
-        } else if let Some(old) = kept.get_mut(&a) {
+        } else if let Some(old) = self.table.get_mut(a) {
             old.copy_from_slice(b);
         } else {
-            kept.insert(a, self.copy_of(b));
+            let copy = self.copy_of(b);
+            self.table.insert(a, copy);
         }
     }
 
     /// A kept copy of `b`, in a recycled buffer when there is one.
-    fn copy_of(&self, b: &[u8]) -> Box<[u8]> {
-        match self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+    fn copy_of(&mut self, b: &[u8]) -> Block {
+        match self.spare.pop() {
             Some(mut s) => {
                 s.copy_from_slice(b);
                 s
@@ -283,20 +290,25 @@ impl SparseMem {
         }
     }
 
-    fn recycle(&self, b: Box<[u8]>) {
-        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        if spare.len() < SPARE_MAX {
-            spare.push(b);
+    fn recycle(&mut self, b: Block) {
+        if self.spare.len() < SPARE_MAX {
+            self.spare.push(b);
         }
+    }
+}
+
+impl SparseMem {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl BlockDevice for SparseMem {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         check_range(blkaddr, buf.len(), self.blocks, &|| "the zoned memory device".into())?;
-        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        for (i, out) in buf.chunks_mut(BLOCK).enumerate() {
-            match kept.get(&(blkaddr + i as u64)) {
+        let kept = self.lock();
+        for (a, out) in (blkaddr..).zip(buf.chunks_mut(BLOCK)) {
+            match kept.table.get(a) {
                 Some(b) => out.copy_from_slice(b),
                 None => out.fill(0),
             }
@@ -310,9 +322,9 @@ impl BlockDevice for SparseMem {
 
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         check_range(blkaddr, buf.len(), self.blocks, &|| "the zoned memory device".into())?;
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.lock();
         for (a, b) in (blkaddr..).zip(buf.chunks(BLOCK)) {
-            self.store(&mut kept, a, b);
+            kept.store(a, b);
         }
         Ok(())
     }
@@ -323,9 +335,9 @@ impl BlockDevice for SparseMem {
         check_range(blkaddr, blocks.len() * BLOCK, self.blocks, &|| {
             "the zoned memory device".into()
         })?;
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.lock();
         for (a, b) in (blkaddr..).zip(blocks) {
-            self.store(&mut kept, a, b);
+            kept.store(a, b);
         }
         Ok(())
     }
@@ -338,16 +350,29 @@ impl BlockDevice for SparseMem {
         if let Some(&bad) = sources.iter().find(|&&a| a >= self.blocks) {
             check_range(bad, BLOCK, self.blocks, &|| "the zoned memory device".into())?;
         }
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.lock();
+        let kept = &mut *kept;
         // Every source is read before any destination is written.
-        let copies: Vec<Option<Box<[u8]>>> = sources.iter().map(|a| kept.get(a).map(|b| self.copy_of(b))).collect();
+        let mut copies: Vec<Option<Block>> = Vec::with_capacity(sources.len());
+        for &a in sources {
+            let copy = match kept.table.get(a) {
+                Some(b) => {
+                    let b: &[u8] = b;
+                    let mut s = kept.spare.pop().unwrap_or_else(|| vec![0u8; BLOCK].into_boxed_slice());
+                    s.copy_from_slice(b);
+                    Some(s)
+                }
+                None => None,
+            };
+            copies.push(copy);
+        }
         for (a, copy) in (dst..).zip(copies) {
             let old = match copy {
-                Some(b) => kept.insert(a, b),
-                None => kept.remove(&a),
+                Some(b) => kept.table.insert(a, b),
+                None => kept.table.remove(a),
             };
             if let Some(old) = old {
-                self.recycle(old);
+                kept.recycle(old);
             }
         }
         Ok(())
@@ -355,16 +380,14 @@ impl BlockDevice for SparseMem {
 
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
         let end = blkaddr.saturating_add(blocks).min(self.blocks);
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if (end - blkaddr.min(end)) as usize > kept.len() {
-            kept.retain(|&a, _| a < blkaddr || a >= end);
-        } else {
-            for a in blkaddr..end {
-                if let Some(old) = kept.remove(&a) {
-                    self.recycle(old);
-                }
+        let mut kept = self.lock();
+        let kept = &mut *kept;
+        let spare = &mut kept.spare;
+        kept.table.remove_range(blkaddr, end, &mut |b| {
+            if spare.len() < SPARE_MAX {
+                spare.push(b);
             }
-        }
+        });
         Ok(())
     }
 }
@@ -404,8 +427,7 @@ impl ZonedMemDevice {
     pub fn new(opts: ZonedMemOptions) -> Result<ZonedMemDevice> {
         let mem = Arc::new(SparseMem {
             blocks: opts.blocks,
-            kept: Mutex::new(HashMap::new()),
-            spare: Mutex::new(Vec::new()),
+            kept: Mutex::new(Kept::default()),
         });
         let seq = opts.blocks.saturating_sub(opts.seq_start.min(opts.blocks));
         if seq > 0 && (opts.zone_blocks == 0 || seq % opts.zone_blocks != 0) {
@@ -426,7 +448,7 @@ impl ZonedMemDevice {
 
     /// Blocks held in memory (those not all zeros).
     pub fn kept_blocks(&self) -> usize {
-        self.mem.kept.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.mem.lock().table.len()
     }
 
     /// Number of sequential zones.

@@ -93,7 +93,7 @@ fn log_of_node(block: &[u8], nid: u32) -> Result<LogType> {
 }
 
 fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64) -> Result<u64> {
-    let mut nids = Vec::with_capacity(valid.len());
+    let mut nodes = Vec::with_capacity(valid.len());
     for &off in valid {
         let addr = base + off as u64;
         let nid = sums[off as usize].nid;
@@ -104,13 +104,10 @@ fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64)
                 format!("valid node block whose summary names node {nid}, which lives elsewhere"),
             ));
         }
-        let block = t.nodes.read(t.dev, nid, e.ino)?;
-        let log = log_of_node(&block, nid)?;
-        t.nodes.update_dirty(nid, block, log, |_| {});
-        nids.push(nid);
+        nodes.push((nid, e));
     }
-    t.nodes.write_nodes(t.dev, t.sb, t.segs, cp_ver, &nids)?;
-    Ok(nids.len() as u64)
+    let moved = t.nodes.move_blocks(t.dev, t.sb, t.segs, cp_ver, &nodes, &log_of_node)?;
+    Ok(moved as u64)
 }
 
 fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64> {

@@ -315,31 +315,48 @@ fn stamp(b: &mut [u8], sb: &Superblock, addr: u64, cp_ver: u64) -> Result<()> {
 }
 
 impl NodeManager {
-    /// Writes the dirty blocks of the nodes in `nids` (those not dirty are skipped) as
-    /// [`NodeManager::write_dirty_nodes`] writes all of them; garbage collection uses it
-    /// to empty a victim section without writing every other dirty node. Returns the
-    /// blocks written.
-    pub(crate) fn write_nodes(
+    /// Moves node blocks out of a victim section, as GC does: each `(nid, entry)` is a
+    /// node whose NAT `entry` points into the victim. A node not dirty is taken from
+    /// the clean cache (or the device), its footer checked against the entry and its
+    /// log found by `log_of`; then every one is written at once to its log, as
+    /// [`NodeManager::write_dirty_nodes`] writes them. Returns the blocks written.
+    pub(crate) fn move_blocks(
         &self,
         dev: &dyn BlockDevice,
         sb: &Superblock,
         segs: &Mutex<SegmentManager>,
         cp_ver: u64,
-        nids: &[u32],
+        nodes: &[(u32, NatEntry)],
+        log_of: &dyn Fn(&[u8], u32) -> Result<LogType>,
     ) -> Result<usize> {
         let mut dirty = lock(&self.dirty);
-        let mut plan = Vec::with_capacity(nids.len());
-        for nid in nids {
-            if dirty.map.contains_key(nid) {
-                plan.push((*nid, self.nat_entry(dev, *nid)?));
+        for &(nid, e) in nodes {
+            if dirty.map.contains_key(&nid) {
+                continue;
             }
-        }
-        if plan.is_empty() {
-            return Ok(0);
+            let cached = lock(&self.node_cache).pop(&nid);
+            let block = match cached {
+                Some(b) => b,
+                None => Arc::new(super::read_block(dev, e.block_addr as u64)?),
+            };
+            let f = NodeFooter::decode(&block)
+                .map_err(|x| Error::corrupt("node", Some(e.block_addr as u64), x.to_string()))?;
+            if f.nid != nid || f.ino != e.ino {
+                return Err(Error::corrupt(
+                    format!("node {nid}"),
+                    Some(e.block_addr as u64),
+                    format!(
+                        "footer says node {} of inode {}, NAT says node {nid} of inode {}",
+                        f.nid, f.ino, e.ino
+                    ),
+                ));
+            }
+            let log = log_of(&block, nid)?;
+            dirty.insert(nid, DirtyNode { block, log });
         }
         let written = {
             let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &mut dirty, &plan, cp_ver, WriteKind::GcNode)?
+            write_planned(dev, sb, &mut s, &mut dirty, nodes, cp_ver, WriteKind::GcNode)?
         };
         {
             let mut nat = lock(&self.nat);
@@ -347,9 +364,10 @@ impl NodeManager {
                 nat.dirty.insert(*nid, *e);
             }
         }
+        let mut cache = lock(&self.node_cache);
         for (nid, _, block) in &written {
             dirty.remove(*nid);
-            put_cached(&self.node_cache, *nid, block.clone());
+            cache.put(*nid, block.clone());
         }
         Ok(written.len())
     }
