@@ -306,7 +306,7 @@ progress() {
                 [ -n "$base_sectors" ] || continue
                 awk -v t="$a" -v w="$b" -v s="$((c + d - base_sectors))" -v io="$io" 'BEGIN {
                     u = w / 4096; printf "[waf-compare] guest %ds: %.0f of %.0f MiB written (%.0f%%), WAF so far %.2f\n",
-                    t, w / 1048576, io / 1048576, 100 * w / io, u > 0 ? s / 8 / u : 0 }' >&2 ;;
+                    t, w / 1048576, io / 1048576, 100 * w / io, (u > 0 ? s / 8 / u : 0) }' >&2 ;;
         esac
     done
 }
@@ -580,7 +580,7 @@ waf_at() {
         { u[++n] = $1; d[n] = $2 }
         END { for (i = 1; i <= 5; i++) { t = f[i] * io; w = "-"
                 for (j = 1; j <= n; j++) if (u[j] >= t) {
-                    if (j == 1) { du = u[j]; dd = d[j]; a = 0; b = 0 } else { a = u[j - 1]; b = d[j - 1] }
+                    if (j == 1) { a = 0; b = 0 } else { a = u[j - 1]; b = d[j - 1] }
                     x = (u[j] > a) ? b + (d[j] - b) * (t - a) / (u[j] - a) : d[j]
                     w = sprintf("%.2f", x / t); break }
                 printf " %9s", w }
