@@ -6,15 +6,15 @@
 
 use crate::device::{read_block, BlockDevice, BLOCK};
 use crate::{Error, Result};
-use lru::LruCache;
+use cache::ClockCache;
 use std::collections::{BTreeMap, BTreeSet};
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use uf2fs_format::consts::{NAT_ENTRY_PER_BLOCK, NAT_JOURNAL_ENTRIES, NEW_ADDR};
 use uf2fs_format::nat::{nat_block_addr, nat_block_entry, NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::superblock::Superblock;
 
+mod cache;
 mod free_nid;
 mod path;
 mod write;
@@ -102,23 +102,23 @@ pub struct NodeManager {
     max_nid: u64,
     main: (u64, u64),
     reserved: [u32; 2],
-    nat_cache: Mutex<LruCache<u32, NodeBlock>>,
-    node_cache: Mutex<LruCache<u32, NodeBlock>>,
+    nat_cache: Mutex<ClockCache<NodeBlock>>,
+    node_cache: Mutex<ClockCache<NodeBlock>>,
     /// Node blocks changed since they were last written (read-write only).
     dirty: Mutex<write::DirtyNodes>,
     /// Node ids ready to hand out (read-write only).
     free_nids: Mutex<free_nid::FreeNids>,
 }
 
-fn cache(n: usize) -> Mutex<LruCache<u32, NodeBlock>> {
-    Mutex::new(LruCache::new(NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)))
+fn cache(n: usize) -> Mutex<ClockCache<NodeBlock>> {
+    Mutex::new(ClockCache::new(n))
 }
 
-fn get_cached(c: &Mutex<LruCache<u32, NodeBlock>>, k: u32) -> Option<NodeBlock> {
-    lock(c).get(&k).cloned()
+fn get_cached(c: &Mutex<ClockCache<NodeBlock>>, k: u32) -> Option<NodeBlock> {
+    lock(c).get(k)
 }
 
-fn put_cached(c: &Mutex<LruCache<u32, NodeBlock>>, k: u32, v: NodeBlock) {
+fn put_cached(c: &Mutex<ClockCache<NodeBlock>>, k: u32, v: NodeBlock) {
     lock(c).put(k, v);
 }
 
@@ -268,7 +268,7 @@ impl NodeManager {
             )));
         }
         lock(&self.nat).dirty.insert(nid, entry);
-        lock(&self.node_cache).pop(&nid);
+        lock(&self.node_cache).pop(nid);
         Ok(())
     }
 

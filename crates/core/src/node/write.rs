@@ -82,7 +82,7 @@ impl NodeManager {
                 log,
             },
         );
-        lock(&self.node_cache).pop(&nid);
+        lock(&self.node_cache).pop(nid);
     }
 
     /// Changes node `nid` in memory: `edit` runs on its dirty copy, which then waits for
@@ -91,7 +91,7 @@ impl NodeManager {
     pub(crate) fn update_dirty(&self, nid: u32, block: NodeBlock, log: LogType, edit: impl FnOnce(&mut [u8])) {
         debug_assert_eq!(block.len(), BLOCK);
         // Out of the clean cache first, so that `block` is likely the only holder.
-        lock(&self.node_cache).pop(&nid);
+        lock(&self.node_cache).pop(nid);
         let mut dirty = lock(&self.dirty);
         let node = match dirty.map.remove(&nid) {
             Some(node) => {
@@ -161,7 +161,7 @@ impl NodeManager {
                 log,
             },
         );
-        lock(&self.node_cache).pop(&nid);
+        lock(&self.node_cache).pop(nid);
         Ok(())
     }
 
@@ -195,7 +195,7 @@ impl NodeManager {
             block_addr: NULL_ADDR,
         };
         lock(&self.nat).dirty.insert(nid, entry);
-        lock(&self.node_cache).pop(&nid);
+        lock(&self.node_cache).pop(nid);
         let mut c = lock(&self.counts);
         c.valid_node_count = c.valid_node_count.saturating_sub(1);
         if nid == e.ino {
@@ -334,7 +334,7 @@ impl NodeManager {
             if dirty.map.contains_key(&nid) {
                 continue;
             }
-            let cached = lock(&self.node_cache).pop(&nid);
+            let cached = lock(&self.node_cache).pop(nid);
             let block = match cached {
                 Some(b) => b,
                 None => Arc::new(super::read_block(dev, e.block_addr as u64)?),
