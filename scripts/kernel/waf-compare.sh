@@ -21,7 +21,10 @@
 #
 # OPTIONS (sizes take K, M, G suffixes, powers of 1024; defaults in brackets):
 #   --conv-size S          conventional null_blk, whole MiB [32M]
-#   --zone-size S          zone size, whole MiB, a multiple of 2 MiB [8M]
+#   --zone-size S          zone size, whole MiB, a multiple of 2 MiB [8M]; 2 MiB zones
+#                          (one-segment sections) need a kernel with "f2fs: Fix discard
+#                          bug on zoned block devices with 2MiB zone size": 6.1 fails
+#                          with I/O errors (UF2FS_KERNEL_PKG=linux-image-6.12... works)
 #   --zones N              sequential zones [128]
 #   --overprovision PCT    mkfs.f2fs -o [3.89]
 #   --reserved-sections N  mkfs.f2fs -Z [8]
@@ -44,6 +47,7 @@
 # Environment:
 #   UF2FS_KC_WORK          work directory (default /var/tmp/uf2fs-kernel)
 #   UF2FS_KC_ACCEL         kvm | tcg | auto, as kernel-check.sh
+#   UF2FS_KERNEL_PKG       another Debian kernel package, as kernel-check.sh
 #   UF2FS_BIN              uf2fs binary (default target/release/uf2fs)
 #   UF2FS_MKFS_F2FS        a mkfs.f2fs that has -Z (f2fs-tools >= 1.16 + 03aa49e)
 #   UF2FS_F2FS_TOOLS_SRC   else: a git repository of f2fs-tools to build one from
@@ -407,6 +411,7 @@ kernel_figures() {
         "io_fs_cp_meta=$(iostat_blocks 'fs cp meta')"
         "job_s=$(awk -v a="$(field 'time job_start')" -v b="$(field 'time sync')" 'BEGIN { printf "%.0f", b - a }')"
         "guest_s=$(field 'time umount' | cut -d. -f1)"
+        "wall_s=$([ -n "$kernel_result" ] && echo null || echo "$elapsed")"
     )
 }
 kv() { local p; for p in "${K[@]}"; do [ "${p%%=*}" = "$1" ] && { echo "${p#*=}"; return; }; done; echo null; }
@@ -555,8 +560,14 @@ if [ "$kernel_ok" = 1 ]; then
     kd=$(kv data_segs) kn=$(kv node_segs)
     vic='-'
     [ "$kd" != null ] && [ "$kn" != null ] && vic="$(awk -v d="$kd" -v n="$kn" -v s="$sps" 'BEGIN { printf "%.0f/%.0f", d / s, n / s }')"
+    # GC passes by type (sysfs gc_{fore,back}ground_calls; debugfs's "GC calls: N (BG: M)"
+    # before they existed; 6.12's debugfs counts gc_thread calls there, whatever their type)
     fgbg='-'
-    [ "$(kv gc_calls)" != null ] && fgbg="$(( $(kv gc_calls) - $(kv gc_calls_bg) ))/$(kv gc_calls_bg)"
+    if [ "$(kv sysfs_gc_fg_calls)" != null ]; then
+        fgbg="$(kv sysfs_gc_fg_calls)/$(kv sysfs_gc_bg_calls)"
+    elif [ "$(kv gc_calls)" != null ]; then
+        fgbg="$(( $(kv gc_calls) - $(kv gc_calls_bg) ))/$(kv gc_calls_bg)"
+    fi
     kdw='-' knw='-'
     [ "$(kv io_fs_data)" != null ] && kdw=$(kv io_fs_data)
     [ "$(kv io_fs_node)" != null ] && knw=$(( $(kv io_fs_node) + $(kv io_fs_cp_node) ))
@@ -611,7 +622,8 @@ echo "victims in sections. WAF = blocks written to both devices / $((io / 4096))
 if [ "$kernel_ok" = 1 ]; then
     echo "kernel: fio issued $(kv fio_issued) writes; devices wrote $(kv conv_blocks) conventional + $(kv seq_blocks)" \
         "sequential blocks; GC moved $(kv data_moved_bg) data + $(kv node_moved_bg) node blocks in the background;" \
-        "the random job took $(kv job_s) s of guest time, the guest $(kv guest_s) s."
+        "the random job took $(kv job_s) s of guest time (uptime), the guest $(kv guest_s) s;" \
+        "QEMU ran $(kv wall_s) s (wall clock)."
     echo "kernel: $(kv sysfs_cp_fg_calls) checkpoints (+$(kv sysfs_cp_bg_calls) background)," \
         "$(kv sysfs_gc_reclaimed_segments) segments reclaimed by GC; iostat: $(kv io_fs_gc_data) GC data," \
         "$(kv io_fs_gc_node) GC node, $(kv io_fs_node) node + $(kv io_fs_cp_node) checkpoint node," \
