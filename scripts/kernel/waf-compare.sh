@@ -525,9 +525,10 @@ if [ "$do_lab" = 1 ]; then
         --seed "$seed" --policy "$policy" --jobs 1 --json "$lab_json" >"$lab_json.out" 2>&1; then
         cat "$lab_json.out" >&2
         failed=1
+    else
+        sed -n '1,2p' "$lab_json.out"
     fi
     log "lab took $((SECONDS - lab_start)) s"
-    sed -n '1,2p' "$lab_json.out"
     [ -s "$lab_json" ] || lab_json=''
 fi
 
