@@ -357,6 +357,12 @@ kernel_figures() {
         rc=$(field "$k" | head -1)
         [ "$rc" = 0 ] || { kernel_failed "$k ${rc:-missing}"; return 1; }
     done
+    # An error in the kernel log (e.g. a refused zone reset and the writes that then
+    # fail, which the final sync may hit after fio is done) voids the figures.
+    if field dmesg | grep -qE '^<[0-3]>'; then
+        kernel_failed "errors in the kernel log"
+        return 1
+    fi
     read -r -a sb <<<"$(field sb)"
     read -r -a cp <<<"$(field cp)"
     [ ${#sb[@]} -ge 24 ] && [ ${#cp[@]} -ge 9 ] || { kernel_failed "no superblock/checkpoint words"; return 1; }
@@ -421,7 +427,7 @@ kernel_failed() {
     field mount_out | sed 's/^/  mount: /' >&2
     field fill | tail -5 | sed 's/^/  fill: /' >&2
     field job | tail -8 | sed 's/^/  job: /' >&2
-    field dmesg | tail -15 | sed 's/^/  dmesg: /' >&2
+    { field dmesg | grep -E '^<[0-3]>' | head -10; field dmesg | tail -5; } | sed 's/^/  dmesg: /' >&2
     failed=1
 }
 
