@@ -5,6 +5,8 @@
 //! `fsck.f2fs -f` on a copy (f2fs-tools 1.15 must be installed: these tests fail, not
 //! skip, without it) and a read-only reopen compared byte for byte with the model.
 
+#[path = "common/cuts.rs"]
+mod cuts;
 #[path = "filedata/support.rs"]
 mod support;
 
@@ -505,7 +507,7 @@ fn power_cuts_keep_every_fsynced_byte() {
         }
         w.fs.fsync(w.ino("b"), k % 2 == 0).unwrap();
         let after = w.files.clone();
-        for (cut, keep) in cuts(&dev) {
+        for (cut, keep) in cuts::cuts(&dev, 0x9e37_79b9_7f4a_7c15) {
             let img = tmp.path().join("cut.img");
             std::fs::write(&img, dev.image_after_cut(cut, &|i| keep[i])).unwrap();
             let what = format!("batch {k}, cut after flush {cut}, kept {keep:?}");
@@ -525,32 +527,6 @@ fn power_cuts_keep_every_fsynced_byte() {
     let fs = Fs::open_device(Box::new(MemDevice::new(dev.image_now())), "after").unwrap();
     check_on(&fs, &w.files, "after the last fsync");
     println!("{tried} cuts checked");
-}
-
-/// Cuts of the recorded writes: after each flush, with none, all, the first half and
-/// one seeded subset of the writes in flight.
-fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
-    let mut out = Vec::new();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    for k in 0..=dev.flush_count() {
-        let n = dev.in_flight_after(k).len();
-        out.push((k, vec![false; n]));
-        if n == 0 {
-            continue;
-        }
-        out.push((k, vec![true; n]));
-        out.push((k, (0..n).map(|j| j < n / 2).collect()));
-        let keep = (0..n)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed & 1 == 1
-            })
-            .collect();
-        out.push((k, keep));
-    }
-    out
 }
 
 /// SHA-256 of `bytes` in hex (through `sha256sum`, to keep the tests free of hashing

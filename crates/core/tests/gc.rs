@@ -5,6 +5,8 @@
 //! each run: unmount, `fsck.f2fs -f` clean, reopen and every byte compared with the
 //! model; the GC counters must show sections really cleaned.
 
+#[path = "common/cuts.rs"]
+mod cuts;
 #[path = "filedata/support.rs"]
 #[allow(dead_code)]
 mod support;
@@ -355,26 +357,10 @@ fn power_cuts_during_gc_lose_nothing() {
         "no GC: {before:?} -> {after:?}"
     );
 
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut tried = 0;
-    for k in 0..=dev.flush_count() {
-        let n = dev.in_flight_after(k).len();
-        let mut keeps = vec![vec![false; n]];
-        if n > 0 {
-            keeps.push(vec![true; n]);
-            keeps.push((0..n).map(|j| j < n / 2).collect());
-            keeps.push(
-                (0..n)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        seed & 1 == 1
-                    })
-                    .collect(),
-            );
-        }
-        for keep in keeps {
+    for (k, keep) in cuts::cuts(&dev, 0x2545_f491_4f6c_dd1d) {
+        let n = keep.len();
+        {
             let what = format!(
                 "cut after flush {k}, kept {} of {n}",
                 keep.iter().filter(|&&x| x).count()

@@ -11,6 +11,9 @@
 //!   at its last checkpoint; one whose warm node log holds a node roll-forward
 //!   recovery would replay is refused read-write (read-only still works).
 
+#[path = "common/cuts.rs"]
+mod cuts;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -261,34 +264,6 @@ fn rmdir_and_rename_over_open_inodes_make_orphans() {
     fsck_clean(tmp.path(), &dev.image_now(), "all released");
 }
 
-/// Cuts of the writes recorded on `dev`: after each flush, none, all, the first half
-/// and one seeded subset of the writes in flight.
-fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
-    let mut out = Vec::new();
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    for k in 0..=dev.flush_count() {
-        let n = dev.in_flight_after(k).len();
-        out.push((k, vec![false; n]));
-        if n == 0 {
-            continue;
-        }
-        out.push((k, vec![true; n]));
-        out.push((k, (0..n).map(|j| j < n / 2).collect()));
-        out.push((
-            k,
-            (0..n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed & 1 == 1
-                })
-                .collect(),
-        ));
-    }
-    out
-}
-
 /// A read-write open frees the orphans its checkpoint lists, in memory; the next
 /// checkpoint records the empty list. A power cut before that checkpoint leaves the
 /// orphans listed (and reclaimed again at the next open); a cut anywhere during it
@@ -331,7 +306,7 @@ fn orphans_are_reclaimed_at_open_across_power_cuts() {
         "{free_before} -> {free_after} free blocks"
     );
     let mut tried = 0;
-    for (cut, kept) in cuts(&dev) {
+    for (cut, kept) in cuts::cuts(&dev, 0x2545_f491_4f6c_dd1d) {
         let what = format!("cut after flush {cut}, kept {kept:?}");
         let img = dev.image_after_cut(cut, &|i| kept[i]);
         let ro = open_ro(&img);
@@ -394,7 +369,7 @@ fn a_cut_before_the_next_checkpoint_reopens_read_write() {
     fs.write_checkpoint().unwrap();
     drop(fs);
     let mut tried = 0;
-    for (cut, kept) in cuts(&dev) {
+    for (cut, kept) in cuts::cuts(&dev, 0x2545_f491_4f6c_dd1d) {
         let img = dev.image_after_cut(cut, &|i| kept[i]);
         if open_ro(&img).checkpoint().checkpoint_ver != version {
             continue;

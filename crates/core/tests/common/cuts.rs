@@ -1,0 +1,29 @@
+//! Power-cut points of a recording device, shared by the crash tests.
+
+use uf2fs_core::device::CrashDevice;
+
+/// Cuts of the writes recorded on `dev`: after each flush, with none, all, the first
+/// half and one subset (drawn from `seed`) of the writes in flight. Each is the flush
+/// index and which in-flight writes landed.
+pub fn cuts(dev: &CrashDevice, mut seed: u64) -> Vec<(usize, Vec<bool>)> {
+    let mut out = Vec::new();
+    for k in 0..=dev.flush_count() {
+        let n = dev.in_flight_after(k).len();
+        out.push((k, vec![false; n]));
+        if n == 0 {
+            continue;
+        }
+        out.push((k, vec![true; n]));
+        out.push((k, (0..n).map(|j| j < n / 2).collect()));
+        let keep = (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed & 1 == 1
+            })
+            .collect();
+        out.push((k, keep));
+    }
+    out
+}
