@@ -16,6 +16,10 @@ use std::time::Instant;
 use uf2fs_core::device::WriteCounts;
 use uf2fs_core::{Accounting, Fs, GcPolicy, Ino};
 
+/// The lab's clock: one second per this many blocks written (256 MiB/s), so that the
+/// ages cost-benefit and ATGC read are the same on every machine and every run.
+pub const CLOCK_BLOCKS_PER_SEC: u64 = 65536;
+
 /// Points of the WAF curve taken during the overwrite phase (plus the final one).
 pub const CURVE_POINTS: u64 = 200;
 
@@ -171,6 +175,9 @@ pub fn run_on(
     started: Instant,
 ) -> Result<RunResult, String> {
     vol.fs.set_gc_policy(policy).map_err(|e| e.to_string())?;
+    vol.fs
+        .set_simulated_clock(Some(CLOCK_BLOCKS_PER_SEC))
+        .map_err(|e| e.to_string())?;
     let shape = Shape {
         file_blocks: setup.file_blocks(),
         io_blocks: setup.io_blocks(),

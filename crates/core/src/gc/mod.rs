@@ -155,6 +155,20 @@ impl Fs {
         self.gc_state_mut(|g| g.policy = policy)
     }
 
+    /// Makes the file system's clock (SIT mtimes, the checkpoint's elapsed time, the
+    /// ages of cost-benefit and ATGC) advance one second per `blocks_per_sec` blocks
+    /// allocated instead of with real time, so that runs writing the same blocks choose
+    /// the same victims on any machine (the lab does this); `None` restores real time
+    /// (read-write only).
+    pub fn set_simulated_clock(&self, blocks_per_sec: Option<u64>) -> Result<()> {
+        self.rw()?
+            .segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_simulated_clock(blocks_per_sec);
+        Ok(())
+    }
+
     /// Turns foreground GC on or off (on by default; off, a volume without free
     /// sections answers writes with ENOSPC).
     pub fn set_gc_enabled(&self, enabled: bool) -> Result<()> {

@@ -39,15 +39,23 @@ struct Geometry {
 
 /// The file system's age clock: the checkpoint's `elapsed_time` at open plus the time
 /// since (the kernel's `get_mtime`). SIT mtimes and the checkpoint use it.
+/// With `blocks_per_sec`, the clock is simulated instead: one second per that many
+/// blocks allocated since open, so that runs which write the same blocks see the same
+/// ages however fast the machine is (the lab's runs).
 #[derive(Debug, Clone, Copy)]
 struct Clock {
     at_open_secs: u64,
     opened: Instant,
+    blocks_per_sec: Option<u64>,
 }
 
 impl Clock {
-    fn now_secs(&self) -> u64 {
-        self.at_open_secs + self.opened.elapsed().as_secs()
+    /// Seconds now; `allocated` is the blocks allocated since open.
+    fn now_secs(&self, allocated: u64) -> u64 {
+        match self.blocks_per_sec {
+            Some(rate) => self.at_open_secs + allocated / rate.max(1),
+            None => self.at_open_secs + self.opened.elapsed().as_secs(),
+        }
     }
 }
 
@@ -144,6 +152,7 @@ impl SegmentManager {
             clock: Clock {
                 at_open_secs: cps.cp.elapsed_time,
                 opened: Instant::now(),
+                blocks_per_sec: None,
             },
             space: space::SpaceRules::new(&cps.cp, geo.segs_per_sec),
         };
@@ -234,7 +243,7 @@ impl SegmentManager {
             self.pick_segment(li)?;
         }
         if self.clock_ticks == 0 {
-            self.clock_now = self.clock.now_secs();
+            self.clock_now = self.clock.now_secs(self.allocated);
         }
         self.clock_ticks = (self.clock_ticks + 1) % CLOCK_EVERY;
         let now = self.clock_now;
@@ -324,7 +333,7 @@ impl SegmentManager {
             valid_blocks: 0,
             seg_type: log.seg_type(),
             valid_map: [0; 64],
-            mtime_secs: self.clock.now_secs(),
+            mtime_secs: self.clock.now_secs(self.allocated),
         };
         self.dirty.insert(next);
         self.logs[li] = CurSeg {
@@ -422,7 +431,14 @@ impl SegmentManager {
 
     /// Seconds of file system lifetime now (the checkpoint's `elapsed_time`).
     pub fn elapsed_secs(&self) -> u64 {
-        self.clock.now_secs()
+        self.clock.now_secs(self.allocated)
+    }
+
+    /// Makes the clock simulated from now on: one second per `blocks_per_sec` blocks
+    /// allocated since open (see [`Clock`]); `None` goes back to real time.
+    pub fn set_simulated_clock(&mut self, blocks_per_sec: Option<u64>) {
+        self.clock.blocks_per_sec = blocks_per_sec;
+        self.clock_ticks = 0;
     }
 
     /// Segments by state, as `info` reports them.
