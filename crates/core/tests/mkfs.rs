@@ -8,6 +8,10 @@
 //! the same options, UUID and time, except for the random checkpoint version (and the
 //! checksums that cover it).
 
+#[path = "common/oracle.rs"]
+mod oracle;
+
+use oracle::{fsck_clean_in_place, output};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -22,29 +26,6 @@ const ALL_FEATURES: &str = "extra_attr,inode_checksum,flexible_inline_xattr,inod
 const TIME: u64 = 1_700_000_000;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
-
-fn output(cmd: &mut Command) -> (bool, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (is f2fs-tools installed?)"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// `fsck.f2fs -f` must pass with nothing to fix. (It may still rewrite the checkpoint
-/// and SIT in place, as it does on mkfs.f2fs's own images.)
-fn fsck_clean(img: &Path, what: &str) {
-    let (ok, text) = output(Command::new("fsck.f2fs").arg("-f").arg(img));
-    let bad: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
-        .collect();
-    assert!(ok && bad.is_empty(), "fsck.f2fs -f after {what}:\n{text}");
-}
 
 fn sparse_file(path: &Path, bytes: u64) {
     let _ = std::fs::remove_file(path);
@@ -227,7 +208,7 @@ fn check(size: u64, segs_per_sec: u32, features: &str) -> String {
     );
     drop((fs, theirs_fs));
 
-    fsck_clean(&ours, "mkfs");
+    fsck_clean_in_place(&ours, "mkfs");
     let (ok, text) = output(Command::new("dump.f2fs").args(["-i", "3"]).arg(&ours));
     assert!(
         ok && text.contains("i_mode") && text.contains("0x    41ed"),
@@ -247,7 +228,7 @@ fn check(size: u64, segs_per_sec: u32, features: &str) -> String {
     // sload 1.15 exits 1 after "repairing" flexible_inline_xattr images it wrote; judge
     // those by the separate fsck below.
     assert!(ok || flexible, "sload.f2fs:\n{text}");
-    fsck_clean(&ours, "sload");
+    fsck_clean_in_place(&ours, "sload");
     let fs = Fs::open(&ours, &[]).unwrap();
     if lost_found {
         std::fs::create_dir(tree.join("lost+found")).unwrap();
@@ -326,7 +307,7 @@ fn explicit_overprovision_and_odd_sizes_match_mkfs_f2fs() {
         cp.checkpoint_ver = b.checkpoint().checkpoint_ver;
         assert_eq!(&cp, b.checkpoint(), "size {size}, -o {pct}");
         assert_eq!(report.size_bytes, size);
-        fsck_clean(&ours, "mkfs");
+        fsck_clean_in_place(&ours, "mkfs");
     }
 }
 
@@ -452,7 +433,7 @@ fn formats_an_existing_file_in_place_discarding_its_contents() {
     let last = fs.superblock().main_end_blkaddr() - 1;
     assert_eq!(fs.read_raw_block(last).unwrap(), vec![0u8; 4096]);
     drop(fs);
-    fsck_clean(&img, "mkfs on an existing file");
+    fsck_clean_in_place(&img, "mkfs on an existing file");
 }
 
 /// On a volume past ~55 GiB the SIT takes more than one segment per copy, and the two

@@ -4,6 +4,8 @@
 //! `fsck.f2fs -f` (f2fs-tools 1.15 must be installed: these tests fail, not skip,
 //! without it) and a read-only reopen compared with the model; and power cuts.
 
+#[path = "common/cuts.rs"]
+mod cuts;
 #[path = "namespace/model.rs"]
 mod model;
 #[path = "namespace/world.rs"]
@@ -608,15 +610,7 @@ fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
             out.push((k, (0..n).map(|j| j == i * n / 3).collect()));
         }
         for _ in 0..1 {
-            let keep = (0..n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed & 1 == 1
-                })
-                .collect();
-            out.push((k, keep));
+            out.push((k, cuts::seeded_keep(n, &mut seed)));
         }
     }
     out

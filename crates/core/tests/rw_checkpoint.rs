@@ -5,6 +5,12 @@
 //! `fsck.f2fs -f`, `dump.f2fs` and our own read path; packs alternate and versions
 //! count up by one. A power cut at any flush of a checkpoint leaves a valid pack.
 
+#[path = "common/cuts.rs"]
+mod cuts;
+#[path = "common/oracle.rs"]
+mod oracle;
+
+use oracle::{fsck_clean, fsck_clean_in_place, output};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,39 +23,6 @@ use uf2fs_format::le::{put_u32, u32_at};
 const MIB: u64 = 1 << 20;
 const EXTRA: &str = "extra_attr,inode_checksum,flexible_inline_xattr";
 const RW: OpenOptions = OpenOptions { read_write: true };
-
-fn output(cmd: &mut Command) -> (bool, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (is f2fs-tools installed?)"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// `fsck.f2fs -f` on a copy (fsck writes to what it checks) must exit 0 with nothing to
-/// fix. Returns its output.
-fn fsck_clean(img: &Path, what: &str) -> String {
-    let copy = img.with_extension("fsck");
-    std::fs::copy(img, &copy).unwrap();
-    let text = fsck_clean_in_place(&copy, what);
-    let _ = std::fs::remove_file(&copy);
-    text
-}
-
-/// `fsck.f2fs -f` on the image itself (multi-device images name their devices).
-fn fsck_clean_in_place(img: &Path, what: &str) -> String {
-    let (ok, text) = output(Command::new("fsck.f2fs").arg("-f").arg(img));
-    let bad: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
-        .collect();
-    assert!(ok && bad.is_empty(), "fsck.f2fs -f after {what}:\n{text}");
-    text
-}
 
 fn sparse_file(path: &Path, bytes: u64) {
     let _ = std::fs::remove_file(path);
@@ -406,15 +379,7 @@ fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
             out.push((k, (0..n).map(|j| j == i).collect()));
         }
         for _ in 0..3 {
-            let keep = (0..n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed & 1 == 1
-                })
-                .collect();
-            out.push((k, keep));
+            out.push((k, cuts::seeded_keep(n, &mut seed)));
         }
     }
     out

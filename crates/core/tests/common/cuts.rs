@@ -1,5 +1,7 @@
 //! Power-cut points of a recording device, shared by the crash tests.
 
+#![allow(dead_code)]
+
 use uf2fs_core::device::CrashDevice;
 
 /// Cuts of the writes recorded on `dev`: after each flush, with none, all, the first
@@ -15,15 +17,19 @@ pub fn cuts(dev: &CrashDevice, mut seed: u64) -> Vec<(usize, Vec<bool>)> {
         }
         out.push((k, vec![true; n]));
         out.push((k, (0..n).map(|j| j < n / 2).collect()));
-        let keep = (0..n)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed & 1 == 1
-            })
-            .collect();
-        out.push((k, keep));
+        out.push((k, seeded_keep(n, &mut seed)));
     }
     out
+}
+
+/// Which of `n` writes in flight landed, drawn from `seed` (xorshift64; advanced).
+pub fn seeded_keep(n: usize, seed: &mut u64) -> Vec<bool> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed & 1 == 1
+        })
+        .collect()
 }
