@@ -437,7 +437,14 @@ impl SegmentManager {
     /// Makes the clock simulated from now on: one second per `blocks_per_sec` blocks
     /// allocated since open (see [`Clock`]); `None` goes back to real time.
     pub fn set_simulated_clock(&mut self, blocks_per_sec: Option<u64>) {
+        // Continue from the time it is now, never back.
+        let now = self.clock.now_secs(self.allocated);
         self.clock.blocks_per_sec = blocks_per_sec;
+        self.clock.opened = Instant::now();
+        self.clock.at_open_secs = match blocks_per_sec {
+            Some(rate) => now.saturating_sub(self.allocated / rate.max(1)),
+            None => now,
+        };
         self.clock_ticks = 0;
     }
 
