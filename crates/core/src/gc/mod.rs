@@ -152,7 +152,13 @@ fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
 impl Fs {
     /// Sets the victim policy (read-write only).
     pub fn set_gc_policy(&self, policy: GcPolicy) -> Result<()> {
-        self.gc_state_mut(|g| g.policy = policy)
+        self.gc_state_mut(|g| g.policy = policy)?;
+        self.rw()?
+            .segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_prefree_is_room(policy == GcPolicy::Default);
+        Ok(())
     }
 
     /// Makes the file system's clock (SIT mtimes, the checkpoint's elapsed time, the
@@ -219,23 +225,46 @@ impl Fs {
         segs.has_enough_free_secs(&need, freed, extra)
     }
 
+    /// Whether an operation may go on without foreground GC: free sections cover the
+    /// pending writes with the reserved sections and one to spare. Under the default
+    /// policy, which batches checkpoints, the sections emptied since the last
+    /// checkpoint count too, as long as free sections stay above the point where a
+    /// checkpoint is due ([`Fs::gc_checkpoint_due`]).
+    fn room_without_gc(&self, rw: &ReadWrite, policy: GcPolicy) -> bool {
+        if policy != GcPolicy::Default {
+            return self.enough_free_secs(rw, 0, 1);
+        }
+        let need = pending_need(self, rw);
+        let enough = {
+            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            segs.has_enough_free_secs(&need, segs.prefree_section_gain(), 1)
+        };
+        enough && !self.gc_checkpoint_due(rw)
+    }
+
+    /// Whether free sections are down to the pending need + [`GC_CHECKPOINT_SECS`]
+    /// with prefree sections to reclaim (the seed patches' checkpoint rule).
+    fn gc_checkpoint_due(&self, rw: &ReadWrite) -> bool {
+        self.prefree_count(rw) > 0 && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS
+    }
+
     /// F2FS's `f2fs_balance_fs`: before an operation, when free sections do not cover
     /// the pending node and directory writes with one section to spare, runs
     /// foreground GC. Cheap when
     /// there is room.
     pub(crate) fn balance_fs(&self) -> Result<()> {
         let rw = self.rw()?;
-        let enabled = {
+        let (enabled, policy) = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             g.last_op = Some(std::time::Instant::now());
-            g.enabled
+            (g.enabled, g.policy)
         };
-        if !enabled || self.enough_free_secs(rw, 0, 1) {
+        if !enabled || self.room_without_gc(rw, policy) {
             return Ok(());
         }
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
-        if self.enough_free_secs(rw, 0, 1) {
+        if self.room_without_gc(rw, policy) {
             return Ok(());
         }
         self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
@@ -318,15 +347,25 @@ impl Fs {
         };
         // The seed patches moved the kernel's checkpoint step to the top of the loop
         // (a checkpoint only when free sections run down to the pending need + 3, so
-        // that several victims share one) and made it set need_node_clean; uf2fs's
-        // default batches checkpoints the same way. The other policies run the
-        // kernel's loop (a checkpoint after about every victim).
+        // that several victims share one) and made it set need_node_clean, but kept a
+        // checkpoint at the start of every pass that finds too few free sections, so
+        // a pass rarely shares its checkpoint with the next. uf2fs's default drops that
+        // one: emptied sections wait for the next checkpoint across passes and count as
+        // room meanwhile ([`Fs::room_without_gc`]), and a pass ends as soon as there is
+        // room. The other policies run the kernel's loop (a checkpoint after about
+        // every victim).
         let node_rules = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
-        let seed_loop = node_rules || policy == GcPolicy::Default;
+        let batch = policy == GcPolicy::Default;
+        let seed_loop = node_rules || batch;
         let mut freed_since_cp = 0u32;
         let mut freed_total = 0u64;
         let mut flushed = false;
         let mut first = true;
+        let mut checkpointed = false;
+        // A batching pass ends only when there is room; on a volume that cannot give
+        // any, it gives up after trying every section once and lets the operation
+        // find no space.
+        let mut victims_left = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).section_count();
         loop {
             if seed_loop && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS {
                 if node_rules {
@@ -335,13 +374,17 @@ impl Fs {
                 if self.prefree_count(rw) > 0 {
                     self.gc_checkpoint(rw, writer)?;
                     freed_since_cp = 0;
+                    checkpointed = true;
                 }
             }
             // The kernel's "not enough free sections: foreground, and checkpoint the
             // prefree ones first" (the patched loop does it on its first round only).
-            if (!seed_loop || first) && !self.enough_free_secs(rw, 0, 1) && self.prefree_count(rw) > 0 {
+            if (!seed_loop || (first && !batch)) && !self.enough_free_secs(rw, 0, 1) && self.prefree_count(rw) > 0 {
                 self.gc_checkpoint(rw, writer)?;
                 freed_since_cp = 0;
+            }
+            if batch && kind == GcKind::Foreground && (!first || checkpointed) && self.room_without_gc(rw, policy) {
+                break;
             }
             first = false;
             let Some(victim) = self.select_victim(rw, policy, kind)? else {
@@ -393,6 +436,14 @@ impl Fs {
             }
             if kind == GcKind::Background {
                 break;
+            }
+            if batch {
+                // The loop's top checkpoints when due and ends the pass when there is room.
+                victims_left = victims_left.saturating_sub(1);
+                if victims_left == 0 {
+                    break;
+                }
+                continue;
             }
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
             if self.enough_free_secs(rw, freed_since_cp, 1) && !(seed_loop && node_clean) {

@@ -8,7 +8,8 @@
 //! - sections: each log takes the rest of its segment (and the free segments after it
 //!   in its section), then whole free sections; after all pending writes at least
 //!   `rsvd_segment_count` worth of sections must stay free (the kernel keeps them for
-//!   garbage collection; uf2fs has none yet, so it never eats into them).
+//!   garbage collection); under the default GC policy, sections emptied since the last
+//!   checkpoint may stand in for them (see [`SegmentManager::set_prefree_is_room`]).
 
 use super::{LogType, SegmentManager, NR_LOGS};
 use crate::device::BlockDevice;
@@ -23,6 +24,9 @@ pub(super) struct SpaceRules {
     user_blocks: u64,
     reserved_new: u64,
     pub(super) reserved_secs: u32,
+    /// Whether sections emptied since the last checkpoint count as free here (see
+    /// [`SegmentManager::set_prefree_is_room`]).
+    prefree_is_room: bool,
 }
 
 impl SpaceRules {
@@ -31,6 +35,7 @@ impl SpaceRules {
             user_blocks: cp.user_block_count,
             reserved_new: 0,
             reserved_secs: cp.rsvd_segment_count.div_ceil(segs_per_sec.max(1)),
+            prefree_is_room: false,
         }
     }
 }
@@ -54,7 +59,23 @@ impl SpaceNeed {
     }
 }
 
+/// Free sections the default GC policy keeps beyond the pending writes while sections
+/// emptied since the last checkpoint stand in for reserved ones: the room its
+/// checkpoint and one victim's move need (the kernel's `NR_GC_CHECKPOINT_SECS`).
+pub const PREFREE_ROOM_FLOOR_SECS: u32 = 3;
+
 impl SegmentManager {
+    /// Lets sections emptied since the last checkpoint (prefree, free once it is
+    /// written) count towards the reserved sections an operation must leave, as long as
+    /// [`PREFREE_ROOM_FLOOR_SECS`] really free sections stay beyond the pending writes.
+    /// An operation past that fails with [`Error::NoSpace`] and the caller's reclaim
+    /// writes the checkpoint, which gives the reserved sections back. The default GC
+    /// policy works this way so that many emptied sections share one checkpoint; off,
+    /// the reserved sections are never taken (the kernel's rule).
+    pub fn set_prefree_is_room(&mut self, on: bool) {
+        self.space.prefree_is_room = on;
+    }
+
     /// Reserves `n` blocks for new nodes or data blocks not written yet; fails with
     /// [`Error::NoSpace`] (nothing reserved) past the user blocks.
     pub fn reserve_new_blocks(&mut self, n: u64) -> Result<()> {
@@ -124,7 +145,12 @@ impl SegmentManager {
             .map(|&log| self.sections_for(log, per_log[log as usize]))
             .sum();
         let free = self.free.free_sections();
-        if free < wanted + keep_secs {
+        let standing_in = if self.space.prefree_is_room && keep_secs > 0 && free >= wanted + PREFREE_ROOM_FLOOR_SECS {
+            self.prefree_section_gain()
+        } else {
+            0
+        };
+        if free + standing_in < wanted + keep_secs {
             return Err(Error::NoSpace(format!(
                 "pending writes need {wanted} new sections; {free} free, {keep_secs} reserved for cleaning"
             )));
