@@ -6,7 +6,6 @@
 //! device block written over the user blocks written), with the device writes by kind
 //! and the GC counters. See docs/waf-lab.md.
 
-pub mod analysis;
 pub mod batch;
 pub mod permute;
 pub mod plot;

@@ -265,11 +265,11 @@ pub fn run_on(
         sections_freed: gc(|g| g.sections_freed),
         gc_checkpoints: gc(|g| g.checkpoints),
         utilization: end.utilization(),
-        greedy_limit: crate::analysis::greedy_limit(end.utilization()),
+        greedy_limit: uf2fs_core::gc::greedy_model::greedy_limit(end.utilization()),
         greedy_limit_usable: vol
             .geometry
             .usable_utilization(end.utilization())
-            .and_then(crate::analysis::greedy_limit),
+            .and_then(uf2fs_core::gc::greedy_model::greedy_limit),
         elapsed_s: started.elapsed().as_secs_f64(),
         fill_elapsed_s,
         fill_user_blocks: a0.user_blocks - at_open.user_blocks,

@@ -18,6 +18,8 @@
 //! foreground pass ends.
 
 mod background;
+mod batching;
+pub mod greedy_model;
 mod migrate;
 mod policy;
 mod status;
@@ -33,6 +35,7 @@ use crate::fs::ReadWrite;
 use crate::segment::{LogType, SectionInfo, SpaceNeed};
 use crate::{Error, Fs, Result};
 use std::sync::PoisonError;
+use uf2fs_format::consts::BLOCKS_PER_SEG;
 
 /// Sections beyond the pending need under which GC checkpoints to reclaim prefree
 /// sections and the prefer-data policies start cleaning nodes (the kernel's
@@ -107,6 +110,9 @@ pub(crate) struct GcState {
     pub(crate) stats: GcStats,
     /// When the last operation started (the background cleaner's idle rule).
     pub(crate) last_op: Option<std::time::Instant>,
+    /// Sections the default policy keeps free beyond the reserved ones for its
+    /// checkpoint batches ([`batching`]), chosen again at every GC checkpoint.
+    pub(crate) batch_extra: u32,
 }
 
 impl Default for GcState {
@@ -117,6 +123,7 @@ impl Default for GcState {
             node_clean: false,
             stats: GcStats::default(),
             last_op: None,
+            batch_extra: 0,
         }
     }
 }
@@ -153,12 +160,37 @@ impl Fs {
     /// Sets the victim policy (read-write only).
     pub fn set_gc_policy(&self, policy: GcPolicy) -> Result<()> {
         self.gc_state_mut(|g| g.policy = policy)?;
-        self.rw()?
-            .segs
+        let rw = self.rw()?;
+        rw.segs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .set_prefree_is_room(policy == GcPolicy::Default);
+        self.size_batches(rw);
         Ok(())
+    }
+
+    /// Chooses again how many sections the default policy keeps back for its
+    /// checkpoint batches, from the volume as it stands ([`batching`]).
+    fn size_batches(&self, rw: &ReadWrite) {
+        let nodes = self.nodes().counts().valid_node_count as u64;
+        let volume = {
+            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let reserved = segs.reserved_sections() as u64;
+            batching::Volume {
+                section_blocks: segs.segs_per_sec() as u64 * BLOCKS_PER_SEG as u64,
+                valid_blocks: segs.valid_block_count(),
+                usable_sections: (segs.section_count() as u64)
+                    .saturating_sub(reserved + segs.active_logs().count() as u64),
+                nodes,
+                base_batch: reserved.saturating_sub(GC_CHECKPOINT_SECS as u64).max(1),
+            }
+        };
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        g.batch_extra = if g.policy == GcPolicy::Default {
+            batching::extra_sections(&volume)
+        } else {
+            0
+        };
     }
 
     /// Makes the file system's clock (SIT mtimes, the checkpoint's elapsed time, the
@@ -235,9 +267,10 @@ impl Fs {
             return self.enough_free_secs(rw, 0, 1);
         }
         let need = pending_need(self, rw);
+        let extra = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra;
         let enough = {
             let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-            segs.has_enough_free_secs(&need, segs.prefree_section_gain(), 1)
+            segs.has_enough_free_secs(&need, segs.prefree_section_gain(), 1 + extra)
         };
         enough && !self.gc_checkpoint_due(rw)
     }
@@ -245,7 +278,7 @@ impl Fs {
     /// Whether free sections are down to the pending need + [`GC_CHECKPOINT_SECS`]
     /// with prefree sections to reclaim (the seed patches' checkpoint rule).
     fn gc_checkpoint_due(&self, rw: &ReadWrite) -> bool {
-        self.prefree_count(rw) > 0 && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS
+        self.prefree_count(rw) > 0 && self.free_sections(rw) <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS
     }
 
     /// F2FS's `f2fs_balance_fs`: before an operation, when free sections do not cover
@@ -320,6 +353,7 @@ impl Fs {
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
         self.checkpoint_locked(rw, writer, false)?;
         rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats.checkpoints += 1;
+        self.size_batches(rw);
         Ok(())
     }
 
@@ -367,7 +401,7 @@ impl Fs {
         // find no space.
         let mut victims_left = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).section_count();
         loop {
-            if seed_loop && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS {
+            if seed_loop && self.free_sections(rw) <= self.pending_sections(rw, batch) + GC_CHECKPOINT_SECS {
                 if node_rules {
                     self.set_node_clean(rw, true);
                 }
@@ -405,7 +439,7 @@ impl Fs {
             // cheapest section (cost-benefit, weights, ATGC) could otherwise spend the
             // last free sections on a full victim and run out; then a checkpoint comes
             // first when prefree sections can be had, else the cheapest section goes.
-            let victim = if self.victim_fits(rw, &victim) {
+            let victim = if self.victim_fits(rw, &victim, batch) {
                 victim
             } else if self.prefree_count(rw) > 0 {
                 self.gc_checkpoint(rw, writer)?;
@@ -450,7 +484,7 @@ impl Fs {
                 break;
             }
             if !seed_loop
-                && self.free_sections(rw) <= self.pending_sections(rw) + GC_CHECKPOINT_SECS
+                && self.free_sections(rw) <= self.pending_sections(rw, false) + GC_CHECKPOINT_SECS
                 && self.prefree_count(rw) > 0
             {
                 self.gc_checkpoint(rw, writer)?;
@@ -462,10 +496,12 @@ impl Fs {
 
     /// Whether free sections hold what moving `v` writes (see [`Fs::gc_pass`]), with
     /// the pending writes.
-    fn victim_fits(&self, rw: &ReadWrite, v: &SectionInfo) -> bool {
+    /// `all_pending`: count every pending write, file data included (the batching
+    /// default policy, which lets writes use the reserved sections).
+    fn victim_fits(&self, rw: &ReadWrite, v: &SectionInfo, all_pending: bool) -> bool {
         let moved_secs = (v.valid_blocks as u64).div_ceil(v.capacity.max(1) as u64) as u32;
         let need = if v.is_node { moved_secs } else { 2 * moved_secs };
-        self.free_sections(rw) >= need + self.pending_sections(rw)
+        self.free_sections(rw) >= need + self.pending_sections(rw, all_pending)
     }
 
     /// The section with the fewest valid blocks (greedy's choice, any type).
@@ -551,9 +587,11 @@ impl Fs {
     }
 
     /// Sections the pending writes take (the kernel's `upper_secs` without the
-    /// reserved ones).
-    fn pending_sections(&self, rw: &ReadWrite) -> u32 {
-        let need = gc_need(self, rw);
+    /// reserved ones); with `all`, dirty file data too, which the checkpoint writes
+    /// as well (what the batching default policy keeps room for, since it lets writes
+    /// use the reserved sections that otherwise cover file data).
+    fn pending_sections(&self, rw: &ReadWrite, all: bool) -> u32 {
+        let need = if all { pending_need(self, rw) } else { gc_need(self, rw) };
         let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
         // Needs are per block class; with fewer active logs classes share a log.
         let per_log = segs.active_logs().fold(&need.per_log);
