@@ -110,13 +110,52 @@ fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64)
     Ok(moved as u64)
 }
 
+/// The owners of a segment's data blocks by node id (a fast hash: node ids are not
+/// chosen by anyone hostile, and the map lives for one segment).
+type Owners = HashMap<u32, Owner, foldhash::fast::RandomState>;
+
+impl Owner {
+    /// Loads the owner of a data block: inode `ino` itself, or its direct node `nid`.
+    fn load(t: &Tree, nid: u32, ino: u32) -> Result<Owner> {
+        if nid == ino {
+            return Ok(Owner::Inode(Box::new(t.load_inode(ino)?)));
+        }
+        let block = t.nodes.read(t.dev, nid, ino)?;
+        let log = log_of_node(&block, nid)?;
+        Ok(Owner::Node {
+            block,
+            log,
+            slots: Vec::new(),
+        })
+    }
+
+    /// The address data slot `slot` holds (`None` past the node's slots); a direct
+    /// node's slots read as loaded, before this segment's moves.
+    fn slot(&self, slot: usize) -> Option<u32> {
+        match self {
+            Owner::Inode(i) => (slot < i.inode.addrs_per_inode()).then(|| i.slot(slot)),
+            Owner::Node { block, .. } => {
+                (slot < uf2fs_format::consts::ADDRS_PER_BLOCK).then(|| u32_at(block, 4 * slot))
+            }
+        }
+    }
+
+    /// Points data slot `slot` at `addr`.
+    fn set_slot(&mut self, slot: usize, addr: u32) {
+        match self {
+            Owner::Inode(i) => i.set_slot(slot, addr),
+            Owner::Node { slots, .. } => slots.push((slot, addr)),
+        }
+    }
+}
+
 fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64> {
-    let mut owners: HashMap<u32, Owner> = HashMap::new();
+    let mut owners = Owners::with_capacity_and_hasher(valid.len(), Default::default());
     // (inode, old address) of every moved block, for the extent hints.
-    let mut hint_addrs: Vec<(u32, u64)> = Vec::new();
+    let mut hint_addrs: Vec<(u32, u64)> = Vec::with_capacity(valid.len());
     // The run of destination blocks being filled, and where its blocks come from.
     let mut run_start = 0u64;
-    let mut run: Vec<u64> = Vec::new();
+    let mut run: Vec<u64> = Vec::with_capacity(valid.len());
     let mut last_nat = None;
     for &off in valid {
         let addr = base + off as u64;
@@ -139,28 +178,12 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
                 ),
             ));
         }
-        if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(sum.nid) {
-            let owner = if sum.nid == e.ino {
-                Owner::Inode(Box::new(t.load_inode(e.ino)?))
-            } else {
-                let block = t.nodes.read(t.dev, sum.nid, e.ino)?;
-                let log = log_of_node(&block, sum.nid)?;
-                Owner::Node {
-                    block,
-                    log,
-                    slots: Vec::new(),
-                }
-            };
-            slot.insert(owner);
-        }
-        let slot = sum.ofs_in_node as usize;
-        let held = match &owners[&sum.nid] {
-            Owner::Inode(i) => (slot < i.inode.addrs_per_inode()).then(|| i.slot(slot)),
-            Owner::Node { block, .. } => {
-                (slot < uf2fs_format::consts::ADDRS_PER_BLOCK).then(|| u32_at(block, 4 * slot))
-            }
+        let owner = match owners.entry(sum.nid) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(Owner::load(t, sum.nid, e.ino)?),
         };
-        if held != Some(addr as u32) {
+        let slot = sum.ofs_in_node as usize;
+        if owner.slot(slot) != Some(addr as u32) {
             return Err(corrupt(
                 addr,
                 format!("valid data block not held by slot {slot} of node {}", sum.nid),
@@ -180,11 +203,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
             run_start = new;
         }
         run.push(addr);
-        match owners.get_mut(&sum.nid) {
-            Some(Owner::Inode(i)) => i.set_slot(slot, new as u32),
-            Some(Owner::Node { slots, .. }) => slots.push((slot, new as u32)),
-            None => unreachable!("owner loaded above"),
-        }
+        owner.set_slot(slot, new as u32);
         hint_addrs.push((e.ino, addr));
     }
     // The moved blocks are on the device before any node points at them.
@@ -209,7 +228,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
 }
 
 /// Clears the extent hint of every inode whose hint covers a moved block address.
-fn drop_stale_hints(t: &Tree, owners: &mut HashMap<u32, Owner>, moved: &[(u32, u64)]) -> Result<()> {
+fn drop_stale_hints(t: &Tree, owners: &mut Owners, moved: &[(u32, u64)]) -> Result<()> {
     let mut inos: Vec<u32> = moved.iter().map(|(ino, _)| *ino).collect();
     inos.sort_unstable();
     inos.dedup();
