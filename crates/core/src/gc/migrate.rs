@@ -89,7 +89,12 @@ fn corrupt(addr: u64, detail: String) -> Error {
 /// The log a node block goes to, from its footer.
 fn log_of_node(block: &[u8], nid: u32) -> Result<LogType> {
     let f = NodeFooter::decode(block).map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?;
-    Ok(node_log(f.offset(), f.flag & COLD_BIT == 0))
+    Ok(log_of_footer(&f))
+}
+
+/// The log a node goes to, given its footer.
+fn log_of_footer(f: &NodeFooter) -> LogType {
+    node_log(f.offset(), f.flag & COLD_BIT == 0)
 }
 
 fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64) -> Result<u64> {
@@ -106,7 +111,9 @@ fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64)
         }
         nodes.push((nid, e));
     }
-    let moved = t.nodes.move_blocks(t.dev, t.sb, t.segs, cp_ver, &nodes, &log_of_node)?;
+    let moved = t
+        .nodes
+        .move_blocks(t.dev, t.sb, t.segs, cp_ver, &nodes, &log_of_footer)?;
     Ok(moved as u64)
 }
 

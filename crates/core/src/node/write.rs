@@ -8,7 +8,7 @@
 //! `NULL_ADDR` with the version bumped (kept when it was never written, as the kernel
 //! does) and invalidating its block.
 
-use super::{lock, put_cached, NodeBlock, NodeManager};
+use super::{lock, NodeBlock, NodeManager};
 use crate::device::{BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
@@ -51,10 +51,30 @@ impl DirtyNodes {
     }
 
     fn remove(&mut self, nid: u32) {
-        if let Some(old) = self.map.remove(&nid) {
-            self.per_log[old.log as usize] -= 1;
+        self.take(nid);
+    }
+
+    /// Takes node `nid` out, if dirty.
+    fn take(&mut self, nid: u32) -> Option<DirtyNode> {
+        let old = self.map.remove(&nid)?;
+        self.per_log[old.log as usize] -= 1;
+        Some(old)
+    }
+
+    /// Makes the nodes of `nodes` dirty again (after a write-out that failed).
+    fn put_back(&mut self, nodes: Vec<Pending>) {
+        for p in nodes {
+            self.insert(p.nid, p.node);
         }
     }
+}
+
+/// A node being written out: its id, its NAT entry (before the write, then after it)
+/// and its block.
+struct Pending {
+    nid: u32,
+    entry: NatEntry,
+    node: DirtyNode,
 }
 
 /// Whether `addr` is a block address (not `NULL_ADDR` or `NEW_ADDR`).
@@ -219,85 +239,87 @@ impl NodeManager {
         if dirty.map.is_empty() {
             return Ok(0);
         }
-        let mut plan = Vec::with_capacity(dirty.map.len());
+        let mut entries = Vec::with_capacity(dirty.map.len());
         for &nid in dirty.map.keys() {
-            plan.push((nid, self.nat_entry(dev, nid)?));
+            entries.push(self.nat_entry(dev, nid)?);
         }
-        let written = {
-            let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &mut dirty, &plan, cp_ver, WriteKind::UserNode)?
-        };
+        // Out of the map while they are written; back in it if anything fails.
+        let map = std::mem::take(&mut *dirty).map;
+        let mut pending: Vec<Pending> = (map.into_iter().zip(entries))
+            .map(|((nid, node), entry)| Pending { nid, entry, node })
+            .collect();
+        let written = write_pending(dev, sb, &mut lock_segs(segs), &mut pending, cp_ver, WriteKind::UserNode);
+        if let Err(e) = written {
+            dirty.put_back(pending);
+            return Err(e);
+        }
+        self.written_clean(&pending);
+        Ok(pending.len())
+    }
+
+    /// Records the nodes of `written`, just written, as clean: their new NAT entries,
+    /// and their blocks in the clean cache.
+    fn written_clean(&self, written: &[Pending]) {
         {
             let mut nat = lock(&self.nat);
-            for (nid, e, _) in &written {
-                nat.dirty.insert(*nid, *e);
+            for p in written {
+                nat.dirty.insert(p.nid, p.entry);
             }
         }
-        for (nid, _, block) in &written {
-            put_cached(&self.node_cache, *nid, block.clone());
+        let mut cache = lock(&self.node_cache);
+        for p in written {
+            cache.put(p.nid, Arc::clone(&p.node.block));
         }
-        *dirty = DirtyNodes::default();
-        Ok(written.len())
     }
 }
 
 /// Takes blocks, stamps, writes (in runs of consecutive addresses) and invalidates the
-/// replaced blocks of the dirty nodes in `plan` (each with its NAT entry); returns each
-/// node's new NAT entry and block. The blocks are stamped where they are in `dirty`
-/// (so that an error leaves every dirty node in memory); the caller removes them.
-fn write_planned(
+/// replaced blocks of the nodes in `nodes`, in order; each node's entry becomes its new
+/// NAT entry. On an error the nodes are left as they are (some stamped), for the caller
+/// to keep dirty.
+fn write_pending(
     dev: &dyn BlockDevice,
     sb: &Superblock,
     segs: &mut SegmentManager,
-    dirty: &mut DirtyNodes,
-    plan: &[(u32, NatEntry)],
+    nodes: &mut [Pending],
     cp_ver: u64,
     kind: WriteKind,
-) -> Result<Vec<(u32, NatEntry, NodeBlock)>> {
-    let mut out: Vec<(u32, NatEntry, NodeBlock)> = Vec::with_capacity(plan.len());
-    // The blocks of `out` from `run` on go to consecutive addresses from `run_start`.
+) -> Result<()> {
+    // The blocks of `nodes[run..i]` go to consecutive addresses from `run_start`.
     let mut run = 0;
     let mut run_start = 0u64;
-    let flush = |out: &[(u32, NatEntry, NodeBlock)], start: u64| {
-        let blocks: Vec<&[u8]> = out.iter().map(|(_, _, b)| b.as_slice()).collect();
+    let flush = |run: &[Pending], start: u64| {
+        let blocks: Vec<&[u8]> = run.iter().map(|p| p.node.block.as_slice()).collect();
         dev.write_blocks_from(start, &blocks, kind)
     };
-    for (nid, e) in plan {
-        let node = dirty
-            .map
-            .get_mut(nid)
-            .ok_or_else(|| Error::Invalid(format!("node {nid} is not dirty any more")))?;
+    for i in 0..nodes.len() {
+        let p = &mut nodes[i];
         let sum = Summary {
-            nid: *nid,
-            version: e.version,
+            nid: p.nid,
+            version: p.entry.version,
             ofs_in_node: 0,
         };
-        let addr = if e.block_addr == NEW_ADDR {
-            segs.alloc_reserved_block(dev, node.log, sum)?
+        let addr = if p.entry.block_addr == NEW_ADDR {
+            segs.alloc_reserved_block(dev, p.node.log, sum)?
         } else {
-            segs.alloc_block(dev, node.log, sum)?
+            segs.alloc_block(dev, p.node.log, sum)?
         };
-        stamp(Arc::make_mut(&mut node.block).as_mut_slice(), sb, addr, cp_ver)?;
-        let len = out.len() - run;
+        stamp(Arc::make_mut(&mut p.node.block).as_mut_slice(), sb, addr, cp_ver)?;
+        let old = p.entry.block_addr;
+        let len = i - run;
         if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
-            flush(&out[run..], run_start)?;
-            run = out.len();
+            flush(&nodes[run..i], run_start)?;
+            run = i;
         }
-        if run == out.len() {
+        if run == i {
             run_start = addr;
         }
-        if is_real(e.block_addr) {
-            segs.invalidate(e.block_addr as u64)?;
+        if is_real(old) {
+            segs.invalidate(old as u64)?;
         }
-        let entry = NatEntry {
-            version: e.version,
-            ino: e.ino,
-            block_addr: addr as u32,
-        };
-        out.push((*nid, entry, Arc::clone(&node.block)));
+        nodes[i].entry.block_addr = addr as u32;
     }
-    flush(&out[run..], run_start)?;
-    Ok(out)
+    flush(&nodes[run..], run_start)
 }
 
 /// Makes `b` the node block as written at `addr`: footer's checkpoint version and next
@@ -327,48 +349,63 @@ impl NodeManager {
         segs: &Mutex<SegmentManager>,
         cp_ver: u64,
         nodes: &[(u32, NatEntry)],
-        log_of: &dyn Fn(&[u8], u32) -> Result<LogType>,
+        log_of: &dyn Fn(&NodeFooter) -> LogType,
     ) -> Result<usize> {
         let mut dirty = lock(&self.dirty);
-        for &(nid, e) in nodes {
-            if dirty.map.contains_key(&nid) {
-                continue;
-            }
-            let cached = lock(&self.node_cache).pop(nid);
-            let block = match cached {
-                Some(b) => b,
-                None => Arc::new(super::read_block(dev, e.block_addr as u64)?),
+        // Out of the dirty map while they are written; in it if anything fails.
+        let mut pending = Vec::with_capacity(nodes.len());
+        let mut loaded = Ok(());
+        for &(nid, entry) in nodes {
+            let node = match dirty.take(nid) {
+                Some(node) => node,
+                None => match self.load_to_move(dev, nid, entry, log_of) {
+                    Ok(node) => node,
+                    Err(e) => {
+                        loaded = Err(e);
+                        break;
+                    }
+                },
             };
-            let f = NodeFooter::decode(&block)
-                .map_err(|x| Error::corrupt("node", Some(e.block_addr as u64), x.to_string()))?;
-            if f.nid != nid || f.ino != e.ino {
-                return Err(Error::corrupt(
-                    format!("node {nid}"),
-                    Some(e.block_addr as u64),
-                    format!(
-                        "footer says node {} of inode {}, NAT says node {nid} of inode {}",
-                        f.nid, f.ino, e.ino
-                    ),
-                ));
-            }
-            let log = log_of(&block, nid)?;
-            dirty.insert(nid, DirtyNode { block, log });
+            pending.push(Pending { nid, entry, node });
         }
-        let written = {
+        let written = loaded.and_then(|()| {
             let mut s = lock_segs(segs);
-            write_planned(dev, sb, &mut s, &mut dirty, nodes, cp_ver, WriteKind::GcNode)?
+            write_pending(dev, sb, &mut s, &mut pending, cp_ver, WriteKind::GcNode)
+        });
+        if let Err(e) = written {
+            dirty.put_back(pending);
+            return Err(e);
+        }
+        self.written_clean(&pending);
+        Ok(pending.len())
+    }
+
+    /// A clean node to move, from the clean cache (or the device), its footer checked
+    /// against its NAT `entry` and its log found by `log_of`.
+    fn load_to_move(
+        &self,
+        dev: &dyn BlockDevice,
+        nid: u32,
+        entry: NatEntry,
+        log_of: &dyn Fn(&NodeFooter) -> LogType,
+    ) -> Result<DirtyNode> {
+        let cached = lock(&self.node_cache).pop(nid);
+        let block = match cached {
+            Some(b) => b,
+            None => Arc::new(super::read_block(dev, entry.block_addr as u64)?),
         };
-        {
-            let mut nat = lock(&self.nat);
-            for (nid, e, _) in &written {
-                nat.dirty.insert(*nid, *e);
-            }
+        let f = NodeFooter::decode(&block)
+            .map_err(|x| Error::corrupt("node", Some(entry.block_addr as u64), x.to_string()))?;
+        if f.nid != nid || f.ino != entry.ino {
+            return Err(Error::corrupt(
+                format!("node {nid}"),
+                Some(entry.block_addr as u64),
+                format!(
+                    "footer says node {} of inode {}, NAT says node {nid} of inode {}",
+                    f.nid, f.ino, entry.ino
+                ),
+            ));
         }
-        let mut cache = lock(&self.node_cache);
-        for (nid, _, block) in &written {
-            dirty.remove(*nid);
-            cache.put(*nid, block.clone());
-        }
-        Ok(written.len())
+        Ok(DirtyNode { block, log: log_of(&f) })
     }
 }
