@@ -82,26 +82,26 @@ pub(crate) fn extra_sections(v: &Volume) -> u32 {
 mod tests {
     use super::*;
 
-    /// The lab's small preset: 1070 sections of 512 blocks, a 2032 MiB file.
-    fn small() -> Volume {
+    /// A volume of `sections` main-area sections of `cap` blocks (8 reserved, 6 open
+    /// logs) holding a file of `file_blocks` blocks and its `nodes` nodes.
+    fn volume(cap: u64, sections: u64, file_blocks: u64, nodes: u64) -> Volume {
         Volume {
-            section_blocks: 512,
-            valid_blocks: 520_192 + 514,
-            usable_sections: 1071 - 8 - 6,
-            nodes: 514,
+            section_blocks: cap,
+            valid_blocks: file_blocks + nodes,
+            usable_sections: sections - 8 - 6,
+            nodes,
             base_batch: 5,
         }
     }
 
-    /// The seed's volume: 4068 sections of 2048 blocks, a 31187 MiB file.
+    /// The lab's small preset: 1071 sections of 512 blocks, a 2032 MiB file.
+    fn small() -> Volume {
+        volume(512, 1071, 520_192, 514)
+    }
+
+    /// The seed's volume: 4069 sections of 2048 blocks, a 31187 MiB file.
     fn seed() -> Volume {
-        Volume {
-            section_blocks: 2048,
-            valid_blocks: 7_983_872 + 7852,
-            usable_sections: 4069 - 8 - 6,
-            nodes: 7852,
-            base_batch: 5,
-        }
+        volume(2048, 4069, 7_983_872, 7852)
     }
 
     #[test]
