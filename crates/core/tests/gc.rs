@@ -436,3 +436,23 @@ fn a_simulated_clock_counts_blocks_not_seconds() {
     fs.unmount().unwrap();
     fsck_clean(&img, "simulated clock");
 }
+
+/// `uf2fs status` names the sections the default policy keeps free for its checkpoint
+/// batches (none on a volume this small: its few nodes make batches worth nothing),
+/// and says nothing of them under other policies.
+#[test]
+fn status_reports_the_default_policys_batch_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "st.img", 96 * MIB, 1);
+    let fs = open_rw(&img, GcPolicy::Default);
+    let report = fs.status_report().unwrap();
+    let line = report
+        .lines()
+        .find_map(|l| l.strip_prefix("batch sections:"))
+        .unwrap_or_else(|| panic!("no batch sections in:\n{report}"));
+    let kept: u32 = line.split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(kept, 0, "{report}");
+    fs.set_gc_policy(GcPolicy::Greedy).unwrap();
+    let report = fs.status_report().unwrap();
+    assert!(!report.contains("batch sections"), "{report}");
+}

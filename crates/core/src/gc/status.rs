@@ -1,5 +1,6 @@
 //! The report `uf2fs status MOUNTPOINT` prints: what a mounted file system wrote and
-//! what its garbage collection did, one `key: value` per line.
+//! what its garbage collection did, one `key: value` per line; under the default policy
+//! also the sections it keeps free so that victims share checkpoints.
 
 use crate::{Fs, Result};
 use std::fmt::Write;
@@ -63,6 +64,15 @@ impl Fs {
             g.data_blocks_moved, g.node_blocks_moved
         );
         let _ = writeln!(s, "gc checkpoints:      {}", g.checkpoints);
+        if policy == crate::gc::GcPolicy::Default {
+            let kept = self
+                .rw()?
+                .gc
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .batch_extra;
+            let _ = writeln!(s, "batch sections:      {kept} kept free for shared checkpoints");
+        }
         Ok(s)
     }
 }
