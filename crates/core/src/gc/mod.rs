@@ -16,6 +16,12 @@
 //! The prefer-data policies keep the seeds' `need_node_clean` switch: set when free
 //! sections drop to the pending need + 3 or when no data victim is left, cleared when a
 //! foreground pass ends.
+//!
+//! The default policy batches checkpoints instead: emptied sections wait across passes
+//! for one checkpoint, written when free sections drop to every pending write + 3;
+//! meanwhile they count as room, and a pass ends once free and emptied sections cover
+//! every pending write, the reserved sections and the sections [`batching`] keeps back
+//! so that more victims share a checkpoint.
 
 mod background;
 mod batching;
@@ -397,8 +403,8 @@ impl Fs {
         let mut first = true;
         let mut checkpointed = false;
         // A batching pass ends only when there is room; on a volume that cannot give
-        // any, it gives up after trying every section once and lets the operation
-        // find no space.
+        // any, it gives up after as many victims as there are sections and lets the
+        // operation find no space.
         let mut victims_left = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).section_count();
         loop {
             if seed_loop && self.free_sections(rw) <= self.pending_sections(rw, batch) + GC_CHECKPOINT_SECS {
