@@ -366,23 +366,12 @@ fn multi_device_image_checkpoints() {
 /// Every cut of a checkpoint's flushes, with none, all, each one alone, and a few
 /// seeded subsets of the writes in flight at the cut.
 fn cuts(dev: &CrashDevice) -> Vec<(usize, Vec<bool>)> {
-    let mut out = Vec::new();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    for k in 0..=dev.flush_count() {
-        let n = dev.in_flight_after(k).len();
-        out.push((k, vec![false; n]));
-        if n == 0 {
-            continue;
-        }
-        out.push((k, vec![true; n]));
-        for i in 0..n.min(8) {
-            out.push((k, (0..n).map(|j| j == i).collect()));
-        }
-        for _ in 0..3 {
-            out.push((k, cuts::seeded_keep(n, &mut seed)));
-        }
-    }
-    out
+    let set = cuts::CutSet {
+        half: false,
+        singles: 8,
+        seeded: 3,
+    };
+    cuts::cuts_of(dev, 0x9e37_79b9_7f4a_7c15, set)
 }
 
 /// After a cut: the image opens, its checkpoint is the old or the new one, the tree
