@@ -38,7 +38,7 @@ pub use victim::GcKind;
 
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
-use crate::segment::{LogType, SectionInfo, SpaceNeed};
+use crate::segment::{LogType, SectionInfo, SegmentManager, SpaceNeed};
 use crate::{Error, Fs, Result};
 use std::sync::PoisonError;
 use uf2fs_format::consts::BLOCKS_PER_SEG;
@@ -266,25 +266,23 @@ impl Fs {
     /// Whether an operation may go on without foreground GC: free sections cover the
     /// pending writes with the reserved sections and one to spare. Under the default
     /// policy, which batches checkpoints, the sections emptied since the last
-    /// checkpoint count too, as long as free sections stay above the point where a
-    /// checkpoint is due ([`Fs::gc_checkpoint_due`]).
+    /// checkpoint count too, and so do the sections [`batching`] keeps back, as long as
+    /// no checkpoint is due: free sections above every pending write +
+    /// [`GC_CHECKPOINT_SECS`], or nothing prefree to reclaim (the seed patches' rule).
+    /// Called before every operation: the pending writes are counted once.
     fn room_without_gc(&self, rw: &ReadWrite, policy: GcPolicy) -> bool {
         if policy != GcPolicy::Default {
             return self.enough_free_secs(rw, 0, 1);
         }
         let need = pending_need(self, rw);
         let extra = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra;
-        let enough = {
-            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-            segs.has_enough_free_secs(&need, segs.prefree_section_gain(), 1 + extra)
-        };
-        enough && !self.gc_checkpoint_due(rw)
-    }
-
-    /// Whether free sections are down to the pending need + [`GC_CHECKPOINT_SECS`]
-    /// with prefree sections to reclaim (the seed patches' checkpoint rule).
-    fn gc_checkpoint_due(&self, rw: &ReadWrite) -> bool {
-        self.prefree_count(rw) > 0 && self.free_sections(rw) <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS
+        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        if !segs.has_enough_free_secs(&need, segs.prefree_section_gain(), 1 + extra) {
+            return false;
+        }
+        let checkpoint_due =
+            segs.prefree_count() > 0 && segs.free_section_count() <= sections_of(&segs, &need) + GC_CHECKPOINT_SECS;
+        !checkpoint_due
     }
 
     /// F2FS's `f2fs_balance_fs`: before an operation, when free sections do not cover
@@ -598,12 +596,16 @@ impl Fs {
     /// use the reserved sections that otherwise cover file data).
     fn pending_sections(&self, rw: &ReadWrite, all: bool) -> u32 {
         let need = if all { pending_need(self, rw) } else { gc_need(self, rw) };
-        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-        // Needs are per block class; with fewer active logs classes share a log.
-        let per_log = segs.active_logs().fold(&need.per_log);
-        LogType::ALL
-            .iter()
-            .map(|&l| segs.sections_needed(l, per_log[l as usize]))
-            .sum()
+        sections_of(&rw.segs.lock().unwrap_or_else(PoisonError::into_inner), &need)
     }
+}
+
+/// Whole free sections `need` takes from the logs.
+fn sections_of(segs: &SegmentManager, need: &SpaceNeed) -> u32 {
+    // Needs are per block class; with fewer active logs classes share a log.
+    let per_log = segs.active_logs().fold(&need.per_log);
+    LogType::ALL
+        .iter()
+        .map(|&l| segs.sections_needed(l, per_log[l as usize]))
+        .sum()
 }
