@@ -107,18 +107,22 @@ impl SegmentManager {
     /// Sections that will be free after the next checkpoint, beyond the free ones.
     pub fn prefree_section_gain(&self) -> u32 {
         let spsec = self.geo.segs_per_sec;
-        let mut secs: Vec<u32> = self
-            .prefree
-            .iter()
-            .map(|s| s / spsec)
-            .filter(|&sec| {
-                let first = sec * spsec;
-                (first..(first + spsec).min(self.geo.segments))
-                    .all(|s| self.prefree.contains(&s) || (self.free.is_free(s) && self.current_log(s).is_none()))
-            })
-            .collect();
-        secs.dedup();
-        secs.len() as u32
+        // Prefree segments come in order, so a section's segments are adjacent: each
+        // section is looked at once, without gathering them (this runs before every
+        // operation under the default policy).
+        let mut last = None;
+        let mut gain = 0;
+        for sec in self.prefree.iter().map(|s| s / spsec) {
+            if last == Some(sec) {
+                continue;
+            }
+            last = Some(sec);
+            let first = sec * spsec;
+            let whole = (first..(first + spsec).min(self.geo.segments))
+                .all(|s| self.prefree.contains(&s) || (self.free.is_free(s) && self.current_log(s).is_none()));
+            gain += u32::from(whole);
+        }
+        gain
     }
 
     /// Whether the writes in `need` fit leaving the reserved sections and `extra_secs`
