@@ -45,8 +45,10 @@ use uf2fs_format::consts::BLOCKS_PER_SEG;
 
 /// Sections beyond the pending need under which GC checkpoints to reclaim prefree
 /// sections and the prefer-data policies start cleaning nodes (the kernel's
-/// `NR_GC_CHECKPOINT_SECS`).
-pub const GC_CHECKPOINT_SECS: u32 = 3;
+/// `NR_GC_CHECKPOINT_SECS`). The same floor the default policy's writes keep while
+/// prefree sections stand in for reserved ones, so that its checkpoint comes before
+/// writes run short.
+pub const GC_CHECKPOINT_SECS: u32 = crate::segment::PREFREE_ROOM_FLOOR_SECS;
 
 /// Times an operation that found no room makes room and tries again before giving up
 /// with ENOSPC (each time a checkpoint of prefree sections or a foreground GC pass

@@ -18,7 +18,7 @@ use uf2fs_format::superblock::Superblock;
 
 mod space;
 mod victims;
-pub use space::SpaceNeed;
+pub use space::{SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
 pub use victims::SectionInfo;
 
 /// 0 for a data segment type, 1 for a node one.
