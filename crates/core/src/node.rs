@@ -4,7 +4,7 @@
 //! writes them out at checkpoints (see [`NodeManager::flush_nat`]), maintaining the NAT
 //! bits when the opened checkpoint had valid ones.
 
-use crate::device::{read_block, BlockDevice, BLOCK};
+use crate::device::{BlockDevice, BLOCK};
 use crate::{Error, Result};
 use cache::ClockCache;
 use std::collections::{BTreeMap, BTreeSet};
@@ -196,7 +196,7 @@ impl NodeManager {
         if let Some(b) = get_cached(&self.nat_cache, index) {
             return Ok((addr, b));
         }
-        let b = Arc::new(read_block(dev, addr)?);
+        let b = dev.read_shared(addr)?;
         put_cached(&self.nat_cache, index, b.clone());
         Ok((addr, b))
     }
@@ -231,7 +231,7 @@ impl NodeManager {
                 format!("belongs to inode {}, expected {ino}", e.ino),
             ));
         }
-        let b = Arc::new(read_block(dev, addr)?);
+        let b = dev.read_shared(addr)?;
         let f = NodeFooter::decode(&b).map_err(|x| Error::corrupt("node", Some(addr), x.to_string()))?;
         if f.nid != nid || f.ino != ino {
             return Err(Error::corrupt(

@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use uf2fs_core::device::{BlockDevice, WriteKind, ZonedMemDevice, ZonedMemOptions};
+use uf2fs_core::device::{BlockDevice, SharedBlock, WriteKind, ZonedMemDevice, ZonedMemOptions};
 use uf2fs_core::mkfs::{mkfs_blocks, MkfsOptions};
 use uf2fs_core::{Fs, OpenOptions};
 
@@ -206,6 +206,18 @@ impl BlockDevice for SharedDevice {
         self.0.write_blocks_from(blkaddr, blocks, kind)
     }
 
+    fn forget(&self, blkaddr: u64) {
+        self.0.forget(blkaddr)
+    }
+
+    fn read_shared(&self, blkaddr: u64) -> uf2fs_core::Result<SharedBlock> {
+        self.0.read_shared(blkaddr)
+    }
+
+    fn write_shared(&self, blkaddr: u64, blocks: &[SharedBlock], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.0.write_shared(blkaddr, blocks, kind)
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> uf2fs_core::Result<()> {
         self.0.copy_blocks(sources, dst, kind)
     }
@@ -233,6 +245,7 @@ impl Volume {
             blocks: geometry.total_blocks,
             seq_start: geometry.seq_start,
             zone_blocks: geometry.zone_blocks,
+            forget_moved: true,
         })
         .map_err(|e| e.to_string())?;
         for (addr, block) in &writes {

@@ -6,8 +6,9 @@
 /// Slots per chunk of the table.
 const CHUNK: usize = 1024;
 
-/// One block's contents.
-pub(crate) type Block = Box<[u8]>;
+/// One block's contents, shareable with whoever wrote or read it (see
+/// [`super::SharedBlock`]).
+pub(crate) type Block = super::SharedBlock;
 
 /// A chunk: its slots and how many hold a block.
 struct Chunk {
@@ -100,7 +101,7 @@ mod tests {
     use super::*;
 
     fn block(v: u8) -> Block {
-        vec![v; 8].into_boxed_slice()
+        std::sync::Arc::new(vec![v; 8])
     }
 
     #[test]
@@ -111,7 +112,7 @@ mod tests {
         assert!(t.insert(3 * CHUNK as u64 + 7, block(2)).is_none());
         assert_eq!(t.insert(5, block(3)).unwrap()[0], 1);
         assert_eq!((t.len(), t.get(5).unwrap()[0]), (2, 3));
-        t.get_mut(5).unwrap()[0] = 4;
+        std::sync::Arc::make_mut(t.get_mut(5).unwrap())[0] = 4;
         assert_eq!(t.remove(5).unwrap()[0], 4);
         assert!(t.chunks[0].is_none(), "an empty chunk is dropped");
         for a in [CHUNK as u64 - 1, CHUNK as u64, 2 * CHUNK as u64 + 1] {

@@ -224,6 +224,20 @@ impl BlockDevice for CountingDevice {
         Ok(())
     }
 
+    fn forget(&self, blkaddr: u64) {
+        self.inner.forget(blkaddr)
+    }
+
+    fn read_shared(&self, blkaddr: u64) -> Result<super::SharedBlock> {
+        self.inner.read_shared(blkaddr)
+    }
+
+    fn write_shared(&self, blkaddr: u64, blocks: &[super::SharedBlock], kind: WriteKind) -> Result<()> {
+        self.inner.write_shared(blkaddr, blocks, kind)?;
+        self.count(blkaddr, blocks.len() as u64, Some(kind));
+        Ok(())
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         self.inner.copy_blocks(sources, dst, kind)?;
         self.count(dst, sources.len() as u64, Some(kind));

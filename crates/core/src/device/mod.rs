@@ -19,9 +19,15 @@ use crate::{Error, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Size of a block in bytes.
 pub const BLOCK: usize = uf2fs_format::consts::BLOCK_SIZE;
+
+/// One block held by reference, so that a cache and a memory device can hold the same
+/// block without copying it. A shared block is never changed in place:
+/// `Arc::make_mut` copies it first.
+pub type SharedBlock = Arc<Vec<u8>>;
 
 /// A device addressed in 4 KiB blocks.
 pub trait BlockDevice: Send + Sync {
@@ -55,6 +61,21 @@ pub trait BlockDevice: Send + Sync {
     fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
         write_gathered(self, blkaddr, blocks, kind)
     }
+    /// Reads one block as a [`SharedBlock`]. The default reads it into a new buffer;
+    /// devices that keep blocks in memory hand out the one they keep.
+    fn read_shared(&self, blkaddr: u64) -> Result<SharedBlock> {
+        let mut b = vec![0u8; BLOCK];
+        self.read_blocks(blkaddr, &mut b)?;
+        Ok(Arc::new(b))
+    }
+    /// [`BlockDevice::write_blocks_from`] of shared blocks (one block each). The
+    /// default writes them as any blocks; devices that keep blocks in memory keep these
+    /// as they are, without copying them (node blocks, which GC and checkpoints write
+    /// in bulk).
+    fn write_shared(&self, blkaddr: u64, blocks: &[SharedBlock], kind: WriteKind) -> Result<()> {
+        let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
+        self.write_blocks_from(blkaddr, &refs, kind)
+    }
     /// Copies the blocks at `sources`, in order, to the consecutive blocks from `dst`,
     /// written as `kind`: one device-side copy of many source blocks to one destination
     /// range (the shape of NVMe's Simple Copy), as GC moves a victim's valid blocks.
@@ -63,6 +84,14 @@ pub trait BlockDevice: Send + Sync {
     /// through the caller override it. Sources and destination must not overlap.
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         copy_through_host(self, sources, dst, kind)
+    }
+    /// Tells the device that the block at `blkaddr` will not be read again before it
+    /// is written again: its owner has just moved it elsewhere (a node block rewritten
+    /// out of place). Only a memory device made to drop such blocks does anything
+    /// (the lab's, which never reads an older checkpoint back); every other device
+    /// keeps the block, as a power cut may still need it.
+    fn forget(&self, blkaddr: u64) {
+        let _ = blkaddr;
     }
     /// Tells the device that `blocks` blocks from `blkaddr` hold nothing any more (a
     /// section became free): a zoned device resets the zones wholly inside. No-op by

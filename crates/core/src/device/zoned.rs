@@ -15,6 +15,12 @@
 //!   without memory backing would discard them) costs memory only for metadata, nodes
 //!   and directories, and a 32 GiB volume fits in a few hundred MiB. Reads of anything
 //!   not kept give zeros.
+//! - Blocks written or read as [`crate::device::SharedBlock`]s are kept as they are,
+//!   shared with the caller, not copied (node blocks). A device made with
+//!   `forget_moved` also drops a block when its owner moves it
+//!   ([`BlockDevice::forget`]), so a node that GC moves is stamped in place and never
+//!   copied: for the lab, which reads no older checkpoint back. Any other device keeps
+//!   every block until its zone is reset, as a power cut may need it.
 
 use super::block_table::{Block, BlockTable};
 use super::{check_range, BlockDevice, WriteKind, BLOCK};
@@ -30,6 +36,10 @@ pub struct ZonedMemOptions {
     pub seq_start: u64,
     /// Blocks per zone of that region (ignored when there is none).
     pub zone_blocks: u64,
+    /// Drop a block as soon as its owner moves it ([`BlockDevice::forget`]) instead of
+    /// keeping it until its zone is reset. Saves copying node blocks that GC moves; only
+    /// for a device whose older checkpoints are never read back (the WAF lab).
+    pub forget_moved: bool,
 }
 
 /// The zones of a [`ZonedDevice`]: geometry and write pointers, shared with whoever
@@ -217,6 +227,23 @@ impl BlockDevice for ZonedDevice {
         self.inner.write_blocks_from(blkaddr, blocks, kind)
     }
 
+    fn read_shared(&self, blkaddr: u64) -> Result<Block> {
+        self.inner.read_shared(blkaddr)
+    }
+
+    fn forget(&self, blkaddr: u64) {
+        self.inner.forget(blkaddr)
+    }
+
+    fn write_shared(&self, blkaddr: u64, blocks: &[Block], kind: WriteKind) -> Result<()> {
+        check_whole_shared(blkaddr, blocks)?;
+        check_range(blkaddr, blocks.len() * BLOCK, self.block_count(), &|| {
+            "the zoned device".into()
+        })?;
+        self.zones.write(blkaddr, blocks.len() as u64)?;
+        self.inner.write_shared(blkaddr, blocks, kind)
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         check_range(dst, sources.len() * BLOCK, self.block_count(), &|| {
             "the zoned device".into()
@@ -247,9 +274,16 @@ fn check_whole_blocks(blkaddr: u64, blocks: &[&[u8]]) -> Result<()> {
     }
 }
 
+/// [`check_whole_blocks`] for shared blocks.
+fn check_whole_shared(blkaddr: u64, blocks: &[Block]) -> Result<()> {
+    let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
+    check_whole_blocks(blkaddr, &refs)
+}
+
 /// Sparse memory: only blocks that are not all zeros are kept.
 struct SparseMem {
     blocks: u64,
+    forget_moved: bool,
     kept: Mutex<Kept>,
 }
 
@@ -271,11 +305,25 @@ impl Kept {
             if let Some(old) = self.table.remove(a) {
                 self.recycle(old);
             }
-        } else if let Some(old) = self.table.get_mut(a) {
+            return;
+        }
+        // In place when nobody else holds the block kept there.
+        if let Some(old) = self.table.get_mut(a).and_then(Arc::get_mut) {
             old.copy_from_slice(b);
-        } else {
-            let copy = self.copy_of(b);
-            self.table.insert(a, copy);
+            return;
+        }
+        let copy = self.copy_of(b);
+        self.keep(a, copy);
+    }
+
+    /// Keeps `b` itself as block `a`, shared with the caller: no copy, no zero test.
+    fn store_shared(&mut self, a: u64, b: &Block) {
+        self.keep(a, Arc::clone(b));
+    }
+
+    fn keep(&mut self, a: u64, b: Block) {
+        if let Some(old) = self.table.insert(a, b) {
+            self.recycle(old);
         }
     }
 
@@ -283,15 +331,17 @@ impl Kept {
     fn copy_of(&mut self, b: &[u8]) -> Block {
         match self.spare.pop() {
             Some(mut s) => {
-                s.copy_from_slice(b);
+                // Spare buffers are never shared (see `recycle`).
+                Arc::make_mut(&mut s).copy_from_slice(b);
                 s
             }
-            None => b.into(),
+            None => Arc::new(b.to_vec()),
         }
     }
 
-    fn recycle(&mut self, b: Block) {
-        if self.spare.len() < SPARE_MAX {
+    /// Keeps `b` for reuse, unless someone still holds it.
+    fn recycle(&mut self, mut b: Block) {
+        if self.spare.len() < SPARE_MAX && Arc::get_mut(&mut b).is_some() {
             self.spare.push(b);
         }
     }
@@ -342,7 +392,39 @@ impl BlockDevice for SparseMem {
         Ok(())
     }
 
-    /// Copies in memory: only the blocks kept are copied, the zero ones cost a lookup.
+    fn forget(&self, blkaddr: u64) {
+        if self.forget_moved {
+            let mut kept = self.lock();
+            if let Some(old) = kept.table.remove(blkaddr) {
+                kept.recycle(old);
+            }
+        }
+    }
+
+    /// The block kept (shared, no copy), or a new zero block.
+    fn read_shared(&self, blkaddr: u64) -> Result<Block> {
+        check_range(blkaddr, BLOCK, self.blocks, &|| "the zoned memory device".into())?;
+        Ok(match self.lock().table.get(blkaddr) {
+            Some(b) => Arc::clone(b),
+            None => Arc::new(vec![0; BLOCK]),
+        })
+    }
+
+    /// Keeps the blocks themselves (shared, no copy).
+    fn write_shared(&self, blkaddr: u64, blocks: &[Block], _kind: WriteKind) -> Result<()> {
+        check_whole_shared(blkaddr, blocks)?;
+        check_range(blkaddr, blocks.len() * BLOCK, self.blocks, &|| {
+            "the zoned memory device".into()
+        })?;
+        let mut kept = self.lock();
+        for (a, b) in (blkaddr..).zip(blocks) {
+            kept.store_shared(a, b);
+        }
+        Ok(())
+    }
+
+    /// Copies in memory: a kept block is shared by source and destination (nobody
+    /// changes a shared block in place), the zero ones cost a lookup.
     fn copy_blocks(&self, sources: &[u64], dst: u64, _kind: WriteKind) -> Result<()> {
         check_range(dst, sources.len() * BLOCK, self.blocks, &|| {
             "the zoned memory device".into()
@@ -353,19 +435,7 @@ impl BlockDevice for SparseMem {
         let mut kept = self.lock();
         let kept = &mut *kept;
         // Every source is read before any destination is written.
-        let mut copies: Vec<Option<Block>> = Vec::with_capacity(sources.len());
-        for &a in sources {
-            let copy = match kept.table.get(a) {
-                Some(b) => {
-                    let b: &[u8] = b;
-                    let mut s = kept.spare.pop().unwrap_or_else(|| vec![0u8; BLOCK].into_boxed_slice());
-                    s.copy_from_slice(b);
-                    Some(s)
-                }
-                None => None,
-            };
-            copies.push(copy);
-        }
+        let copies: Vec<Option<Block>> = sources.iter().map(|&a| kept.table.get(a).cloned()).collect();
         for (a, copy) in (dst..).zip(copies) {
             let old = match copy {
                 Some(b) => kept.table.insert(a, b),
@@ -383,8 +453,8 @@ impl BlockDevice for SparseMem {
         let mut kept = self.lock();
         let kept = &mut *kept;
         let spare = &mut kept.spare;
-        kept.table.remove_range(blkaddr, end, &mut |b| {
-            if spare.len() < SPARE_MAX {
+        kept.table.remove_range(blkaddr, end, &mut |mut b| {
+            if spare.len() < SPARE_MAX && Arc::get_mut(&mut b).is_some() {
                 spare.push(b);
             }
         });
@@ -414,6 +484,15 @@ impl BlockDevice for SharedMem {
     fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
         self.0.write_blocks_from(blkaddr, blocks, kind)
     }
+    fn read_shared(&self, blkaddr: u64) -> Result<Block> {
+        self.0.read_shared(blkaddr)
+    }
+    fn forget(&self, blkaddr: u64) {
+        self.0.forget(blkaddr)
+    }
+    fn write_shared(&self, blkaddr: u64, blocks: &[Block], kind: WriteKind) -> Result<()> {
+        self.0.write_shared(blkaddr, blocks, kind)
+    }
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         self.0.copy_blocks(sources, dst, kind)
     }
@@ -427,6 +506,7 @@ impl ZonedMemDevice {
     pub fn new(opts: ZonedMemOptions) -> Result<ZonedMemDevice> {
         let mem = Arc::new(SparseMem {
             blocks: opts.blocks,
+            forget_moved: opts.forget_moved,
             kept: Mutex::new(Kept::default()),
         });
         let seq = opts.blocks.saturating_sub(opts.seq_start.min(opts.blocks));
@@ -483,6 +563,18 @@ impl BlockDevice for ZonedMemDevice {
         self.dev.write_blocks_from(blkaddr, blocks, kind)
     }
 
+    fn read_shared(&self, blkaddr: u64) -> Result<Block> {
+        self.dev.read_shared(blkaddr)
+    }
+
+    fn forget(&self, blkaddr: u64) {
+        self.dev.forget(blkaddr)
+    }
+
+    fn write_shared(&self, blkaddr: u64, blocks: &[Block], kind: WriteKind) -> Result<()> {
+        self.dev.write_shared(blkaddr, blocks, kind)
+    }
+
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
         self.dev.copy_blocks(sources, dst, kind)
     }
@@ -511,8 +603,61 @@ mod tests {
             blocks: 40,
             seq_start: 8,
             zone_blocks: 8,
+            forget_moved: false,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn shared_blocks_are_kept_without_a_copy_and_never_changed_in_place() {
+        let d = dev();
+        let mine: Block = Arc::new(vec![5; BLOCK]);
+        d.write_shared(8, &[Arc::clone(&mine)], WriteKind::UserNode).unwrap();
+        assert_eq!(d.write_pointer(0), Some(1), "a shared write moves the write pointer");
+        let back = d.read_shared(8).unwrap();
+        assert!(Arc::ptr_eq(&back, &mine), "the device keeps the writer's block itself");
+        // A device-side copy shares the block too; a later write over the source
+        // replaces it and leaves the copy, and the writer's block, as they were.
+        d.copy_blocks(&[8], 9, WriteKind::GcNode).unwrap();
+        d.write_blocks(0, &[6; BLOCK]).unwrap();
+        d.copy_blocks(&[0], 10, WriteKind::GcNode).unwrap();
+        d.write_blocks(0, &[7; BLOCK]).unwrap();
+        let mut b = vec![0u8; BLOCK];
+        d.read_blocks(10, &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 6), "the copy kept what the source held");
+        d.read_blocks(9, &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 5) && mine.iter().all(|&x| x == 5));
+        // Off the write pointer, or not a block: refused.
+        assert!(d.write_shared(12, &[Arc::clone(&mine)], WriteKind::UserNode).is_err());
+        assert!(d
+            .write_shared(11, &[Arc::new(vec![1; 10])], WriteKind::UserNode)
+            .is_err());
+        // A hole reads as a new zero block.
+        assert!(d.read_shared(30).unwrap().iter().all(|&x| x == 0));
+        // This device keeps moved blocks: `forget` is only a hint.
+        d.forget(8);
+        assert!(Arc::ptr_eq(&d.read_shared(8).unwrap(), &mine));
+    }
+
+    #[test]
+    fn a_device_made_to_forget_moved_blocks_drops_them() {
+        let d = ZonedMemDevice::new(ZonedMemOptions {
+            blocks: 40,
+            seq_start: 8,
+            zone_blocks: 8,
+            forget_moved: true,
+        })
+        .unwrap();
+        let mut mine: Block = Arc::new(vec![5; BLOCK]);
+        d.write_shared(8, &[Arc::clone(&mine)], WriteKind::UserNode).unwrap();
+        assert_eq!(d.kept_blocks(), 1);
+        d.forget(8);
+        assert_eq!(d.kept_blocks(), 0);
+        assert!(
+            Arc::get_mut(&mut mine).is_some(),
+            "the writer holds its block alone again"
+        );
+        assert!(d.read_shared(8).unwrap().iter().all(|&x| x == 0));
     }
 
     #[test]
@@ -551,7 +696,8 @@ mod tests {
         assert!(ZonedMemDevice::new(ZonedMemOptions {
             blocks: 40,
             seq_start: 8,
-            zone_blocks: 7
+            zone_blocks: 7,
+            forget_moved: false,
         })
         .is_err());
     }

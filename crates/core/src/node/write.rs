@@ -288,9 +288,10 @@ fn write_pending(
     // The blocks of `nodes[run..i]` go to consecutive addresses from `run_start`.
     let mut run = 0;
     let mut run_start = 0u64;
+    // Shared with the device, which keeps them without a copy when it can.
     let flush = |run: &[Pending], start: u64| {
-        let blocks: Vec<&[u8]> = run.iter().map(|p| p.node.block.as_slice()).collect();
-        dev.write_blocks_from(start, &blocks, kind)
+        let blocks: Vec<NodeBlock> = run.iter().map(|p| Arc::clone(&p.node.block)).collect();
+        dev.write_shared(start, &blocks, kind)
     };
     for i in 0..nodes.len() {
         let p = &mut nodes[i];
@@ -304,8 +305,13 @@ fn write_pending(
         } else {
             segs.alloc_block(dev, p.node.log, sum)?
         };
-        stamp(Arc::make_mut(&mut p.node.block).as_mut_slice(), sb, addr, cp_ver)?;
         let old = p.entry.block_addr;
+        if is_real(old) {
+            // Before the stamp: a device that drops moved blocks then leaves this one
+            // unshared, and the stamp needs no copy.
+            dev.forget(old as u64);
+        }
+        stamp(Arc::make_mut(&mut p.node.block).as_mut_slice(), sb, addr, cp_ver)?;
         let len = i - run;
         if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
             flush(&nodes[run..i], run_start)?;
@@ -392,7 +398,7 @@ impl NodeManager {
         let cached = lock(&self.node_cache).pop(nid);
         let block = match cached {
             Some(b) => b,
-            None => Arc::new(super::read_block(dev, entry.block_addr as u64)?),
+            None => dev.read_shared(entry.block_addr as u64)?,
         };
         let f = NodeFooter::decode(&block)
             .map_err(|x| Error::corrupt("node", Some(entry.block_addr as u64), x.to_string()))?;
