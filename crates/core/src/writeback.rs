@@ -263,11 +263,12 @@ fn write_group<'a>(
     let offset = NodeFooter::decode(&b)
         .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
         .offset();
-    t.nodes.update_dirty(loc.nid, b, node_log(offset, inode.is_dir()), |b| {
-        for (slot, addr) in slots {
-            put_u32(b, 4 * slot, addr);
-        }
-    });
+    t.nodes
+        .update_dirty(t.dev, loc.nid, b, node_log(offset, inode.is_dir()), |b| {
+            for (slot, addr) in slots {
+                put_u32(b, 4 * slot, addr);
+            }
+        });
     Ok(false)
 }
 

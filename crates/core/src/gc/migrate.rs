@@ -224,7 +224,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
     for (nid, owner) in owners {
         match owner {
             Owner::Inode(i) => t.store_inode(*i)?,
-            Owner::Node { block, log, slots } => t.nodes.update_dirty(nid, block, log, |b| {
+            Owner::Node { block, log, slots } => t.nodes.update_dirty(t.dev, nid, block, log, |b| {
                 for (slot, addr) in slots {
                     put_u32(b, 4 * slot, addr);
                 }

@@ -108,10 +108,29 @@ impl NodeManager {
     /// Changes node `nid` in memory: `edit` runs on its dirty copy, which then waits for
     /// `log`. A node not dirty yet starts from `block`, the node as last read (copied
     /// only if someone else still holds it); a dirty one is edited where it is.
-    pub(crate) fn update_dirty(&self, nid: u32, block: NodeBlock, log: LogType, edit: impl FnOnce(&mut [u8])) {
+    ///
+    /// A node turning dirty will not be read from `dev` again before it is written
+    /// elsewhere (reads find it dirty, GC moves the dirty copy): a device that drops
+    /// such blocks ([`BlockDevice::forget`], the lab's) is told, so that it stops
+    /// sharing `block` and the edit needs no copy.
+    pub(crate) fn update_dirty(
+        &self,
+        dev: &dyn BlockDevice,
+        nid: u32,
+        block: NodeBlock,
+        log: LogType,
+        edit: impl FnOnce(&mut [u8]),
+    ) {
         debug_assert_eq!(block.len(), BLOCK);
         // Out of the clean cache first, so that `block` is likely the only holder.
         lock(&self.node_cache).pop(nid);
+        if Arc::strong_count(&block) > 1 && !lock(&self.dirty).map.contains_key(&nid) {
+            if let Ok(e) = self.nat_entry(dev, nid) {
+                if is_real(e.block_addr) {
+                    dev.forget(e.block_addr as u64);
+                }
+            }
+        }
         let mut dirty = lock(&self.dirty);
         let node = match dirty.map.remove(&nid) {
             Some(node) => {
