@@ -86,10 +86,11 @@ pub trait BlockDevice: Send + Sync {
         copy_through_host(self, sources, dst, kind)
     }
     /// Tells the device that the block at `blkaddr` will not be read again before it
-    /// is written again: its owner has just moved it elsewhere (a node block rewritten
-    /// out of place). Only a memory device made to drop such blocks does anything
-    /// (the lab's, which never reads an older checkpoint back); every other device
-    /// keeps the block, as a power cut may still need it.
+    /// is written again: its owner is moving it elsewhere, or holds a newer copy that
+    /// it will write elsewhere (a node block, rewritten out of place). Only a memory
+    /// device made to drop such blocks does anything (the lab's, which never reads an
+    /// older checkpoint back and stops at its first error); every other device keeps
+    /// the block, as a power cut may still need it.
     fn forget(&self, blkaddr: u64) {
         let _ = blkaddr;
     }
