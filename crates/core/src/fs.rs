@@ -270,7 +270,7 @@ impl Fs {
     }
 
     /// The orphan list (inodes without links kept for their open handles, see
-    /// [`crate::orphan`]): of the live file system when read-write, else of the
+    /// `crate::orphan`): of the live file system when read-write, else of the
     /// checkpoint it was opened from.
     pub fn orphan_inodes(&self) -> Vec<Ino> {
         match &self.rw {

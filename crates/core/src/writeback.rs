@@ -1,4 +1,4 @@
-//! Writeback: contexts that write dirty pages of the [`PageCache`] out of place, and
+//! Writeback: contexts that write dirty pages of the page cache out of place, and
 //! the policy that chooses the context of each inode.
 //!
 //! One context for now, run synchronously by the operation that finds too many dirty
@@ -9,7 +9,7 @@
 //! keeps its own counters. Two contexts therefore never write the same inode, and a
 //! checkpoint (holding `cp_lock` exclusively) never runs beside one.
 //!
-//! Writing one inode ([`write_inode_pages`]): its dirty pages in index order, grouped
+//! Writing one inode (`write_inode_pages`): its dirty pages in index order, grouped
 //! by the node that holds their addresses; per group, each page takes the next block
 //! of its log (summary: that node's id, the slot, its NAT version), the blocks go to
 //! the device in runs of consecutive addresses, then the node records the new

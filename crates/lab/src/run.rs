@@ -125,7 +125,7 @@ pub struct RunResult {
     /// Live blocks over main-area blocks at the end.
     pub utilization: f64,
     /// Greedy's analytical WAF at that utilisation (uniform overwrites, data moves
-    /// only; see [`crate::analysis`]).
+    /// only; see `uf2fs_core::gc::greedy_model`).
     pub greedy_limit: Option<f64>,
     /// The same at the utilisation of the space cleaning can use (the main area less
     /// the reserved sections and the open logs): what greedy can reach at best here.

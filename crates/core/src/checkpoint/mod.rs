@@ -1,7 +1,7 @@
 //! Mount-time metadata: the valid superblock copy and the newest valid checkpoint pack,
 //! with its version bitmaps, summary journals and orphan list; and, for a read-write
 //! file system, the check that nothing awaits roll-forward recovery
-//! ([`roll_forward`]), the checkpoint writer ([`write`]) and the pack layout it shares
+//! ([`roll_forward`]), the checkpoint writer ([`mod@write`]) and the pack layout it shares
 //! with mkfs ([`pack`]).
 
 pub mod pack;

@@ -31,13 +31,14 @@ pub const IDLE_INTERVAL: Duration = Duration::from_secs(5);
 /// The sleep times of one background cleaner (the kernel's defaults unless set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BgTimes {
-    /// See [`MIN_SLEEP`].
+    /// Shortest sleep (`MIN_SLEEP` by default).
     pub min: Duration,
-    /// See [`MAX_SLEEP`].
+    /// Longest sleep while there is work (`MAX_SLEEP` by default).
     pub max: Duration,
-    /// See [`NO_GC_SLEEP`].
+    /// Sleep after a pass found nothing to clean (`NO_GC_SLEEP` by default).
     pub no_gc: Duration,
-    /// See [`IDLE_INTERVAL`].
+    /// Time without operations after which the file system is idle (`IDLE_INTERVAL`
+    /// by default).
     pub idle: Duration,
 }
 

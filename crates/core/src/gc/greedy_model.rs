@@ -1,6 +1,6 @@
 //! The analytical write amplification of greedy cleaning under uniform random
 //! overwrites: the lab's yardstick for `uniform`, and the data-move half of the model
-//! by which the default policy sizes its checkpoint batches ([`super::batching`]):
+//! by which the default policy sizes its checkpoint batches (`gc::batching`):
 //! `WA = a / (a + W0(-a e^-a))` with `a = 1/u` for a volume whose live data fill a
 //! share `u` of the space (P. Desnoyers, "Analytic modeling of SSD write performance",
 //! SYSTOR 2012). About 12.1 at u = 0.958. It counts data moves only: no nodes, no

@@ -2,9 +2,9 @@
 //! sections (F2FS's `f2fs_gc`).
 //!
 //! Foreground GC runs when a writer finds too few free sections for what is pending
-//! ([`Fs::balance_fs`], the kernel's `f2fs_balance_fs`): with `cp_lock` held
+//! (`Fs::balance_fs`, the kernel's `f2fs_balance_fs`): with `cp_lock` held
 //! exclusively it picks victims by the file system's [`GcPolicy`] and empties them
-//! ([`migrate`]) until enough sections are free or nothing is left to clean, writing a
+//! (`migrate`) until enough sections are free or nothing is left to clean, writing a
 //! checkpoint whenever sections emptied since the last one are needed (they become
 //! free only then). The loop follows the kernel's:
 //!
@@ -20,7 +20,7 @@
 //! The default policy batches checkpoints instead: emptied sections wait across passes
 //! for one checkpoint, written when free sections drop to every pending write + 3;
 //! meanwhile they count as room, and a pass ends once free and emptied sections cover
-//! every pending write, the reserved sections and the sections [`batching`] keeps back
+//! every pending write, the reserved sections and the sections `batching` keeps back
 //! so that more victims share a checkpoint.
 
 mod background;

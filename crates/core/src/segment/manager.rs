@@ -435,7 +435,7 @@ impl SegmentManager {
     }
 
     /// Makes the clock simulated from now on: one second per `blocks_per_sec` blocks
-    /// allocated since open (see [`Clock`]); `None` goes back to real time.
+    /// allocated since open (see `Clock`); `None` goes back to real time.
     pub fn set_simulated_clock(&mut self, blocks_per_sec: Option<u64>) {
         // Continue from the time it is now, never back.
         let now = self.clock.now_secs(self.allocated);

@@ -60,7 +60,7 @@ impl Fs {
     ///
     /// Names: `user.`, `trusted.`, `security.`, `lustre.` with a name after the prefix,
     /// and `system.posix_acl_access` / `system.posix_acl_default` (values in the Linux
-    /// xattr ACL format; see the [`acl`] module for what they do to the mode); others are
+    /// xattr ACL format; see the `acl` module for what they do to the mode); others are
     /// [`Error::Unsupported`] (`EOPNOTSUPP`). A name that is empty or over 255 bytes is
     /// [`Error::OutOfRange`] (`ERANGE`); a value over 64 KiB, over the kernel's limit for
     /// the inode (its inline xattr area and one xattr node, less 28 bytes), or with no

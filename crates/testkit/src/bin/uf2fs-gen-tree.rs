@@ -1,8 +1,8 @@
 //! Writes a seeded test tree into a directory (for scripts/demo.sh and
 //! scripts/bench-read.sh).
 //!
-//! usage: uf2fs-gen-tree PROFILE DIR [SEED]
-//!   PROFILE: small | full | many:COUNT:MAX_BYTES | mix:COUNT | big:BYTES
+//! usage: `uf2fs-gen-tree PROFILE DIR [SEED]`
+//!   PROFILE: `small | full | many:COUNT:MAX_BYTES | mix:COUNT | big:BYTES`
 //!   (mix: Tree::copy_mix, with trusted.* xattrs when run as root)
 
 use std::path::PathBuf;
