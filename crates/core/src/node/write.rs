@@ -124,21 +124,23 @@ impl NodeManager {
         debug_assert_eq!(block.len(), BLOCK);
         // Out of the clean cache first, so that `block` is likely the only holder.
         lock(&self.node_cache).pop(nid);
-        if Arc::strong_count(&block) > 1 && !lock(&self.dirty).map.contains_key(&nid) {
-            if let Ok(e) = self.nat_entry(dev, nid) {
-                if is_real(e.block_addr) {
-                    dev.forget(e.block_addr as u64);
-                }
-            }
-        }
+        // The dirty map, then the NAT: the order `write_dirty_nodes` takes them in.
         let mut dirty = lock(&self.dirty);
-        let node = match dirty.map.remove(&nid) {
+        let node = match dirty.take(nid) {
             Some(node) => {
-                dirty.per_log[node.log as usize] -= 1;
                 drop(block);
                 node.block
             }
-            None => block,
+            None => {
+                if Arc::strong_count(&block) > 1 {
+                    if let Ok(e) = self.nat_entry(dev, nid) {
+                        if is_real(e.block_addr) {
+                            dev.forget(e.block_addr as u64);
+                        }
+                    }
+                }
+                block
+            }
         };
         let mut node = DirtyNode { block: node, log };
         edit(Arc::make_mut(&mut node.block).as_mut_slice());
