@@ -191,6 +191,15 @@ impl ZonedDevice {
     pub fn zones(&self) -> Zones {
         self.zones.clone()
     }
+
+    /// Checks a vectored write from `blkaddr` of parts of lengths `lens` (whole
+    /// blocks, inside the device, at the write pointer) and moves the pointer on.
+    fn claim_run(&self, blkaddr: u64, lens: impl ExactSizeIterator<Item = usize>) -> Result<()> {
+        let n = lens.len();
+        check_whole_blocks(blkaddr, lens)?;
+        check_range(blkaddr, n * BLOCK, self.block_count(), &|| "the zoned device".into())?;
+        self.zones.write(blkaddr, n as u64)
+    }
 }
 
 impl BlockDevice for ZonedDevice {
@@ -219,11 +228,7 @@ impl BlockDevice for ZonedDevice {
     }
 
     fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> Result<()> {
-        check_whole_blocks(blkaddr, blocks)?;
-        check_range(blkaddr, blocks.len() * BLOCK, self.block_count(), &|| {
-            "the zoned device".into()
-        })?;
-        self.zones.write(blkaddr, blocks.len() as u64)?;
+        self.claim_run(blkaddr, blocks.iter().map(|b| b.len()))?;
         self.inner.write_blocks_from(blkaddr, blocks, kind)
     }
 
@@ -236,11 +241,7 @@ impl BlockDevice for ZonedDevice {
     }
 
     fn write_shared(&self, blkaddr: u64, blocks: &[Block], kind: WriteKind) -> Result<()> {
-        check_whole_shared(blkaddr, blocks)?;
-        check_range(blkaddr, blocks.len() * BLOCK, self.block_count(), &|| {
-            "the zoned device".into()
-        })?;
-        self.zones.write(blkaddr, blocks.len() as u64)?;
+        self.claim_run(blkaddr, blocks.iter().map(|b| b.len()))?;
         self.inner.write_shared(blkaddr, blocks, kind)
     }
 
@@ -263,21 +264,14 @@ impl BlockDevice for ZonedDevice {
     }
 }
 
-/// Refuses a vectored write whose parts are not single blocks.
-fn check_whole_blocks(blkaddr: u64, blocks: &[&[u8]]) -> Result<()> {
-    match blocks.iter().find(|b| b.len() != BLOCK) {
-        Some(b) => Err(Error::Invalid(format!(
-            "write of {} bytes as one block at block {blkaddr:#x}",
-            b.len()
+/// Refuses a vectored write whose parts (of lengths `lens`) are not single blocks.
+fn check_whole_blocks(blkaddr: u64, mut lens: impl Iterator<Item = usize>) -> Result<()> {
+    match lens.find(|&l| l != BLOCK) {
+        Some(l) => Err(Error::Invalid(format!(
+            "write of {l} bytes as one block at block {blkaddr:#x}"
         ))),
         None => Ok(()),
     }
-}
-
-/// [`check_whole_blocks`] for shared blocks.
-fn check_whole_shared(blkaddr: u64, blocks: &[Block]) -> Result<()> {
-    let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
-    check_whole_blocks(blkaddr, &refs)
 }
 
 /// Sparse memory: only blocks that are not all zeros are kept.
@@ -351,6 +345,19 @@ impl SparseMem {
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// The store, locked for a vectored write from `blkaddr` of parts of lengths
+    /// `lens`, once they are checked: whole blocks, inside the device.
+    fn lock_for_run(
+        &self,
+        blkaddr: u64,
+        lens: impl ExactSizeIterator<Item = usize>,
+    ) -> Result<std::sync::MutexGuard<'_, Kept>> {
+        let n = lens.len();
+        check_whole_blocks(blkaddr, lens)?;
+        check_range(blkaddr, n * BLOCK, self.blocks, &|| "the zoned memory device".into())?;
+        Ok(self.lock())
+    }
 }
 
 impl BlockDevice for SparseMem {
@@ -381,11 +388,7 @@ impl BlockDevice for SparseMem {
 
     /// Stores each block where it is (nothing is gathered).
     fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], _kind: WriteKind) -> Result<()> {
-        check_whole_blocks(blkaddr, blocks)?;
-        check_range(blkaddr, blocks.len() * BLOCK, self.blocks, &|| {
-            "the zoned memory device".into()
-        })?;
-        let mut kept = self.lock();
+        let mut kept = self.lock_for_run(blkaddr, blocks.iter().map(|b| b.len()))?;
         for (a, b) in (blkaddr..).zip(blocks) {
             kept.store(a, b);
         }
@@ -412,11 +415,7 @@ impl BlockDevice for SparseMem {
 
     /// Keeps the blocks themselves (shared, no copy).
     fn write_shared(&self, blkaddr: u64, blocks: &[Block], _kind: WriteKind) -> Result<()> {
-        check_whole_shared(blkaddr, blocks)?;
-        check_range(blkaddr, blocks.len() * BLOCK, self.blocks, &|| {
-            "the zoned memory device".into()
-        })?;
-        let mut kept = self.lock();
+        let mut kept = self.lock_for_run(blkaddr, blocks.iter().map(|b| b.len()))?;
         for (a, b) in (blkaddr..).zip(blocks) {
             kept.store_shared(a, b);
         }
