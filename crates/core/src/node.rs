@@ -28,6 +28,9 @@ pub use write::DIRTY_NODES_MAX;
 const NODE_CACHE_BLOCKS: usize = 32768;
 /// NAT blocks kept in memory (4 MiB).
 const NAT_CACHE_BLOCKS: usize = 1024;
+/// Times a node read starts again because the node moved while it was being read
+/// (see [`NodeManager::read`]); past them the last block read is returned uncached.
+const READ_ATTEMPTS_MAX: u32 = 16;
 
 /// A node block shared between readers.
 pub type NodeBlock = Arc<Vec<u8>>;
@@ -201,15 +204,57 @@ impl NodeManager {
         Ok((addr, b))
     }
 
-    /// Reads node `nid`, which must belong to inode `ino`.
+    /// Reads node `nid`, which must belong to inode `ino`: its dirty copy, else its
+    /// cached clean copy, else the block its NAT entry names, which then joins the
+    /// cache.
+    ///
+    /// Readers hold no operation lock, so between the NAT lookup and the device read a
+    /// writer may change the node and a write-out move it (the block read is then an
+    /// older version, or by then another block altogether). Such a block must never
+    /// become the cached copy, or the next change would start from it and undo what
+    /// happened meanwhile (a link count, a directory entry). So the block joins the
+    /// cache only if, under the dirty map's lock (which every move of a node holds),
+    /// the node is still clean and still at the address read; otherwise the read
+    /// starts again from the dirty map.
     pub fn read(&self, dev: &dyn BlockDevice, nid: u32, ino: u32) -> Result<NodeBlock> {
-        if let Some(b) = self.dirty_block(nid) {
-            return self.check_owner(b, nid, ino, None);
+        let mut attempt = 0;
+        loop {
+            if let Some(b) = self.dirty_block(nid) {
+                return self.check_owner(b, nid, ino, None);
+            }
+            if let Some(b) = get_cached(&self.node_cache, nid) {
+                return self.check_owner(b, nid, ino, None);
+            }
+            let e = self.nat_entry(dev, nid)?;
+            let addr = self.checked_node_addr(nid, ino, e)?;
+            let b = dev.read_shared(addr)?;
+            attempt += 1;
+            let dirty = lock(&self.dirty);
+            let current = !dirty.contains(nid) && self.nat_entry(dev, nid)?.block_addr == e.block_addr;
+            if !current && attempt < READ_ATTEMPTS_MAX {
+                continue;
+            }
+            let f = NodeFooter::decode(&b).map_err(|x| Error::corrupt("node", Some(addr), x.to_string()))?;
+            if f.nid != nid || f.ino != ino {
+                return Err(Error::corrupt(
+                    format!("node {nid}"),
+                    Some(addr),
+                    format!(
+                        "footer says node {} of inode {}, expected node {nid} of inode {ino}",
+                        f.nid, f.ino
+                    ),
+                ));
+            }
+            if current {
+                put_cached(&self.node_cache, nid, b.clone());
+            }
+            return Ok(b);
         }
-        if let Some(b) = get_cached(&self.node_cache, nid) {
-            return self.check_owner(b, nid, ino, None);
-        }
-        let e = self.nat_entry(dev, nid)?;
+    }
+
+    /// The block address NAT entry `e` gives node `nid` of inode `ino`, checked: inside
+    /// the main area and owned by `ino`.
+    fn checked_node_addr(&self, nid: u32, ino: u32, e: NatEntry) -> Result<u64> {
         let addr = e.block_addr as u64;
         if addr < self.main.0 || addr >= self.main.1 {
             let what = if e.block_addr == 0 {
@@ -231,20 +276,7 @@ impl NodeManager {
                 format!("belongs to inode {}, expected {ino}", e.ino),
             ));
         }
-        let b = dev.read_shared(addr)?;
-        let f = NodeFooter::decode(&b).map_err(|x| Error::corrupt("node", Some(addr), x.to_string()))?;
-        if f.nid != nid || f.ino != ino {
-            return Err(Error::corrupt(
-                format!("node {nid}"),
-                Some(addr),
-                format!(
-                    "footer says node {} of inode {}, expected node {nid} of inode {ino}",
-                    f.nid, f.ino
-                ),
-            ));
-        }
-        put_cached(&self.node_cache, nid, b.clone());
-        Ok(b)
+        Ok(addr)
     }
 
     fn check_owner(&self, b: NodeBlock, nid: u32, ino: u32, addr: Option<u64>) -> Result<NodeBlock> {

@@ -251,6 +251,46 @@ fn renames(v: Variant, tmp: &Path) {
     w.finish(&format!("{v:?}: renames"));
 }
 
+/// A rename inside one inline directory whose new, long name no longer fits the
+/// inline area: adding it moves every entry into dentry block 0, and the old name must
+/// be removed from there (fsstress found both names left, the inode counting one link,
+/// so that unlinking one freed the inode under the other). Every fill level of the
+/// inline area is tried, so that one of the renames is the one that converts.
+fn rename_converting_inline(v: Variant, tmp: &Path) {
+    let img = image(tmp, "convert.img", v, 256 * MIB);
+    let mut w = World::open(&img);
+    let mut converted = 0;
+    for k in (100..215).step_by(5) {
+        let dir = format!("k{k}");
+        w.ok(Op::mkdir("/", &dir));
+        let path = format!("/{dir}");
+        for i in 0..k {
+            w.ok(Op::create(&path, &name(i, 8)));
+        }
+        let before = dir_size(&w.fs, &path);
+        w.ok(Op::rename(&path, &name(0, 8), &path, &name(9999, 255), 0));
+        if before < 4096 && dir_size(&w.fs, &path) >= 4096 {
+            converted += 1;
+        }
+        // Both names: the old one gone, the new one there (the model checks the rest).
+        let d = walk(&w.fs, path.as_bytes()).unwrap();
+        assert!(
+            w.fs.lookup(d, name(0, 8).as_bytes()).is_err(),
+            "{v:?}: k={k}: old name left"
+        );
+    }
+    assert!(converted > 0, "{v:?}: no rename converted its directory");
+    w.finish(&format!("{v:?}: renames converting inline directories"));
+}
+
+#[test]
+fn a_rename_that_converts_an_inline_directory_removes_the_old_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    for v in VARIANTS {
+        rename_converting_inline(v, tmp.path());
+    }
+}
+
 #[test]
 fn renames_of_every_kind() {
     let tmp = tempfile::tempdir().unwrap();

@@ -268,7 +268,18 @@ impl<'a> Op<'a> {
         dd.inode.ctime = t;
         inodes.insert(n.dst_dir, dd);
         let mut sd = get(inodes, n.src_dir)?;
-        dentry::remove(&mut self.t, &mut sd, &found.src)?;
+        // In one directory, adding the new name may have moved the old one (an inline
+        // directory converted into dentry blocks): look it up again where it is now.
+        let src = if n.src_dir == n.dst_dir && found.dst.is_none() {
+            dentry::find(&self.t, &mut sd, n.src_name)?
+                .filter(|e| e.ino == s)
+                .ok_or_else(|| {
+                    Error::corrupt(format!("directory inode {}", n.src_dir), None, "renamed entry vanished")
+                })?
+        } else {
+            found.src.clone()
+        };
+        dentry::remove(&mut self.t, &mut sd, &src)?;
         sd.inode.mtime = t;
         sd.inode.ctime = t;
         if s_dir {

@@ -50,6 +50,11 @@ impl DirtyNodes {
         }
     }
 
+    /// Whether node `nid` is dirty.
+    pub(super) fn contains(&self, nid: u32) -> bool {
+        self.map.contains_key(&nid)
+    }
+
     fn remove(&mut self, nid: u32) {
         self.take(nid);
     }
