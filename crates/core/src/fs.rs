@@ -375,8 +375,27 @@ impl Fs {
     }
 
     /// Reads and validates inode `ino`.
+    ///
+    /// On a read-write file system an inode number whose NAT entry is free names an
+    /// inode that an unlink freed (a caller holding the number raced it): that is
+    /// [`Error::NotFound`], not damage. A directory entry naming a free inode is
+    /// damage; those who found the number through an entry tell the two apart.
     pub(crate) fn inode(&self, ino: Ino) -> Result<InodeRef> {
-        let block = self.nodes.read(self.dev.as_ref(), ino, ino)?;
+        let block = match self.nodes.read(self.dev.as_ref(), ino, ino) {
+            Ok(b) => b,
+            Err(e @ Error::Corrupt { .. }) if self.rw.is_some() => {
+                let freed = self
+                    .nodes
+                    .nat_entry(self.dev.as_ref(), ino)
+                    .is_ok_and(|n| n.block_addr == uf2fs_format::consts::NULL_ADDR);
+                return Err(if freed {
+                    Error::NotFound(format!("inode {ino} (removed)"))
+                } else {
+                    e
+                });
+            }
+            Err(e) => return Err(e),
+        };
         let f = uf2fs_format::node::NodeFooter::decode(&block)
             .map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
         if f.offset() != 0 {
@@ -425,6 +444,7 @@ impl Fs {
             segs: &rw.segs,
             pages: &rw.pages,
             nid_pool: Vec::new(),
+            block_pool: 0,
         }
     }
 

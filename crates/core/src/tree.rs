@@ -74,6 +74,11 @@ pub struct Tree<'a> {
     pub pages: &'a PageCache,
     /// Node ids taken ahead for this operation (so that it cannot run out midway).
     pub nid_pool: Vec<u32>,
+    /// Blocks reserved ahead for this operation's new nodes and data blocks, when it
+    /// checked its room ([`Tree::hold_blocks`]): counted as reserved in the segment
+    /// manager already, so that concurrent operations cannot take them between the
+    /// check and the change. What is left goes back with [`Tree::release_pool`].
+    pub block_pool: u64,
 }
 
 impl Tree<'_> {
@@ -119,11 +124,45 @@ impl Tree<'_> {
         Ok(self.nid_pool.remove(0))
     }
 
-    /// Gives back the node ids the operation did not use.
+    /// Gives back the node ids and the blocks the operation took ahead and did not
+    /// use.
     pub fn release_pool(&mut self) {
         for nid in self.nid_pool.drain(..) {
             self.nodes.release_nid(nid);
         }
+        let held = std::mem::take(&mut self.block_pool);
+        if held > 0 {
+            self.segs().release_new_blocks(held);
+        }
+    }
+
+    /// Adds `n` blocks, just reserved in the segment manager by the caller, to the
+    /// blocks this operation holds ahead.
+    pub fn hold_blocks(&mut self, n: u64) {
+        self.block_pool += n;
+    }
+
+    /// Reserves `n` blocks for new nodes or data blocks: from those held ahead first,
+    /// the rest from the segment manager ([`Error::NoSpace`], nothing taken, when they
+    /// are not there).
+    pub fn reserve_blocks(&mut self, n: u64) -> Result<()> {
+        let from_pool = n.min(self.block_pool);
+        if n > from_pool {
+            self.segs().reserve_new_blocks(n - from_pool)?;
+        }
+        self.block_pool -= from_pool;
+        Ok(())
+    }
+
+    /// Registers `nid` as a new node of inode `ino` holding `block` (to be written to
+    /// `log`), with a block reserved for it ([`Tree::reserve_blocks`]).
+    pub fn new_node(&mut self, nid: u32, ino: Ino, block: Vec<u8>, log: LogType) -> Result<()> {
+        self.reserve_blocks(1)?;
+        if let Err(e) = self.nodes.new_node(self.dev, nid, ino, block, log) {
+            self.block_pool += 1;
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn path(&self, inode: &InodeMut, index: u64) -> Result<NodePath> {
@@ -174,10 +213,7 @@ impl Tree<'_> {
         let nid = self.take_nid()?;
         let dir = inode.is_dir();
         let block = new_node_block(nid, inode.ino, offset, dir);
-        if let Err(e) = self
-            .nodes
-            .new_node(self.dev, self.segs, nid, inode.ino, block, node_log(offset, dir))
-        {
+        if let Err(e) = self.new_node(nid, inode.ino, block, node_log(offset, dir)) {
             self.nodes.release_nid(nid);
             return Err(e);
         }
@@ -194,7 +230,7 @@ impl Tree<'_> {
             if inode.slot(slot) != NULL_ADDR {
                 return Err(Error::Invalid(format!("block {index} of inode {} exists", inode.ino)));
             }
-            self.segs().reserve_new_blocks(1)?;
+            self.reserve_blocks(1)?;
             inode.set_slot(slot, NEW_ADDR);
             inode.inode.blocks += 1;
             return Ok(Loc {
@@ -225,7 +261,7 @@ impl Tree<'_> {
         if u32_at(&b, 4 * slot) != NULL_ADDR {
             return Err(Error::Invalid(format!("block {index} of inode {} exists", inode.ino)));
         }
-        self.segs().reserve_new_blocks(1)?;
+        self.reserve_blocks(1)?;
         put_u32(&mut b, 4 * slot, NEW_ADDR);
         self.nodes.store_dirty(nid, b, node_log(path.offsets[path.depth], dir));
         inode.inode.blocks += 1;

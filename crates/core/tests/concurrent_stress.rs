@@ -339,3 +339,70 @@ fn a_reader_racing_a_checkpoint_does_not_cache_an_old_node() {
     std::fs::write(&img, bytes).unwrap();
     fsck_clean(&img, "a reader racing a checkpoint");
 }
+
+/// Writers filling the volume at once: each operation checks its room before its first
+/// change, and must hold the new blocks it counted on until it has made them, or a
+/// writer racing it takes them and the first one runs short halfway (which fails the
+/// whole file system: fsstress on a full mount turned it read-only). Every writer must
+/// see only short writes and `NoSpace`, and the volume must stay writable.
+#[test]
+fn writers_filling_the_volume_together_get_enospc_not_a_failed_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = image(tmp.path(), "full.img", Variant::Uf2fs(EXTRA), 64 * MIB);
+    let fs = Fs::open_rw(&img, &[]).unwrap();
+    let root = fs.root();
+    let failures = AtomicU64::new(0);
+    let full = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..12u64 {
+            let (fs, failures, full) = (&fs, &failures, &full);
+            s.spawn(move || {
+                let mut r = Rng(t + 77);
+                for i in 0..600 {
+                    let name = format!("w{t}-{i}");
+                    let ino = match fs.create(root, name.as_bytes(), 0o644, 0, 0) {
+                        Ok(st) => st.ino,
+                        Err(Error::NoSpace(_)) => {
+                            full.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        Err(e) => {
+                            eprintln!("create {name}: {e}");
+                            failures.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    };
+                    let data = vec![t as u8 + 1; 1 + r.below(400_000) as usize];
+                    match fs.write(ino, r.below(40_000), &data) {
+                        Ok(_) => {}
+                        Err(Error::NoSpace(_)) => {
+                            full.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            eprintln!("write {name}: {e}");
+                            failures.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                    if r.below(3) == 0 {
+                        let _ = fs.unlink(root, format!("w{t}-{}", r.below(i + 1)).as_bytes());
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(failures.load(Ordering::Relaxed), 0, "errors other than NoSpace");
+    assert!(full.load(Ordering::Relaxed) > 0, "the volume never filled up");
+    // Still writable: a checkpoint, unlinks of half the files, a new file written.
+    fs.write_checkpoint().unwrap();
+    for (i, e) in fs.read_dir(root).unwrap().into_iter().enumerate() {
+        if i % 2 == 0 {
+            fs.unlink(root, &e.name).unwrap();
+        }
+    }
+    fs.write_checkpoint().unwrap();
+    let ino = fs.create(root, b"after", 0o644, 0, 0).unwrap().ino;
+    assert_eq!(fs.write(ino, 0, &[9u8; 65536]).unwrap(), 65536);
+    fs.unmount().unwrap();
+    fsck_clean(&img, "writers filling the volume");
+}

@@ -20,6 +20,7 @@ use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
 use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
+use crate::lookups::Lookups;
 use crate::open_files::OpenFiles;
 use crate::{kernel, read_buf, xattr};
 
@@ -52,6 +53,9 @@ pub(crate) struct F2fsFuse {
     /// Handles taken in the core by opens, creates and opendirs of a read-write mount
     /// (see [`crate::open_files`]).
     pub(crate) files: OpenFiles,
+    /// The kernel's lookup counts and the core handles they keep (see
+    /// [`crate::lookups`]).
+    pub(crate) lookups: Lookups,
 }
 
 impl F2fsFuse {
@@ -64,6 +68,7 @@ impl F2fsFuse {
             inos,
             dirs: DirHandles::new(OPEN_DIRS_MAX),
             files: OpenFiles::default(),
+            lookups: Lookups::default(),
         }
     }
 
@@ -120,7 +125,39 @@ impl F2fsFuse {
         self.writable()?;
         let dir = self.inos.to_core(parent)?;
         let stat = op(&self.fs, dir).or_errno()?;
-        Ok(self.entry(&stat))
+        Ok(self.hand_out(&stat))
+    }
+
+    /// Entry reply contents for `stat`, counted as one more lookup the kernel holds
+    /// (see [`crate::lookups`]); only for replies that give the kernel a node id.
+    fn hand_out(&self, stat: &Stat) -> (FileAttr, Generation) {
+        self.remember(stat.ino);
+        self.entry(stat)
+    }
+
+    /// [`Self::attr`] of an inode about to be handed to the kernel, counted as a
+    /// lookup (and held in the core) before it is read; an error takes the count back.
+    fn held_attr(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
+        self.remember(ino);
+        let attr = self.attr(ino);
+        if attr.is_err() {
+            self.forget_lookups(ino, 1);
+        }
+        attr
+    }
+
+    /// The kernel forgot `n` lookups of `ino`.
+    fn forget_lookups(&self, ino: Ino, n: u64) {
+        if ino != self.fs.root() {
+            self.lookups.forget(&self.fs, ino, n);
+        }
+    }
+
+    /// One more lookup of `ino` handed to the kernel (the root is never counted).
+    fn remember(&self, ino: Ino) {
+        if ino != self.fs.root() {
+            self.lookups.remember(&self.fs, ino);
+        }
     }
 
     /// setattr: the size through the core's truncate, then the other attributes.
@@ -157,7 +194,19 @@ impl F2fsFuse {
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<Option<(FileAttr, Generation)>, Errno> {
         let dir = self.inos.to_core(parent)?;
         match self.fs.lookup(dir, name.as_bytes()) {
-            Ok(ino) => self.attr(ino).map(Some),
+            Ok(ino) => match self.held_attr(ino) {
+                // Freed between the lookup and the stat: gone, unless the name still
+                // names it, which is an entry naming a free inode (damage).
+                Err(Errno::ENOENT) if self.fs.lookup(dir, name.as_bytes()).ok() == Some(ino) => {
+                    eprintln!(
+                        "uf2fs: directory inode {dir}: entry {:?} names inode {ino}, which is not allocated",
+                        uf2fs_core::show_name(name.as_bytes())
+                    );
+                    Err(Errno::from_i32(libc::EUCLEAN))
+                }
+                Err(Errno::ENOENT) => Ok(None),
+                r => r.map(Some),
+            },
             Err(uf2fs_core::Error::NotFound(_)) => Ok(None),
             Err(err) => Err(crate::errors::errno(&err)),
         }
@@ -168,17 +217,32 @@ impl F2fsFuse {
     fn open_dir(&self, node: INodeNo) -> Result<FileHandle, Errno> {
         let dir = self.inos.to_core(node)?;
         self.take_handle(dir)?;
-        let snapshot = || -> Result<FileHandle, Errno> {
-            let entries = self.fs.read_dir(dir).or_errno()?;
-            let parent = self.fs.lookup(dir, b"..").or_errno()?;
-            self.dirs.insert(DirSnapshot::new(dir, parent, entries))
-        };
+        let snapshot = || self.dirs.insert(self.snapshot(dir)?);
         snapshot().inspect_err(|_| self.give_back_handle(dir))
+    }
+
+    /// The listing of directory `dir` now.
+    fn snapshot(&self, dir: Ino) -> Result<DirSnapshot, Errno> {
+        let entries = self.fs.read_dir(dir).or_errno()?;
+        let parent = self.fs.lookup(dir, b"..").or_errno()?;
+        Ok(DirSnapshot::new(dir, parent, entries))
+    }
+
+    /// The snapshot of handle `fh` to read from `offset`: taken again when the stream
+    /// starts over (offset 0: the first read, or a `rewinddir`), so that names made
+    /// since `opendir` are listed, as POSIX requires after a rewind.
+    fn listing(&self, fh: FileHandle, offset: u64) -> Result<std::sync::Arc<DirSnapshot>, Errno> {
+        let snapshot = self.dirs.get(fh)?;
+        if offset != 0 {
+            return Ok(snapshot);
+        }
+        let fresh = self.snapshot(snapshot.dir())?;
+        self.dirs.replace(fh, fresh)
     }
 
     /// Fill `reply` with the entries of handle `fh` from `offset` on.
     fn fill_dir(&self, fh: FileHandle, offset: u64, reply: &mut ReplyDirectory) -> Result<(), Errno> {
-        let snapshot = self.dirs.get(fh)?;
+        let snapshot = self.listing(fh, offset)?;
         for (next, entry) in snapshot.entries_from(offset) {
             let node = self.inos.to_fuse(entry.ino);
             let name = OsStr::from_bytes(&entry.name);
@@ -193,24 +257,52 @@ impl F2fsFuse {
     /// An entry whose inode cannot be read is still listed, with placeholder attributes
     /// the kernel must not cache, so that one bad inode does not hide its siblings.
     fn fill_dir_plus(&self, fh: FileHandle, offset: u64, reply: &mut ReplyDirectoryPlus) -> Result<(), Errno> {
-        let snapshot = self.dirs.get(fh)?;
+        let snapshot = self.listing(fh, offset)?;
         for (next, entry) in snapshot.entries_from(offset) {
-            let (attr, generation, ttl) = self.entry_attr(entry);
+            // The kernel counts a lookup for every entry but "." and "..".
+            let counted = entry.name != b"." && entry.name != b"..";
+            // The kernel makes a dentry of each entry: one renamed or removed since
+            // the snapshot must not be handed out under its old name (the kernel
+            // would move a directory's only dentry back there).
+            if counted && self.fs.lookup(snapshot.dir(), &entry.name).ok() != Some(entry.ino) {
+                continue;
+            }
+            let (attr, generation, ttl) = match self.entry_attr(entry, counted) {
+                Some(a) => a,
+                None => continue,
+            };
             let name = OsStr::from_bytes(&entry.name);
             if reply.add(attr.ino, next, name, &ttl, &attr, generation) {
+                if counted {
+                    self.forget_lookups(entry.ino, 1);
+                }
                 break;
             }
         }
         Ok(())
     }
 
-    /// Attributes for a readdirplus entry, with the TTL they may be cached for.
-    fn entry_attr(&self, entry: &DirEntry) -> (FileAttr, Generation, Duration) {
-        match self.attr(entry.ino) {
-            Ok((attr, generation)) => (attr, generation, TTL),
+    /// Attributes for a readdirplus entry, with the TTL they may be cached for;
+    /// `counted` when the reply counts as a lookup (held in the core, see
+    /// [`crate::lookups`]). `None` for an inode removed since the directory was
+    /// opened (Linux lists only what is there); an inode that cannot be read is still
+    /// listed, with placeholder attributes the kernel must not cache, so that one bad
+    /// inode does not hide its siblings.
+    fn entry_attr(&self, entry: &DirEntry, counted: bool) -> Option<(FileAttr, Generation, Duration)> {
+        let attr = if counted {
+            self.held_attr(entry.ino)
+        } else {
+            self.attr(entry.ino)
+        };
+        match attr {
+            Ok((attr, generation)) => Some((attr, generation, TTL)),
+            Err(Errno::ENOENT) => None,
             Err(_) => {
+                if counted {
+                    self.remember(entry.ino);
+                }
                 let attr = placeholder_attr(self.inos.to_fuse(entry.ino), entry.kind);
-                (attr, Generation(0), Duration::ZERO)
+                Some((attr, Generation(0), Duration::ZERO))
             }
         }
     }
@@ -288,6 +380,13 @@ impl Filesystem for F2fsFuse {
         }
     }
 
+    // BATCH_FORGET: fuser's default calls this for each node.
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if let Ok(ino) = self.inos.to_core(ino) {
+            self.forget_lookups(ino, nlookup);
+        }
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.inos.to_core(ino).and_then(|ino| self.attr(ino)) {
             Ok((attr, _)) => reply.attr(&TTL, &attr),
@@ -335,7 +434,8 @@ impl Filesystem for F2fsFuse {
     /// The session ends: handles the kernel did not release (it normally releases
     /// every one first) go back to the core, which frees the unlinked inodes they held.
     fn destroy(&mut self) {
-        for (ino, handles) in self.files.take_all() {
+        let counted = self.lookups.take_held().into_iter().map(|ino| (ino, 1));
+        for (ino, handles) in self.files.take_all().into_iter().chain(counted) {
             for _ in 0..handles {
                 if let Err(err) = self.fs.release_file(ino) {
                     eprintln!("uf2fs: releasing inode {ino} at the end of the session: {err}");
@@ -543,7 +643,7 @@ impl Filesystem for F2fsFuse {
             let ino = self.inos.to_core(ino)?;
             let dir = self.inos.to_core(newparent)?;
             let stat = self.fs.link(ino, dir, newname.as_bytes()).or_errno()?;
-            Ok(self.entry(&stat))
+            Ok(self.hand_out(&stat))
         });
         reply_entry(reply, made);
     }

@@ -2,7 +2,8 @@
 //!
 //! `readdir` may be resumed at any offset the kernel saw (after a short buffer, a
 //! `seekdir`, or a `telldir` from user space). Each handle therefore freezes the listing
-//! at `opendir`: entry `i` of the snapshot carries offset `i + 1`, the position of the entry
+//! when the stream starts (the first read at offset 0, taken again at every read from
+//! offset 0, which a `rewinddir` makes): entry `i` of the snapshot carries offset `i + 1`, the position of the entry
 //! after it, so resuming at offset `k` continues with entry `k` and every entry is listed
 //! exactly once. A snapshot holds one [`DirEntry`] per name in the directory plus "." and
 //! "..": its size is bounded by the directory's own.
@@ -17,6 +18,8 @@ use uf2fs_core::{DirEntry, FileKind, Ino};
 /// The listing of one directory as it was at `opendir`.
 #[derive(Debug)]
 pub(crate) struct DirSnapshot {
+    /// The directory listed.
+    dir: Ino,
     /// ".", "..", then the directory's entries in on-disk order.
     entries: Vec<DirEntry>,
 }
@@ -34,7 +37,12 @@ impl DirSnapshot {
         all.push(dot(b".", dir));
         all.push(dot(b"..", parent));
         all.extend(entries);
-        DirSnapshot { entries: all }
+        DirSnapshot { dir, entries: all }
+    }
+
+    /// The directory listed.
+    pub(crate) fn dir(&self) -> Ino {
+        self.dir
     }
 
     /// Entries from readdir offset `offset` on, each with the offset that resumes after it.
@@ -93,6 +101,15 @@ impl DirHandles {
     pub(crate) fn get(&self, fh: FileHandle) -> Result<Arc<DirSnapshot>, Errno> {
         let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         open.get(&fh.0).cloned().ok_or(Errno::EBADF)
+    }
+
+    /// Puts `snapshot` in place of handle `fh`'s (the stream started over); returns
+    /// it. `EBADF` if `fh` is not open.
+    pub(crate) fn replace(&self, fh: FileHandle, snapshot: DirSnapshot) -> Result<Arc<DirSnapshot>, Errno> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = open.get_mut(&fh.0).ok_or(Errno::EBADF)?;
+        *slot = Arc::new(snapshot);
+        Ok(slot.clone())
     }
 
     /// Forget handle `fh` (releasedir). Unknown handles are ignored.

@@ -35,6 +35,7 @@ mod errors;
 mod gc_thread;
 mod inode_map;
 mod kernel;
+mod lookups;
 mod open_files;
 mod read_buf;
 mod readahead;

@@ -8,11 +8,9 @@
 //! took, so that the end of the session gives back exactly what the kernel did not
 //! release, and a release the adapter never saw an open for does not reach the core.
 //!
-//! Lookups (the kernel's `nlookup` and FORGET) keep nothing alive: only handles do, as
-//! in the kernel, where a dentry without an open file does not hold an unlinked inode
-//! on the orphan list either. A request about an unlinked inode that no handle holds
-//! (a process whose working directory was removed asks for its attributes, say) gets
-//! `ENOENT`.
+//! The kernel's lookups hold inodes too, in their own table ([`crate::lookups`]): an
+//! inode that lost its last link stays an orphan until the kernel has released every
+//! handle and forgotten every lookup, as Linux F2FS keeps it until its last reference.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};

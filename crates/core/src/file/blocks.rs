@@ -150,10 +150,7 @@ fn make_node(t: &mut Tree, inode: &mut InodeMut, offset: u32) -> Result<u32> {
     let nid = t.take_nid()?;
     let dir = inode.is_dir();
     let block = new_node_block(nid, inode.ino, offset, dir);
-    if let Err(e) = t
-        .nodes
-        .new_node(t.dev, t.segs, nid, inode.ino, block, node_log(offset, dir))
-    {
+    if let Err(e) = t.new_node(nid, inode.ino, block, node_log(offset, dir)) {
         t.nodes.release_nid(nid);
         return Err(e);
     }
@@ -192,14 +189,8 @@ fn ensure_dnode(t: &mut Tree, inode: &mut InodeMut, path: &NodePath) -> Result<u
     Ok(nid)
 }
 
-fn reserve(t: &Tree, n: u64) -> Result<()> {
-    if n == 0 {
-        return Ok(());
-    }
-    t.segs
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .reserve_new_blocks(n)
+fn reserve(t: &mut Tree, n: u64) -> Result<()> {
+    t.reserve_blocks(n)
 }
 
 /// Reserves every hole of blocks `first..end` (`NEW_ADDR`, one reserved block and one

@@ -100,8 +100,7 @@ impl Fs {
             let mut op = fs.begin_op()?;
             let r = op.link(ino, new_dir, new_name);
             op.end(r)
-        })?;
-        self.stat(ino)
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -123,18 +122,19 @@ impl Fs {
             encode_rdev(major, minor)?;
         }
         let mode = kind.mode_bits() | (mode & PERM_MASK);
-        let ino = self.with_room(|fs| {
+        self.with_room(|fs| {
             let mut op = fs.begin_op()?;
             let r = op.make(dir, name, kind, (mode, uid, gid), contents);
             op.end(r)
-        })?;
-        self.stat(ino)
+        })
     }
 }
 
 impl Op<'_> {
     /// [`Fs::make`] under the directory's lock: the new inode first (so that whoever
     /// finds the entry can read it), then the entry, then the parent's times and links.
+    /// Returns the new inode's attributes, read while the lock keeps others from
+    /// removing it.
     fn make(
         &mut self,
         dir: Ino,
@@ -142,7 +142,7 @@ impl Op<'_> {
         kind: FileKind,
         (mut mode, uid, mut gid): (u32, u32, u32),
         contents: Contents,
-    ) -> Result<Ino> {
+    ) -> Result<Stat> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[dir]);
         let mut d = self.load_dir(dir)?;
@@ -189,7 +189,7 @@ impl Op<'_> {
             d.inode.links += 1;
         }
         self.t.store_inode(d)?;
-        Ok(ino)
+        self.fs.stat(ino)
     }
 
     /// Registers the new inode's node (its id becomes in use) with its contents.
@@ -210,9 +210,7 @@ impl Op<'_> {
             Contents::Target(_) => new.inode.inline &= !F2FS_INLINE_DATA,
         }
         let (ino, log) = (new.ino, new.node_log());
-        self.fs
-            .nodes()
-            .new_node(self.fs.device(), &self.rw.segs, ino, ino, new.clone().finish(sb)?, log)?;
+        self.t.new_node(ino, ino, new.clone().finish(sb)?, log)?;
         if let Contents::Target(target) = contents {
             if !new.inode.has_inline(F2FS_INLINE_DATA) {
                 let mut block = vec![0u8; BLOCK];
@@ -224,8 +222,9 @@ impl Op<'_> {
         self.t.store_inode(new.clone())
     }
 
-    /// [`Fs::link`] under the locks of the inode and the directory.
-    fn link(&mut self, ino: Ino, new_dir: Ino, new_name: &[u8]) -> Result<()> {
+    /// [`Fs::link`] under the locks of the inode and the directory; returns the
+    /// inode's new attributes.
+    fn link(&mut self, ino: Ino, new_dir: Ino, new_name: &[u8]) -> Result<Stat> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino, new_dir]);
         let mut d = self.load_dir(new_dir)?;
@@ -257,6 +256,7 @@ impl Op<'_> {
         dentry::add(&mut self.t, &mut d, new_name, ino, ft)?;
         d.inode.mtime = t;
         d.inode.ctime = t;
-        self.t.store_inode(d)
+        self.t.store_inode(d)?;
+        self.fs.stat(ino)
     }
 }

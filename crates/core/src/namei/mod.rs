@@ -114,6 +114,14 @@ impl Fs {
     }
 }
 
+impl Drop for Op<'_> {
+    /// Whatever way the operation ends, the node ids and blocks it took ahead and did
+    /// not use go back.
+    fn drop(&mut self) {
+        self.t.release_pool();
+    }
+}
+
 impl<'a> Op<'a> {
     /// From here on the operation changes memory.
     pub(crate) fn commit(&mut self) {
@@ -155,14 +163,19 @@ impl<'a> Op<'a> {
     /// reserved sections.
     pub(crate) fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
         let need = crate::gc::pending_need(self.fs, self.rw);
-        let segs = self.rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut segs = self.rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
         let need = need.plus(&extra);
         if freeing {
             segs.check_room_freeing(&need)?;
         } else {
             segs.check_room(&need)?;
         }
+        // The new blocks are taken with the check, under the same lock: another
+        // operation checking meanwhile sees them gone, and this one cannot run short
+        // of them after its first change.
+        segs.reserve_new_blocks(extra.new_blocks)?;
         drop(segs);
+        self.t.hold_blocks(extra.new_blocks);
         self.t.take_nids(nids)
     }
 

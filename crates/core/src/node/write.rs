@@ -163,13 +163,12 @@ impl NodeManager {
     }
 
     /// Makes `nid` (taken with [`NodeManager::alloc_nid`]) a new node of inode `ino`
-    /// with contents `block`: a block is reserved for it (fails with
-    /// [`Error::NoSpace`] when none is left), its NAT entry says `NEW_ADDR` until it is
+    /// with contents `block`, for which the caller reserved a block (see
+    /// [`crate::tree::Tree::reserve_blocks`]): its NAT entry says `NEW_ADDR` until it is
     /// written, and the node (and inode) counts grow.
     pub(crate) fn new_node(
         &self,
         dev: &dyn BlockDevice,
-        segs: &Mutex<SegmentManager>,
         nid: u32,
         ino: u32,
         block: Vec<u8>,
@@ -185,7 +184,6 @@ impl NodeManager {
                 format!("handed out as free but points at {:#x}", e.block_addr),
             ));
         }
-        lock_segs(segs).reserve_new_blocks(1)?;
         let entry = NatEntry {
             version: e.version,
             ino,

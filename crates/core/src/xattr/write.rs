@@ -196,7 +196,7 @@ impl Rewrite {
                 let nid = t.take_nid()?;
                 let mut b = new_node_block(nid, i.ino, XATTR_NODE_OFFSET, i.is_dir());
                 b[..XATTR_NODE_AREA].copy_from_slice(node_part);
-                if let Err(e) = t.nodes.new_node(t.dev, t.segs, nid, i.ino, b, log) {
+                if let Err(e) = t.new_node(nid, i.ino, b, log) {
                     t.nodes.release_nid(nid);
                     return Err(e);
                 }
