@@ -66,16 +66,16 @@ pub(crate) struct ReadWrite {
     /// What the mount options chose ([`crate::settings`]).
     pub(crate) settings: Mutex<crate::settings::Settings>,
     /// When the newest checkpoint was written ([`crate::checkpoint::periodic`]).
-    pub(crate) cp_timer: crate::checkpoint::periodic::CheckpointTimer,
+    pub(crate) cp_timer: crate::checkpoint::timer::CheckpointTimer,
     /// Set when an operation failed halfway: memory may no longer be consistent, so
     /// nothing more is written and every later operation fails.
     pub(crate) failed: Mutex<Option<String>>,
     /// State of the generator of inode generations (xorshift, seeded at open).
     pub(crate) generation_rng: std::sync::atomic::AtomicU64,
     /// Open handles per inode and the orphan list.
-    pub(crate) open: crate::orphan::OpenInodes,
+    pub(crate) open: crate::orphan::table::OpenInodes,
     /// Garbage-collection settings, state and counters.
-    pub(crate) gc: Mutex<crate::gc::GcState>,
+    pub(crate) gc: Mutex<crate::gc::state::GcState>,
     /// 4 KiB blocks the users' writes covered (the WAF's denominator).
     pub(crate) user_blocks: std::sync::atomic::AtomicU64,
 }
@@ -704,10 +704,10 @@ fn open_for_writing(
         rename_lock: Mutex::new(()),
         locks: Default::default(),
         settings: Default::default(),
-        cp_timer: crate::checkpoint::periodic::CheckpointTimer::new(cps.cp.checkpoint_ver),
+        cp_timer: crate::checkpoint::timer::CheckpointTimer::new(cps.cp.checkpoint_ver),
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
-        open: crate::orphan::OpenInodes::new(crate::orphan::max_orphans(sb)),
+        open: crate::orphan::table::OpenInodes::new(crate::orphan::table::max_orphans(sb)),
         gc: Mutex::new(Default::default()),
         user_blocks: Default::default(),
     })

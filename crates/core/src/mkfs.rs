@@ -9,6 +9,7 @@ mod cp;
 mod host;
 pub mod image;
 pub mod layout;
+mod params;
 mod target;
 
 use crate::{Error, Result};

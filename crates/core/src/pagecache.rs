@@ -21,7 +21,7 @@
 //!   concurrent operation of the bound.
 
 use crate::segment::{LogType, NR_LOGS};
-use crate::writeback::Writeback;
+use crate::writeback::context::Writeback;
 use crate::Ino;
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -9,6 +9,7 @@ pub mod periodic;
 pub mod roll_forward;
 #[cfg(test)]
 mod tests;
+pub(crate) mod timer;
 pub mod write;
 
 use crate::device::{read_block, BlockDevice, BLOCK};

@@ -21,8 +21,8 @@
 use super::write::CheckpointReport;
 use crate::fs::ReadWrite;
 use crate::{Fs, Result};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::PoisonError;
+use std::time::Duration;
 
 /// Percent of the main segments that may wait as prefree before a checkpoint is due
 /// (the kernel's `DEF_RECLAIM_PREFREE_SEGMENTS`).
@@ -42,36 +42,6 @@ pub enum CheckpointDue {
     PrefreeSegments,
     /// Too many NAT entries are dirty.
     DirtyNat,
-}
-
-/// The newest checkpoint version seen and when it was written (or first seen).
-#[derive(Debug)]
-pub(crate) struct CheckpointTimer {
-    last: Mutex<(u64, Instant)>,
-}
-
-impl CheckpointTimer {
-    /// Starts at the opened checkpoint, counted from now.
-    pub(crate) fn new(version: u64) -> CheckpointTimer {
-        CheckpointTimer {
-            last: Mutex::new((version, Instant::now())),
-        }
-    }
-
-    /// Time since checkpoint `version`, the newest durable one, was written; a version
-    /// not seen before counts from now.
-    fn since(&self, version: u64) -> Duration {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        if last.0 != version {
-            *last = (version, Instant::now());
-        }
-        last.1.elapsed()
-    }
-
-    /// Checkpoint `version` was just written.
-    fn written(&self, version: u64) {
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = (version, Instant::now());
-    }
 }
 
 impl Fs {

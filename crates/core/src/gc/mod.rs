@@ -28,12 +28,15 @@ mod batching;
 pub mod greedy_model;
 mod migrate;
 mod policy;
+pub(crate) mod state;
 mod status;
 mod victim;
 
 pub use background::{BgCleaner, BgOutcome, BgTimes};
 pub use migrate::Moved;
 pub use policy::GcPolicy;
+pub(crate) use state::GcState;
+pub use state::GcStats;
 pub use victim::GcKind;
 
 use crate::checkpoint::write::CheckpointWriter;
@@ -54,27 +57,6 @@ pub const GC_CHECKPOINT_SECS: u32 = crate::segment::PREFREE_ROOM_FLOOR_SECS;
 /// with ENOSPC (each time a checkpoint of prefree sections or a foreground GC pass
 /// that emptied a section).
 pub const RECLAIM_TRIES: u32 = 32;
-
-/// Garbage-collection counters since the file system was opened.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GcStats {
-    /// Foreground passes (a writer waited).
-    pub fg_calls: u64,
-    /// Background passes.
-    pub bg_calls: u64,
-    /// Data sections chosen as victims.
-    pub data_victims: u64,
-    /// Node sections chosen as victims.
-    pub node_victims: u64,
-    /// Victims left without a valid block.
-    pub sections_freed: u64,
-    /// Data blocks moved.
-    pub data_blocks_moved: u64,
-    /// Node blocks moved.
-    pub node_blocks_moved: u64,
-    /// Checkpoints GC wrote to turn prefree sections free.
-    pub checkpoints: u64,
-}
 
 /// Writes since open and what they cost: the figures of `uf2fs status` and the lab.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -104,35 +86,6 @@ impl Accounting {
     /// Live data over main-area capacity.
     pub fn utilization(&self) -> f64 {
         self.valid_blocks as f64 / self.main_blocks.max(1) as f64
-    }
-}
-
-/// GC settings and state of a read-write file system.
-#[derive(Debug, Clone)]
-pub(crate) struct GcState {
-    pub(crate) policy: GcPolicy,
-    /// Whether foreground GC may run (off: a full volume gives ENOSPC, as before GC).
-    pub(crate) enabled: bool,
-    /// The prefer-data policies' `need_node_clean`.
-    pub(crate) node_clean: bool,
-    pub(crate) stats: GcStats,
-    /// When the last operation started (the background cleaner's idle rule).
-    pub(crate) last_op: Option<std::time::Instant>,
-    /// Sections the default policy keeps free beyond the reserved ones for its
-    /// checkpoint batches ([`batching`]), chosen again at every GC checkpoint.
-    pub(crate) batch_extra: u32,
-}
-
-impl Default for GcState {
-    fn default() -> GcState {
-        GcState {
-            policy: GcPolicy::Greedy,
-            enabled: true,
-            node_clean: false,
-            stats: GcStats::default(),
-            last_op: None,
-            batch_extra: 0,
-        }
     }
 }
 

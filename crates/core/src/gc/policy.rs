@@ -88,7 +88,7 @@ impl FromStr for GcPolicy {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::gc::policy::GcPolicy;
 
     #[test]
     fn names_round_trip() {

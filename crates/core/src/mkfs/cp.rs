@@ -5,8 +5,8 @@
 //! NAT and SIT journals, and NAT bits end its segment when they fit. Pack 1 holds only
 //! its two checkpoint blocks, with version 0, so that any mount picks pack 0.
 
-use super::image::{encode, BlockWrite, Params};
 use super::layout::NR_CURSEG_TYPE;
+use super::params::{encode, BlockWrite, Params, ROOT_INO};
 use crate::checkpoint::pack::{build_pack, PackSpec};
 use crate::Result;
 use uf2fs_format::checkpoint::{nat_bits_bytes, Checkpoint, CP_CHKSUM_OFFSET, CP_TRIMMED_FLAG};
@@ -53,7 +53,7 @@ fn checkpoint(p: &Params) -> Checkpoint {
         cp_pack_start_sum: 0,
         valid_node_count: made,
         valid_inode_count: made,
-        next_free_nid: super::image::ROOT_INO + made,
+        next_free_nid: ROOT_INO + made,
         sit_ver_bitmap_bytesize: (l.segment_count_sit / 2) * BLOCKS_PER_SEG / 8,
         nat_ver_bitmap_bytesize: (l.segment_count_nat / 2) * BLOCKS_PER_SEG / 8,
         checksum_offset: CP_CHKSUM_OFFSET as u32,
@@ -84,9 +84,7 @@ type JournalsAndHotData = (Vec<(u32, NatEntry)>, Vec<(u32, SitEntry)>, Vec<Summa
 /// block carries.
 fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
     let l = p.layout;
-    let inos: Vec<u32> = std::iter::once(super::image::ROOT_INO)
-        .chain(p.lost_found_ino())
-        .collect();
+    let inos: Vec<u32> = std::iter::once(ROOT_INO).chain(p.lost_found_ino()).collect();
     let nat: Vec<(u32, NatEntry)> = inos
         .iter()
         .enumerate()
@@ -120,7 +118,7 @@ fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
 
 /// Summaries of the hot node log: root (and lost+found) inodes.
 fn hot_node_summaries(p: &Params) -> Vec<Summary> {
-    std::iter::once(super::image::ROOT_INO)
+    std::iter::once(ROOT_INO)
         .chain(p.lost_found_ino())
         .map(|nid| Summary {
             nid,

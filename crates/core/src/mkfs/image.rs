@@ -17,10 +17,12 @@
 //! The SIT area stays zero: the six active logs' SIT entries live in the checkpoint's
 //! SIT journal, and the NAT entries of root and lost+found in its NAT journal.
 
-use super::layout::Layout;
+pub use super::params::{BlockWrite, Params};
+
+use super::params::{encode, ROOT_INO};
 use crate::Result;
 use uf2fs_format::checkpoint::Checkpoint;
-use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE, F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
+use uf2fs_format::consts::{BLOCK_SIZE, F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
 use uf2fs_format::dentry::{ft, DentryAreaMut};
 use uf2fs_format::nat::{NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::{Inode, NodeFooter, F2FS_EXTRA_ATTR};
@@ -30,8 +32,6 @@ use uf2fs_format::superblock::*;
 const NODE_INO: u32 = 1;
 /// Node id of the meta inode (internal).
 const META_INO: u32 = 2;
-/// Inode number of the root directory.
-pub const ROOT_INO: u32 = 3;
 /// Name of the lost+found directory.
 const LOST_FOUND: &[u8] = b"lost+found";
 
@@ -44,34 +44,6 @@ const COLD_EXTENSIONS: &[&str] = &[
 /// Extensions of files written to hot data logs.
 const HOT_EXTENSIONS: &[&str] = &["db", "vmdk", "vdi", "qcow2"];
 
-/// Everything besides the layout that goes into the blocks.
-#[derive(Debug, Clone)]
-pub struct Params<'a> {
-    /// Geometry.
-    pub layout: &'a Layout,
-    /// Superblock feature bits (already checked).
-    pub features: u32,
-    /// Volume UUID.
-    pub uuid: [u8; 16],
-    /// Volume label.
-    pub label: &'a str,
-    /// Version string stored as `version` and `init_version`.
-    pub version: &'a str,
-    /// Seconds since the epoch for the inodes' times.
-    pub time_secs: u64,
-    /// Owner of the root directory (and lost+found).
-    pub root_uid: u32,
-    /// Group of the root directory (and lost+found).
-    pub root_gid: u32,
-    /// Version of the first checkpoint pack.
-    pub cp_ver: u64,
-    /// Whether the whole device was discarded first (sets `CP_TRIMMED_FLAG`).
-    pub trimmed: bool,
-}
-
-/// A block to write, by block address.
-pub type BlockWrite = (u64, Vec<u8>);
-
 /// The blocks of a new volume, superblocks last, plus what they describe.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -81,32 +53,6 @@ pub struct Plan {
     pub superblock: Superblock,
     /// The checkpoint of the valid pack.
     pub checkpoint: Checkpoint,
-}
-
-impl Params<'_> {
-    pub(super) fn has(&self, bit: u32) -> bool {
-        self.features & bit != 0
-    }
-
-    /// Inode number of lost+found, if made.
-    pub(super) fn lost_found_ino(&self) -> Option<u32> {
-        self.has(FEATURE_LOST_FOUND).then_some(ROOT_INO + 1)
-    }
-
-    /// Inodes made: root, and lost+found.
-    pub(super) fn inodes(&self) -> u32 {
-        1 + u32::from(self.lost_found_ino().is_some())
-    }
-
-    /// Block address of block `i` of the hot node log.
-    pub(super) fn hot_node_blk(&self, i: u32) -> u32 {
-        self.layout.main_blkaddr() + self.layout.cur_node_segno[0] * BLOCKS_PER_SEG + i
-    }
-
-    /// Block address of block `i` of the hot data log.
-    pub(super) fn hot_data_blk(&self, i: u32) -> u32 {
-        self.layout.main_blkaddr() + self.layout.cur_data_segno[0] * BLOCKS_PER_SEG + i
-    }
 }
 
 /// Builds every block of the new volume.
@@ -125,10 +71,6 @@ pub fn plan(p: &Params) -> Result<Plan> {
         superblock: sb,
         checkpoint,
     })
-}
-
-pub(super) fn encode<T>(r: uf2fs_format::Result<T>) -> Result<T> {
-    r.map_err(|e| crate::Error::Invalid(format!("cannot encode the new volume: {e}")))
 }
 
 /// The superblock of the new volume.

@@ -57,7 +57,7 @@ impl Drop for InodeGuard<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::namei::locks::InodeLocks;
     use std::sync::Arc;
 
     #[test]

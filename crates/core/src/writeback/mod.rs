@@ -17,13 +17,17 @@
 //! the pages leave the cache. A reader therefore never finds an address whose block is
 //! not yet written.
 
+pub(crate) mod context;
+
+pub use context::{SingleContext, Writeback, WritebackContext, WritebackPolicy, WritebackStats};
+
 use crate::device::WriteKind;
 use crate::inode::InodeMut;
 use crate::node::DIRTY_NODES_MAX;
 use crate::pagecache::{DirtyPage, PageCache};
 use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, Fs, Ino, Result};
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::NodeFooter;
@@ -31,100 +35,6 @@ use uf2fs_format::summary::Summary;
 
 /// Blocks gathered into one device write at most (1 MiB).
 const RUN_BLOCKS_MAX: usize = 256;
-
-/// Chooses the writeback context of an inode (a policy value: the lab will compare
-/// several on identical workloads).
-pub trait WritebackPolicy: Send + Sync {
-    /// A short name for reports.
-    fn name(&self) -> &'static str;
-    /// The context (`0..contexts`) that writes inode `ino`'s pages.
-    fn context_of(&self, ino: Ino, contexts: usize) -> usize;
-}
-
-/// Every inode in context 0.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SingleContext;
-
-impl WritebackPolicy for SingleContext {
-    fn name(&self) -> &'static str {
-        "single"
-    }
-
-    fn context_of(&self, _ino: Ino, _contexts: usize) -> usize {
-        0
-    }
-}
-
-/// What one writeback context has done.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WritebackStats {
-    /// Times it was run.
-    pub runs: u64,
-    /// Inodes whose pages it wrote.
-    pub inodes: u64,
-    /// Pages (blocks) it wrote.
-    pub pages: u64,
-}
-
-/// One writeback context: its counters (its queue is the page cache's list of the
-/// inodes assigned to it).
-#[derive(Debug, Default)]
-pub struct WritebackContext {
-    stats: Mutex<WritebackStats>,
-}
-
-impl WritebackContext {
-    fn add(&self, inodes: u64, pages: u64) {
-        let mut s = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
-        s.inodes += inodes;
-        s.pages += pages;
-    }
-}
-
-/// The writeback contexts and the policy assigning inodes to them.
-pub struct Writeback {
-    policy: Box<dyn WritebackPolicy>,
-    contexts: Vec<WritebackContext>,
-}
-
-impl Default for Writeback {
-    fn default() -> Writeback {
-        Writeback::new(Box::new(SingleContext), 1)
-    }
-}
-
-impl Writeback {
-    /// `contexts` contexts (at least one) under `policy`.
-    pub fn new(policy: Box<dyn WritebackPolicy>, contexts: usize) -> Writeback {
-        Writeback {
-            policy,
-            contexts: (0..contexts.max(1)).map(|_| WritebackContext::default()).collect(),
-        }
-    }
-
-    /// The context of inode `ino` (the policy's choice, kept within range).
-    pub fn context_of(&self, ino: Ino) -> usize {
-        self.policy.context_of(ino, self.contexts.len()) % self.contexts.len()
-    }
-
-    /// Number of contexts.
-    pub fn contexts(&self) -> usize {
-        self.contexts.len()
-    }
-
-    /// The policy's name.
-    pub fn policy_name(&self) -> &'static str {
-        self.policy.name()
-    }
-
-    /// Counters of every context, by context number.
-    pub fn stats(&self) -> Vec<WritebackStats> {
-        self.contexts
-            .iter()
-            .map(|c| *c.stats.lock().unwrap_or_else(PoisonError::into_inner))
-            .collect()
-    }
-}
 
 /// Device writes of consecutive blocks gathered into one (see
 /// [`crate::device::BlockDevice::write_blocks_from`]); the pages are borrowed until the
@@ -327,32 +237,5 @@ impl Fs {
     /// Counters of the writeback contexts (read-write only; empty otherwise).
     pub fn writeback_stats(&self) -> Vec<WritebackStats> {
         self.rw().map(|rw| rw.pages.writeback().stats()).unwrap_or_default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct ByParity;
-    impl WritebackPolicy for ByParity {
-        fn name(&self) -> &'static str {
-            "parity"
-        }
-        fn context_of(&self, ino: Ino, contexts: usize) -> usize {
-            ino as usize % contexts
-        }
-    }
-
-    #[test]
-    fn policies_choose_contexts() {
-        let one = Writeback::default();
-        assert_eq!(
-            (one.contexts(), one.context_of(77), one.policy_name()),
-            (1, 0, "single")
-        );
-        let two = Writeback::new(Box::new(ByParity), 2);
-        assert_eq!((two.context_of(4), two.context_of(7)), (0, 1));
-        assert_eq!(two.stats(), vec![WritebackStats::default(); 2]);
     }
 }

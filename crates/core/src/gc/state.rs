@@ -1,0 +1,55 @@
+//! What the read-write state keeps for garbage collection: the policy and its
+//! switches, the counters, the background cleaner's idle clock. The engine
+//! ([`super`]) reads and updates it; the state imports nothing of the engine.
+
+use super::policy::GcPolicy;
+
+/// Garbage-collection counters since the file system was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcStats {
+    /// Foreground passes (a writer waited).
+    pub fg_calls: u64,
+    /// Background passes.
+    pub bg_calls: u64,
+    /// Data sections chosen as victims.
+    pub data_victims: u64,
+    /// Node sections chosen as victims.
+    pub node_victims: u64,
+    /// Victims left without a valid block.
+    pub sections_freed: u64,
+    /// Data blocks moved.
+    pub data_blocks_moved: u64,
+    /// Node blocks moved.
+    pub node_blocks_moved: u64,
+    /// Checkpoints GC wrote to turn prefree sections free.
+    pub checkpoints: u64,
+}
+
+/// GC settings and state of a read-write file system.
+#[derive(Debug, Clone)]
+pub(crate) struct GcState {
+    pub(crate) policy: GcPolicy,
+    /// Whether foreground GC may run (off: a full volume gives ENOSPC, as before GC).
+    pub(crate) enabled: bool,
+    /// The prefer-data policies' `need_node_clean`.
+    pub(crate) node_clean: bool,
+    pub(crate) stats: GcStats,
+    /// When the last operation started (the background cleaner's idle rule).
+    pub(crate) last_op: Option<std::time::Instant>,
+    /// Sections the default policy keeps free beyond the reserved ones for its
+    /// checkpoint batches ([`batching`]), chosen again at every GC checkpoint.
+    pub(crate) batch_extra: u32,
+}
+
+impl Default for GcState {
+    fn default() -> GcState {
+        GcState {
+            policy: GcPolicy::Greedy,
+            enabled: true,
+            node_clean: false,
+            stats: GcStats::default(),
+            last_op: None,
+            batch_extra: 0,
+        }
+    }
+}
