@@ -19,6 +19,7 @@ mod inode;
 pub mod mkfs;
 mod namei;
 mod node;
+mod ops;
 mod orphan;
 mod pagecache;
 pub mod segment;

@@ -2,7 +2,7 @@
 //! fallocate (allocate, keep size, punch hole) and fsync, on top of the block-range
 //! code ([`blocks`]), inline data ([`inline`]) and the page cache.
 //!
-//! Each runs as one or more namespace-style operations ([`crate::namei::Op`]): `cp_lock`
+//! Each runs as one or more namespace-style operations ([`crate::ops::Op`]): `cp_lock`
 //! shared, the inode locked, the room for everything the operation may write checked
 //! before its first change. Large requests go in chunks, one operation each, so the
 //! dirty-page and dirty-node bounds hold between them and a checkpoint can run in
@@ -24,7 +24,7 @@ pub mod inline;
 
 use crate::inode::{now, InodeMut};
 use crate::namei::newinode::{FADVISE_COLD_BIT, FADVISE_HOT_BIT};
-use crate::namei::{need, Op};
+use crate::ops::{need, Op};
 use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};

@@ -291,24 +291,6 @@ impl Fs {
         Ok(self.gc_locked(rw, &mut writer, GcKind::Foreground)? > 0)
     }
 
-    /// Runs `op` until it does not fail for lack of space, making room in between
-    /// ([`Fs::reclaim_space`]) while that gains something, at most
-    /// [`RECLAIM_TRIES`] times; then the last `NoSpace` stands.
-    pub(crate) fn with_room<T>(&self, mut op: impl FnMut(&Fs) -> Result<T>) -> Result<T> {
-        let mut tries = 0;
-        loop {
-            match op(self) {
-                Err(Error::NoSpace(why)) if tries < RECLAIM_TRIES => {
-                    tries += 1;
-                    if !self.reclaim_space()? {
-                        return Err(Error::NoSpace(why));
-                    }
-                }
-                r => return r,
-            }
-        }
-    }
-
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
         self.checkpoint_locked(rw, writer, false)?;
         rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats.checkpoints += 1;

@@ -25,7 +25,7 @@ pub(crate) mod table;
 use table::OrphanSlot;
 
 use crate::inode::InodeMut;
-use crate::namei::Op;
+use crate::ops::Op;
 use crate::{Error, Fs, Ino, Result};
 use uf2fs_format::consts::NULL_ADDR;
 

@@ -15,7 +15,7 @@ pub(crate) mod write;
 
 use crate::data::Mapper;
 use crate::inode::now;
-use crate::namei::Op;
+use crate::ops::Op;
 use crate::{Error, Fs, Ino, Result, Xattr};
 use acl::AclChange;
 use name::{XattrName, XATTR_SIZE_MAX};
@@ -112,7 +112,7 @@ impl Op<'_> {
         let (extra, nids) = rewrite.as_ref().map_or((Default::default(), 0), |r| r.need(&i));
         let mut per_log = [0u64; 6];
         per_log[i.node_log() as usize] = 1;
-        let need = crate::namei::need(per_log, 0).plus(&extra);
+        let need = crate::ops::need(per_log, 0).plus(&extra);
         self.ensure_room_as(need, nids, value.is_none())?;
         self.commit();
         if let Some(r) = rewrite {

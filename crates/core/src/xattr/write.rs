@@ -169,7 +169,7 @@ impl Rewrite {
             NodeChange::Make => (1, 1, 1),
         };
         per_log[i.node_log() as usize] = blocks;
-        (crate::namei::need(per_log, new), nids)
+        (crate::ops::need(per_log, new), nids)
     }
 
     /// Writes the list into `i` (stored by the caller) and the xattr node: made (counted
