@@ -27,17 +27,19 @@ mod background;
 mod batching;
 pub mod greedy_model;
 mod migrate;
+mod policies;
 mod policy;
 pub(crate) mod state;
 mod status;
-mod victim;
 
 pub use background::{BgCleaner, BgOutcome, BgTimes};
 pub use migrate::Moved;
+pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub(crate) use state::GcState;
 pub use state::GcStats;
-pub use victim::GcKind;
+
+use policies::{PassLoop, VictimPolicy};
 
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
@@ -120,12 +122,16 @@ fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
 impl Fs {
     /// Sets the victim policy (read-write only).
     pub fn set_gc_policy(&self, policy: GcPolicy) -> Result<()> {
-        self.gc_state_mut(|g| g.policy = policy)?;
+        let pass_loop = policies::for_policy(policy).pass_loop();
+        self.gc_state_mut(|g| {
+            g.policy = policy;
+            g.pass_loop = pass_loop;
+        })?;
         let rw = self.rw()?;
         rw.segs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .set_prefree_is_room(policy == GcPolicy::Default);
+            .set_prefree_is_room(pass_loop == PassLoop::Batched);
         self.size_batches(rw);
         Ok(())
     }
@@ -147,7 +153,7 @@ impl Fs {
             }
         };
         let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-        g.batch_extra = if g.policy == GcPolicy::Default {
+        g.batch_extra = if g.pass_loop == PassLoop::Batched {
             batching::extra_sections(&volume)
         } else {
             0
@@ -225,8 +231,8 @@ impl Fs {
     /// no checkpoint is due: free sections above every pending write +
     /// [`GC_CHECKPOINT_SECS`], or nothing prefree to reclaim (the seed patches' rule).
     /// Called before every operation: the pending writes are counted once.
-    fn room_without_gc(&self, rw: &ReadWrite, policy: GcPolicy) -> bool {
-        if policy != GcPolicy::Default {
+    fn room_without_gc(&self, rw: &ReadWrite, pass_loop: PassLoop) -> bool {
+        if pass_loop != PassLoop::Batched {
             return self.enough_free_secs(rw, 0, 1);
         }
         let need = pending_need(self, rw);
@@ -246,17 +252,17 @@ impl Fs {
     /// there is room.
     pub(crate) fn balance_fs(&self) -> Result<()> {
         let rw = self.rw()?;
-        let (enabled, policy) = {
+        let (enabled, pass_loop) = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             g.last_op = Some(std::time::Instant::now());
-            (g.enabled, g.policy)
+            (g.enabled, g.pass_loop)
         };
-        if !enabled || self.room_without_gc(rw, policy) {
+        if !enabled || self.room_without_gc(rw, pass_loop) {
             return Ok(());
         }
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
-        if self.room_without_gc(rw, policy) {
+        if self.room_without_gc(rw, pass_loop) {
             return Ok(());
         }
         self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
@@ -329,8 +335,9 @@ impl Fs {
         // room meanwhile ([`Fs::room_without_gc`]), and a pass ends as soon as there is
         // room. The other policies run the kernel's loop (a checkpoint after about
         // every victim).
-        let node_rules = matches!(policy, GcPolicy::PreferDataV1 | GcPolicy::PreferDataV2);
-        let batch = policy == GcPolicy::Default;
+        let victims = policies::for_policy(policy);
+        let node_rules = victims.pass_loop() == PassLoop::NodeClean;
+        let batch = victims.pass_loop() == PassLoop::Batched;
         let seed_loop = node_rules || batch;
         let mut freed_since_cp = 0u32;
         let mut freed_total = 0u64;
@@ -358,11 +365,15 @@ impl Fs {
                 self.gc_checkpoint(rw, writer)?;
                 freed_since_cp = 0;
             }
-            if batch && kind == GcKind::Foreground && (!first || checkpointed) && self.room_without_gc(rw, policy) {
+            if batch
+                && kind == GcKind::Foreground
+                && (!first || checkpointed)
+                && self.room_without_gc(rw, PassLoop::Batched)
+            {
                 break;
             }
             first = false;
-            let Some(victim) = self.select_victim(rw, policy, kind)? else {
+            let Some(victim) = self.select_victim(rw, victims.as_ref(), kind)? else {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
                 let dirty = rw.pages.len() + self.nodes().dirty_node_count();
@@ -463,7 +474,7 @@ impl Fs {
         rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = on;
     }
 
-    /// The victim under `policy` (see [`victim`]), with the seed patches' rules around
+    /// The victim under `victims` (see [`policies`]), with the seed patches' rules around
     /// need_node_clean:
     /// - v1 (foreground only): node sections only while node cleaning is on; then a
     ///   data section still cheapest ends node cleaning when free sections (with the
@@ -473,7 +484,7 @@ impl Fs {
     ///   the prefree ones) suffice.
     ///
     /// The patches pass the prefree *segment* count where sections are meant; kept.
-    fn select_victim(&self, rw: &ReadWrite, policy: GcPolicy, kind: GcKind) -> Result<Option<SectionInfo>> {
+    fn select_victim(&self, rw: &ReadWrite, victims: &dyn VictimPolicy, kind: GcKind) -> Result<Option<SectionInfo>> {
         let mut candidates = Vec::new();
         let now_secs = {
             let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
@@ -482,29 +493,23 @@ impl Fs {
         };
         loop {
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
-            let sel = victim::Selection {
-                policy,
+            let sel = policies::Selection {
                 kind,
                 node_clean,
                 now_secs,
             };
-            let found = victim::pick(&candidates, sel);
-            let seed_rules = match policy {
-                GcPolicy::PreferDataV1 => kind == GcKind::Foreground,
-                GcPolicy::PreferDataV2 => true,
-                _ => false,
-            };
-            if !seed_rules {
+            let found = victims.pick(&candidates, &sel);
+            let Some(rules) = victims.node_clean_rules(kind) else {
                 return Ok(found);
-            }
+            };
             match found {
-                None if policy == GcPolicy::PreferDataV2 && !node_clean && kind == GcKind::Foreground => {
+                None if rules.on_when_no_data_victim && !node_clean => {
                     self.set_node_clean(rw, true);
                 }
                 Some(v) if node_clean && !v.is_node => {
                     let prefree = self.prefree_count(rw);
                     if self.enough_free_secs(rw, prefree, 1) {
-                        if policy == GcPolicy::PreferDataV1 {
+                        if rules.off_when_data_suffices {
                             self.set_node_clean(rw, false);
                         }
                         return Ok(None);

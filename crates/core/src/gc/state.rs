@@ -2,6 +2,7 @@
 //! switches, the counters, the background cleaner's idle clock. The engine
 //! ([`super`]) reads and updates it; the state imports nothing of the engine.
 
+use super::policies::PassLoop;
 use super::policy::GcPolicy;
 
 /// Garbage-collection counters since the file system was opened.
@@ -29,6 +30,9 @@ pub struct GcStats {
 #[derive(Debug, Clone)]
 pub(crate) struct GcState {
     pub(crate) policy: GcPolicy,
+    /// The loop `policy`'s foreground passes run (asked of the policy once, when it is
+    /// set: every operation reads it).
+    pub(crate) pass_loop: PassLoop,
     /// Whether foreground GC may run (off: a full volume gives ENOSPC, as before GC).
     pub(crate) enabled: bool,
     /// The prefer-data policies' `need_node_clean`.
@@ -37,7 +41,7 @@ pub(crate) struct GcState {
     /// When the last operation started (the background cleaner's idle rule).
     pub(crate) last_op: Option<std::time::Instant>,
     /// Sections the default policy keeps free beyond the reserved ones for its
-    /// checkpoint batches ([`batching`]), chosen again at every GC checkpoint.
+    /// checkpoint batches (`batching`), chosen again at every GC checkpoint.
     pub(crate) batch_extra: u32,
 }
 
@@ -45,6 +49,7 @@ impl Default for GcState {
     fn default() -> GcState {
         GcState {
             policy: GcPolicy::Greedy,
+            pass_loop: PassLoop::Kernel,
             enabled: true,
             node_clean: false,
             stats: GcStats::default(),

@@ -64,7 +64,7 @@ impl Fs {
             g.data_blocks_moved, g.node_blocks_moved
         );
         let _ = writeln!(s, "gc checkpoints:      {}", g.checkpoints);
-        if policy == crate::gc::GcPolicy::Default {
+        if crate::gc::policies::for_policy(policy).pass_loop() == crate::gc::policies::PassLoop::Batched {
             let kept = self
                 .rw()?
                 .gc
