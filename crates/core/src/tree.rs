@@ -14,14 +14,10 @@ use crate::pagecache::PageCache;
 use crate::segment::{LogType, SegmentManager};
 use crate::{Error, Ino, Result};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NODE_FOOTER_OFFSET, NULL_ADDR};
+use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::{Inode, NodeFooter};
 use uf2fs_format::superblock::Superblock;
-
-/// Footer flag bit of a node that does not belong to a directory (the kernel's cold
-/// node mark; such direct nodes go to the warm node log).
-const COLD_BIT: u32 = 1;
 
 /// Where the address of a file block lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +47,8 @@ pub fn node_log(offset: u32, dir: bool) -> LogType {
 /// An empty node block: footer naming node `nid` of inode `ino` at `offset`.
 pub fn new_node_block(nid: u32, ino: Ino, offset: u32, dir: bool) -> Vec<u8> {
     let mut b = vec![0u8; BLOCK];
-    let flag = (offset << 3) | if dir { 0 } else { COLD_BIT };
-    // The footer's nid, ino and flag; the checkpoint version and next block address
-    // are stamped when the block is written.
-    put_u32(&mut b, NODE_FOOTER_OFFSET, nid);
-    put_u32(&mut b, NODE_FOOTER_OFFSET + 4, ino);
-    put_u32(&mut b, NODE_FOOTER_OFFSET + 8, flag);
+    // A footer always fits a whole block.
+    let _ = NodeFooter::new(nid, ino, offset, dir).encode(&mut b);
     b
 }
 
@@ -209,7 +201,7 @@ impl Tree<'_> {
     }
 
     /// A new node at `offset` of `inode` (counted in its `i_blocks`).
-    fn make_node(&mut self, inode: &mut InodeMut, offset: u32) -> Result<u32> {
+    pub fn make_node(&mut self, inode: &mut InodeMut, offset: u32) -> Result<u32> {
         let nid = self.take_nid()?;
         let dir = inode.is_dir();
         let block = new_node_block(nid, inode.ino, offset, dir);

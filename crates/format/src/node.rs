@@ -31,6 +31,16 @@ pub const F2FS_TOTAL_EXTRA_ATTR_SIZE: usize = 36;
 pub const MAX_INLINE_XATTR_ADDRS: usize =
     DEF_ADDRS_PER_INODE - F2FS_TOTAL_EXTRA_ATTR_SIZE / 4 - DEF_INLINE_RESERVED_SIZE - 10;
 
+/// Footer flag bit of a node outside a directory's tree (the kernel's cold node mark;
+/// such direct nodes go to the warm node log, a directory's to the hot one).
+pub const NODE_COLD_BIT: u32 = 1 << 0;
+/// Footer flag bit of a node written by fsync, for roll-forward recovery.
+pub const NODE_FSYNC_BIT: u32 = 1 << 1;
+/// Footer flag bit of a node whose inode's dentry must be recovered with it.
+pub const NODE_DENT_BIT: u32 = 1 << 2;
+/// Shift of the node's offset in its inode's tree within the footer flag.
+pub const NODE_OFFSET_SHIFT: u32 = 3;
+
 /// The footer at the end of every node block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NodeFooter {
@@ -72,9 +82,32 @@ impl NodeFooter {
         Ok(())
     }
 
+    /// The footer of a new node `nid` of inode `ino` at `offset` in its tree, cold
+    /// unless it belongs to a directory; checkpoint version and next block address
+    /// are set when the block is written.
+    pub fn new(nid: u32, ino: u32, offset: u32, dir: bool) -> NodeFooter {
+        NodeFooter {
+            nid,
+            ino,
+            flag: (offset << NODE_OFFSET_SHIFT) | if dir { 0 } else { NODE_COLD_BIT },
+            cp_ver: 0,
+            next_blkaddr: 0,
+        }
+    }
+
     /// The node's logical offset in its inode's tree (0 for the inode itself).
     pub fn offset(&self) -> u32 {
-        self.flag >> 3
+        self.flag >> NODE_OFFSET_SHIFT
+    }
+
+    /// Whether the cold mark is set (the node is not a directory's).
+    pub fn is_cold(&self) -> bool {
+        self.flag & NODE_COLD_BIT != 0
+    }
+
+    /// Whether the fsync mark is set.
+    pub fn is_fsync(&self) -> bool {
+        self.flag & NODE_FSYNC_BIT != 0
     }
 }
 

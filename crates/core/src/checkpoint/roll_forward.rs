@@ -21,9 +21,6 @@ use uf2fs_format::le::u32_at;
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::superblock::Superblock;
 
-/// Footer flag bit of a node written by fsync (the kernel's `FSYNC_BIT_SHIFT` is 1).
-pub const FSYNC_BIT: u32 = 1 << 1;
-
 /// Index of the warm node log among the node logs (hot, warm, cold).
 const WARM_NODE: usize = 1;
 
@@ -79,7 +76,7 @@ pub fn find_fsync_node(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointS
         if !matches(footer.cp_ver) {
             return Ok(None);
         }
-        if footer.flag & FSYNC_BIT != 0 {
+        if footer.is_fsync() {
             return Ok(Some(FsyncNode {
                 blkaddr,
                 nid: footer.nid,

@@ -14,7 +14,7 @@
 
 use crate::inode::InodeMut;
 use crate::node::{node_path, NodeBlock, NodePath};
-use crate::tree::{new_node_block, node_log, Tree};
+use crate::tree::{node_log, Tree};
 use crate::{Error, Ino, Result};
 use std::sync::PoisonError;
 use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NIDS_PER_BLOCK, NULL_ADDR};
@@ -145,19 +145,6 @@ pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<Ra
     Ok(plan)
 }
 
-/// Makes a new node at footer offset `offset` of `inode` (counted in `i_blocks`).
-fn make_node(t: &mut Tree, inode: &mut InodeMut, offset: u32) -> Result<u32> {
-    let nid = t.take_nid()?;
-    let dir = inode.is_dir();
-    let block = new_node_block(nid, inode.ino, offset, dir);
-    if let Err(e) = t.new_node(nid, inode.ino, block, node_log(offset, dir)) {
-        t.nodes.release_nid(nid);
-        return Err(e);
-    }
-    inode.inode.blocks += 1;
-    Ok(nid)
-}
-
 /// Stores a changed node block, to the log its footer offset says.
 fn store_node(t: &Tree, nid: u32, block: Vec<u8>, dir: bool) -> Result<()> {
     let offset = NodeFooter::decode(&block)
@@ -172,14 +159,14 @@ fn ensure_dnode(t: &mut Tree, inode: &mut InodeMut, path: &NodePath) -> Result<u
     let dir = inode.is_dir();
     let mut nid = inode.inode.nids[path.slots[0]];
     if nid == 0 {
-        nid = make_node(t, inode, path.offsets[1])?;
+        nid = t.make_node(inode, path.offsets[1])?;
         inode.inode.nids[path.slots[0]] = nid;
     }
     for level in 1..path.depth {
         let parent = read_node(t, nid, inode.ino)?;
         let mut child = u32_at(&parent, 4 * path.slots[level]);
         if child == 0 {
-            child = make_node(t, inode, path.offsets[level + 1])?;
+            child = t.make_node(inode, path.offsets[level + 1])?;
             let mut b = parent.to_vec();
             put_u32(&mut b, 4 * path.slots[level], child);
             store_node(t, nid, b, dir)?;

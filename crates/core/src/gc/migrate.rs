@@ -28,9 +28,6 @@ use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
 
-/// Footer flag bit of a node that does not belong to a directory.
-const COLD_BIT: u32 = 1;
-
 /// Blocks moved out of one section.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Moved {
@@ -94,7 +91,7 @@ fn log_of_node(block: &[u8], nid: u32) -> Result<LogType> {
 
 /// The log a node goes to, given its footer.
 fn log_of_footer(f: &NodeFooter) -> LogType {
-    node_log(f.offset(), f.flag & COLD_BIT == 0)
+    node_log(f.offset(), !f.is_cold())
 }
 
 fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64) -> Result<u64> {
