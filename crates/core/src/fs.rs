@@ -704,7 +704,7 @@ fn open_for_writing(
         rename_lock: Mutex::new(()),
         locks: Default::default(),
         settings: Default::default(),
-        cp_timer: crate::checkpoint::timer::CheckpointTimer::new(cps.cp.checkpoint_ver),
+        cp_timer: crate::checkpoint::timer::CheckpointTimer::new(cps.cp.checkpoint_ver, std::time::Duration::ZERO),
         failed: Mutex::new(None),
         generation_rng: std::sync::atomic::AtomicU64::new(crate::mkfs::host_random_u64() | 1),
         open: crate::orphan::table::OpenInodes::new(crate::orphan::table::max_orphans(sb)),

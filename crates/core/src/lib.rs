@@ -6,7 +6,9 @@
 //! its block address, never a panic.
 
 mod api;
+pub mod background;
 pub mod checkpoint;
+pub mod clock;
 mod data;
 pub mod device;
 mod dir;

@@ -29,17 +29,14 @@
 
 mod adapter;
 mod attr;
-mod checkpointer;
 mod dir_handles;
 mod errors;
-mod gc_thread;
 mod inode_map;
 mod kernel;
 mod lookups;
 mod open_files;
 mod read_buf;
 mod readahead;
-mod worker;
 mod xattr;
 
 use std::io;
@@ -119,28 +116,21 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     if let Ok(resolved) = resolved {
         readahead::raise(&resolved);
     }
-    let checkpointer = match opts.checkpoint_interval {
-        Some(interval) if !opts.read_only && !interval.is_zero() => {
-            Some(checkpointer::Checkpointer::start(Arc::clone(&fs), interval)?)
-        }
-        _ => None,
-    };
-    let cleaner = if !opts.read_only && fs.settings().background_gc != uf2fs_core::BackgroundGc::Off {
-        Some(gc_thread::GcThread::start(
-            Arc::clone(&fs),
-            uf2fs_core::BgTimes::default(),
-        )?)
-    } else {
+    // The core's background work: periodic checkpoints and the cleaner.
+    let background = if opts.read_only {
         None
+    } else {
+        let work = uf2fs_core::background::BackgroundOptions {
+            checkpoint_interval: opts.checkpoint_interval,
+            gc: Some(uf2fs_core::BgTimes::default()),
+        };
+        Some(uf2fs_core::background::Background::start(&fs, work)?)
     };
     let served = session.run();
     // No background checkpoint or cleaning may run beside the unmount checkpoint, and
     // the threads' references must be gone for the unmount to take the Fs.
-    if let Some(cleaner) = cleaner {
-        cleaner.stop();
-    }
-    if let Some(checkpointer) = checkpointer {
-        checkpointer.stop();
+    if let Some(background) = background {
+        background.stop();
     }
     // The session and its worker threads are gone, and the adapter with them (its
     // `destroy` ran): this is the last reference unless a worker thread panicked.

@@ -62,7 +62,7 @@ impl Fs {
             .last()
             .cp
             .checkpoint_ver;
-        Some(rw.cp_timer.since(version))
+        Some(rw.cp_timer.since(version, self.now()))
     }
 
     /// Why a checkpoint is due now with `interval` between checkpoints, if it is (see
@@ -96,7 +96,7 @@ impl Fs {
         }
         match self.checkpoint_locked(rw, &mut writer, false) {
             Ok(report) => {
-                rw.cp_timer.written(report.version);
+                rw.cp_timer.written(report.version, self.now());
                 Ok(Some(report))
             }
             Err(e) => {
@@ -134,7 +134,7 @@ impl Fs {
             return Ok(());
         }
         let report = self.checkpoint_locked(rw, &mut writer, false)?;
-        rw.cp_timer.written(report.version);
+        rw.cp_timer.written(report.version, self.now());
         Ok(())
     }
 
@@ -142,7 +142,7 @@ impl Fs {
         if !self.unsaved(rw) {
             return None;
         }
-        if rw.cp_timer.since(version) >= interval {
+        if rw.cp_timer.since(version, self.now()) >= interval {
             return Some(CheckpointDue::Interval);
         }
         let (prefree, main) = {

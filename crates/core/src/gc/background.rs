@@ -11,7 +11,8 @@
 //!   user blocks invalid while free blocks are under 40% of the invalid ones, the
 //!   kernel's `has_enough_invalid_blocks`), more otherwise.
 //!
-//! [`Fs::background_gc_step`] does one wake-up; the FUSE mount runs it in a thread.
+//! [`Fs::background_gc_step`] does one wake-up; [`crate::background`] runs it, on a
+//! thread for a mount or at the times of a simulated clock.
 
 use super::GcKind;
 use crate::{BackgroundGc, Fs, Result};
@@ -110,8 +111,11 @@ impl Fs {
             return Ok(BgOutcome::Off);
         }
         let rw = self.rw()?;
-        let last_op = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).last_op;
-        if last_op.is_some_and(|t| t.elapsed() < cleaner.times.idle) {
+        let (last_op, now) = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            (g.last_op, g.clock.now())
+        };
+        if last_op.is_some_and(|t| now.saturating_sub(t) < cleaner.times.idle) {
             cleaner.increase();
             return Ok(BgOutcome::Busy);
         }

@@ -254,7 +254,7 @@ impl Fs {
         let rw = self.rw()?;
         let (enabled, pass_loop) = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-            g.last_op = Some(std::time::Instant::now());
+            g.last_op = Some(g.clock.now());
             (g.enabled, g.pass_loop)
         };
         if !enabled || self.room_without_gc(rw, pass_loop) {

@@ -4,6 +4,9 @@
 
 use super::policies::PassLoop;
 use super::policy::GcPolicy;
+use crate::clock::{Clock, SystemClock};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Garbage-collection counters since the file system was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,8 +41,11 @@ pub(crate) struct GcState {
     /// The prefer-data policies' `need_node_clean`.
     pub(crate) node_clean: bool,
     pub(crate) stats: GcStats,
-    /// When the last operation started (the background cleaner's idle rule).
-    pub(crate) last_op: Option<std::time::Instant>,
+    /// When the last operation started, on `clock` (the background cleaner's idle
+    /// rule).
+    pub(crate) last_op: Option<Duration>,
+    /// The clock background work reads ([`crate::clock`]).
+    pub(crate) clock: Arc<dyn Clock>,
     /// Sections the default policy keeps free beyond the reserved ones for its
     /// checkpoint batches (`batching`), chosen again at every GC checkpoint.
     pub(crate) batch_extra: u32,
@@ -54,6 +60,7 @@ impl Default for GcState {
             node_clean: false,
             stats: GcStats::default(),
             last_op: None,
+            clock: Arc::new(SystemClock::new()),
             batch_extra: 0,
         }
     }
