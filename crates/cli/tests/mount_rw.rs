@@ -395,3 +395,39 @@ fn a_killed_mount_with_an_unlinked_open_file_reopens_clean() {
     let model = Model::from([("kept".to_string(), Node::File(kept))]);
     check_image(&img, &model);
 }
+
+/// Times before 1970 (fstests generic/258, `touch -t 196001010101`): F2FS stores them
+/// signed, as Linux does; they must come back through the mount, after a remount, and
+/// in `uf2fs ls -l`, and the image must stay fsck-clean.
+#[test]
+fn times_before_1970_survive() {
+    if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-1960-", "64M");
+    // 1960-01-01 00:01 UTC, and half a second before the epoch.
+    let old = std::time::UNIX_EPOCH - Duration::from_secs(315_619_140);
+    let just_before = std::time::UNIX_EPOCH - Duration::from_millis(500);
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &[]);
+    for (name, t) in [("old", old), ("just-before", just_before)] {
+        let f = fs::File::create(mnt.join(name)).unwrap();
+        f.set_modified(t).unwrap();
+        drop(f);
+        assert_eq!(fs::metadata(mnt.join(name)).unwrap().modified().unwrap(), t, "{name}");
+    }
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &["-o", "ro"]);
+    assert_eq!(fs::metadata(mnt.join("old")).unwrap().modified().unwrap(), old);
+    assert_eq!(
+        fs::metadata(mnt.join("just-before")).unwrap().modified().unwrap(),
+        just_before
+    );
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    let out = uf2fs().run(["ls".as_ref(), "-l".as_ref(), img.as_os_str(), "/".as_ref()]);
+    let text = String::from_utf8_lossy(out.assert_ok());
+    assert!(text.contains("1960-01-01 00:01"), "{text}");
+    assert!(text.contains("1969-12-31 23:59"), "{text}");
+}
