@@ -11,6 +11,7 @@ mod format_time;
 mod ls;
 mod mkfs;
 mod mount;
+mod mount_helper;
 mod mount_options;
 mod mountinfo;
 mod names;
@@ -25,6 +26,12 @@ use std::process::ExitCode;
 use uf2fs_core::Fs;
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    if mount_helper::invoked_as_helper(Path::new(&argv0)) {
+        let rest: Vec<_> = args.collect();
+        return errors::finish(mount_helper::run(&rest));
+    }
     match Cli::try_parse() {
         Ok(cli) => errors::finish(run(cli)),
         Err(err) => errors::finish_clap_error(err),

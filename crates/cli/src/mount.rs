@@ -21,7 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Everything `uf2fs mount` was given.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountRequest {
     /// The `-o` groups, unparsed (forwarded as they are to the background process).
     pub options: Vec<String>,

@@ -1,0 +1,151 @@
+//! `mount -t fuse.uf2fs IMAGE MOUNTPOINT -o OPTIONS` and /etc/fstab: mount(8) runs a
+//! helper named `mount.fuse.uf2fs` (found in /sbin or /usr/sbin) as
+//! `mount.fuse.uf2fs IMAGE MOUNTPOINT [-sfnv] [-o OPTIONS]`. Installed as a link to the
+//! `uf2fs` binary under that name (or `mount.uf2fs`), uf2fs recognises its name and
+//! mounts as `uf2fs mount -o OPTIONS IMAGE MOUNTPOINT` would, in the background.
+//!
+//! The options mount(8) and fstab add for themselves are dropped here: `defaults`,
+//! `auto`, `noauto`, `user`, `users`, `nouser`, `owner`, `group`, `nofail`, `_netdev`,
+//! `x-*`, `comment=*`. `device=PATH` (repeatable) names the further devices of a
+//! multi-device F2FS, in order. `-f` (fake) checks the options and mounts nothing;
+//! `-n`, `-s` and `-v` are accepted and change nothing.
+
+use crate::errors::UsageError;
+use crate::mount::{self, MountRequest};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The names the binary answers to as a mount helper.
+pub const HELPER_NAMES: &[&str] = &["mount.fuse.uf2fs", "mount.uf2fs"];
+
+/// Whether the program was started under a helper name.
+pub fn invoked_as_helper(argv0: &Path) -> bool {
+    argv0
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| HELPER_NAMES.contains(&n))
+}
+
+/// What a helper invocation asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperRequest {
+    /// The mount request, as `uf2fs mount` would make it.
+    pub request: MountRequest,
+    /// `-f`: check everything, mount nothing.
+    pub fake: bool,
+}
+
+/// Whether `option` is mount(8)'s or fstab's own, not the file system's.
+fn is_mount_command_option(option: &str) -> bool {
+    matches!(
+        option,
+        "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "owner" | "group" | "nofail" | "_netdev"
+    ) || option.starts_with("x-")
+        || option.starts_with("comment=")
+}
+
+/// Parses `IMAGE MOUNTPOINT [-sfnv] [-o OPTIONS]...` (the arguments after the program
+/// name).
+pub fn parse(args: &[OsString]) -> Result<HelperRequest, String> {
+    let mut positional: Vec<PathBuf> = Vec::new();
+    let mut options = Vec::new();
+    let mut devices = Vec::new();
+    let mut fake = false;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy().into_owned();
+        if arg == "-o" {
+            let value = args
+                .get(i + 1)
+                .ok_or("-o needs a list of options")?
+                .to_string_lossy()
+                .into_owned();
+            let mut kept = Vec::new();
+            for option in value.split(',') {
+                if let Some(path) = option.strip_prefix("device=") {
+                    devices.push(PathBuf::from(path));
+                } else if !is_mount_command_option(option) {
+                    kept.push(option);
+                }
+            }
+            options.push(kept.join(","));
+            i += 2;
+            continue;
+        }
+        if let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) {
+            for flag in flags.chars() {
+                match flag {
+                    'f' => fake = true,
+                    's' | 'n' | 'v' => {}
+                    other => return Err(format!("unknown mount helper flag -{other}")),
+                }
+            }
+            i += 1;
+            continue;
+        }
+        positional.push(PathBuf::from(&args[i]));
+        i += 1;
+    }
+    let [image, mountpoint] = <[PathBuf; 2]>::try_from(positional)
+        .map_err(|_| "usage: mount.fuse.uf2fs IMAGE MOUNTPOINT [-sfnv] [-o OPTIONS]".to_string())?;
+    Ok(HelperRequest {
+        request: MountRequest {
+            options,
+            foreground: false,
+            image,
+            mountpoint,
+            devices,
+        },
+        fake,
+    })
+}
+
+/// Runs a helper invocation (`args` after the program name).
+pub fn run(args: &[OsString]) -> anyhow::Result<()> {
+    let helper = parse(args).map_err(UsageError)?;
+    if helper.fake {
+        crate::mount_options::parse_mount_options(&helper.request.options).map_err(UsageError)?;
+        return Ok(());
+    }
+    mount::run(&helper.request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn fstab_options_are_dropped_and_devices_kept() {
+        let h = parse(&args(&[
+            "/img",
+            "/mnt",
+            "-o",
+            "rw,noauto,nofail,x-systemd.automount,allow_other,device=/img2,cp_interval=5",
+            "-n",
+        ]))
+        .unwrap();
+        assert_eq!(h.request.options, vec!["rw,allow_other,cp_interval=5".to_string()]);
+        assert_eq!(h.request.devices, vec![PathBuf::from("/img2")]);
+        assert_eq!(
+            (h.request.image.as_path(), h.request.mountpoint.as_path(), h.fake),
+            (Path::new("/img"), Path::new("/mnt"), false)
+        );
+        assert!(!h.request.foreground);
+        assert!(parse(&args(&["/img", "/mnt", "-sfv"])).unwrap().fake);
+    }
+
+    #[test]
+    fn bad_invocations_are_refused() {
+        assert!(parse(&args(&["/img"])).is_err());
+        assert!(parse(&args(&["/img", "/mnt", "/extra"])).is_err());
+        assert!(parse(&args(&["/img", "/mnt", "-o"])).is_err());
+        assert!(parse(&args(&["/img", "/mnt", "-x"])).is_err());
+        assert!(invoked_as_helper(Path::new("/usr/sbin/mount.fuse.uf2fs")));
+        assert!(invoked_as_helper(Path::new("mount.uf2fs")));
+        assert!(!invoked_as_helper(Path::new("/usr/bin/uf2fs")));
+    }
+}
