@@ -431,3 +431,54 @@ fn times_before_1970_survive() {
     assert!(text.contains("1960-01-01 00:01"), "{text}");
     assert!(text.contains("1969-12-31 23:59"), "{text}");
 }
+
+/// mount(8)'s helper: the binary linked as `mount.fuse.uf2fs` takes
+/// `IMAGE MOUNTPOINT -o OPTIONS` with fstab's own options among them, mounts in the
+/// background and returns; what is written there is on the image after the unmount.
+#[test]
+fn the_mount_helper_mounts_as_mount_8_calls_it() {
+    if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-helper-", "64M");
+    let helper = tmp.path().join("mount.fuse.uf2fs");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_uf2fs"), &helper).unwrap();
+    let status = Command::new(&helper)
+        .arg(&img)
+        .arg(&mnt)
+        .args(["-n", "-o", "rw,noauto,nofail,x-systemd.automount,cp_interval=5"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(is_mounted(&mnt), "the helper returned before the mount appeared");
+    fs::write(mnt.join("via-helper"), b"mounted by mount(8)'s helper\n").unwrap();
+    let fake = Command::new(&helper)
+        .arg(&img)
+        .arg(&mnt)
+        .args(["-f", "-o", "bogus"])
+        .output()
+        .unwrap();
+    assert!(!fake.status.success(), "a fake mount still checks the options");
+    let status = Command::new("fusermount3").arg("-u").arg(&mnt).status().unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while is_mounted(&mnt) || fs::OpenOptions::new().write(true).open(&img).is_err() {
+        assert!(std::time::Instant::now() < deadline, "still mounted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The background process writes its unmount checkpoint after the session ends.
+    let text = loop {
+        let out = uf2fs().run(["cat".as_ref(), img.as_os_str(), "/via-helper".as_ref()]);
+        if out.success() {
+            break String::from_utf8_lossy(out.assert_ok()).into_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", out.describe());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(text, "mounted by mount(8)'s helper\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fsck::checkpoint_state(&fsck::clean(&img, tmp.path())).is_none_or(|s| !s.contains("unmount")) {
+        assert!(std::time::Instant::now() < deadline, "no unmount checkpoint");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
