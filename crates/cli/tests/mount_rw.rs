@@ -482,3 +482,57 @@ fn the_mount_helper_mounts_as_mount_8_calls_it() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// fstests generic/683 and 684: an unprivileged fallocate (or hole punch) of a
+/// set-user-ID file clears the bit, and the set-group-ID bit of a group-executable
+/// one, as Linux F2FS does; root keeps them. (The kernel's FUSE fallocate asks for it
+/// with a SETATTR of the mode, which the mount must carry out.)
+#[test]
+fn unprivileged_fallocate_clears_setuid_and_setgid() {
+    if !fuse_available(&[("setpriv", "util-linux"), ("fallocate", "util-linux")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: switching to another user needs root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-killpriv-", "64M");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &["-o", "allow_other"]);
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&mnt, fs::Permissions::from_mode(0o777)).unwrap();
+    let mode_of = |name: &str| fs::metadata(mnt.join(name)).unwrap().permissions().mode() & 0o7777;
+    let cases = [
+        ("suid", 0o4777, 0o0777, &["-l", "8192"][..]),
+        ("sgid-x", 0o2777, 0o0777, &["-l", "8192"][..]),
+        ("sgid-nox", 0o2767, 0o2767, &["-l", "8192"][..]),
+        ("both-punch", 0o6777, 0o0777, &["-p", "-o", "0", "-l", "4096"][..]),
+    ];
+    for (name, before, after, args) in cases {
+        let p = mnt.join(name);
+        fs::write(&p, vec![1u8; 16384]).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(before)).unwrap();
+        assert_eq!(mode_of(name), before);
+        let status = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "fallocate"])
+            .args(args)
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{name}: fallocate as nobody failed");
+        assert_eq!(mode_of(name), after, "{name}: mode {:o}", mode_of(name));
+    }
+    // Root keeps the bits.
+    let p = mnt.join("root");
+    fs::write(&p, vec![1u8; 8192]).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o6777)).unwrap();
+    assert!(Command::new("fallocate")
+        .args(["-l", "16384"])
+        .arg(&p)
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(mode_of("root"), 0o6777);
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+}
