@@ -105,7 +105,7 @@ for seed in "${seed_list[@]}"; do
     wait "$pid" || urc=$?
     # The last field of each verbose line is the operation's result (errno or 0).
     bad=$(awk '$NF == 5 || $NF == 116 || $NF == 117 || $NF == 30' "$log.fsstress.log" | wc -l)
-    done_ops=$(grep -c '^[0-9]*/[0-9]*:' "$log.fsstress.log" || true)
+    done_ops=$(grep -o '^[0-9]*/[0-9]*:' "$log.fsstress.log" | sort -u | wc -l)
     if [ "$keep" = 1 ]; then cp --sparse=always "$img" "$img.before-fsck"; fi
     frc=0
     fsck.f2fs -f "$img" >"$log.fsck.log" 2>&1 || frc=$?

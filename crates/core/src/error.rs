@@ -59,9 +59,14 @@ pub enum Error {
     /// A write to a file system or device opened read-only.
     #[error("read-only: {0}")]
     ReadOnly(String),
-    /// No free segment (or block) left for a write.
+    /// No free section left for a write while blocks are: making room (a checkpoint
+    /// of prefree sections, garbage collection) may help.
     #[error("no space left: {0}")]
     NoSpace(String),
+    /// Every user block is valid or reserved: nothing but freeing data helps (garbage
+    /// collection cannot), so nothing retries.
+    #[error("no space left: {0}")]
+    NoFreeBlocks(String),
     /// The name already exists.
     #[error("file exists: {0}")]
     Exists(String),
@@ -118,6 +123,12 @@ impl Error {
         }
     }
 
+    /// Whether this is a lack of space ([`Error::NoSpace`] or
+    /// [`Error::NoFreeBlocks`], both `ENOSPC`).
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Error::NoSpace(_) | Error::NoFreeBlocks(_))
+    }
+
     /// The `errno` that best describes this error (used by the FUSE adapter).
     pub fn errno(&self) -> i32 {
         // Values are Linux errno numbers; kept here so every front end agrees.
@@ -133,7 +144,7 @@ impl Error {
             Error::NameTooLong(_) => 36,                                    // ENAMETOOLONG
             Error::Invalid(_) => 22,                                        // EINVAL
             Error::ReadOnly(_) => 30,                                       // EROFS
-            Error::NoSpace(_) => 28,                                        // ENOSPC
+            Error::NoSpace(_) | Error::NoFreeBlocks(_) => 28,               // ENOSPC
             Error::Exists(_) => 17,                                         // EEXIST
             Error::NotEmpty(_) => 39,                                       // ENOTEMPTY
             Error::NotPermitted(_) => 1,                                    // EPERM

@@ -12,7 +12,7 @@ use uf2fs_core::checkpoint::{load_checkpoint, CheckpointState};
 use uf2fs_core::device::FileDevice;
 use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
 use uf2fs_core::segment::LogType;
-use uf2fs_core::{ActiveLogs, Error, Fs, Ino, Settings};
+use uf2fs_core::{ActiveLogs, Fs, Ino, Settings};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR, SIT_ENTRY_PER_BLOCK};
 use uf2fs_format::node::{node_slot, Inode, F2FS_INLINE_DATA, F2FS_INLINE_DENTRY};
 use uf2fs_format::sit::{sit_block_addr, sit_block_entry};
@@ -330,14 +330,18 @@ fn two_logs_fill_a_volume_cleanly() {
     'files: for i in 0..64 {
         let f = match fs.create(root, format!("fill{i}").as_bytes(), 0o644, 0, 0) {
             Ok(st) => st.ino,
-            Err(Error::NoSpace(_)) => break,
+            Err(e) if e.is_no_space() => break,
             Err(e) => panic!("create: {e}"),
         };
         let chunk = vec![i as u8; MIB as usize];
         for m in 0..64u64 {
             match fs.write(f, m * MIB, &chunk) {
                 Ok(n) if n == chunk.len() => {}
-                Ok(_) | Err(Error::NoSpace(_)) => {
+                Ok(_) => {
+                    full = true;
+                    break 'files;
+                }
+                Err(e) if e.is_no_space() => {
                     full = true;
                     break 'files;
                 }

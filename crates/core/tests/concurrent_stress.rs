@@ -362,7 +362,7 @@ fn writers_filling_the_volume_together_get_enospc_not_a_failed_file_system() {
                     let name = format!("w{t}-{i}");
                     let ino = match fs.create(root, name.as_bytes(), 0o644, 0, 0) {
                         Ok(st) => st.ino,
-                        Err(Error::NoSpace(_)) => {
+                        Err(e) if e.is_no_space() => {
                             full.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
@@ -375,7 +375,7 @@ fn writers_filling_the_volume_together_get_enospc_not_a_failed_file_system() {
                     let data = vec![t as u8 + 1; 1 + r.below(400_000) as usize];
                     match fs.write(ino, r.below(40_000), &data) {
                         Ok(_) => {}
-                        Err(Error::NoSpace(_)) => {
+                        Err(e) if e.is_no_space() => {
                             full.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) => {

@@ -148,8 +148,10 @@ impl Fs {
                 Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
                     reclaims += 1;
                 }
-                Err(Error::NoSpace(_)) if chunk_blocks > 1 => chunk_blocks = (chunk_blocks / 4).max(1),
-                Err(Error::NoSpace(_)) if done > 0 => break,
+                // Out of blocks (or of room after the retries): a smaller chunk may
+                // still fit, then the write is short.
+                Err(e) if e.is_no_space() && chunk_blocks > 1 => chunk_blocks = (chunk_blocks / 4).max(1),
+                Err(e) if e.is_no_space() && done > 0 => break,
                 Err(e) => return Err(e),
             }
         }

@@ -44,7 +44,7 @@ use policies::{PassLoop, VictimPolicy};
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
 use crate::segment::{LogType, SectionInfo, SegmentManager, SpaceNeed};
-use crate::{Error, Fs, Result};
+use crate::{Fs, Result};
 use std::sync::PoisonError;
 use uf2fs_format::consts::BLOCKS_PER_SEG;
 
@@ -310,7 +310,7 @@ impl Fs {
             rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = false;
         }
         if let Err(e) = &r {
-            if !matches!(e, Error::NoSpace(_)) {
+            if !e.is_no_space() {
                 rw.fail(e);
             }
         }

@@ -164,7 +164,7 @@ fn run(ops: Vec<Op>) {
                     let before = m.log(log).clone();
                     let a = match m.alloc_block(&dev, log, sum(i as u32)) {
                         Ok(a) => a,
-                        Err(crate::Error::NoSpace(_)) => break,
+                        Err(e) if e.is_no_space() => break,
                         Err(e) => panic!("{e}"),
                     };
                     let segno = ((a - main) / 512) as u32;

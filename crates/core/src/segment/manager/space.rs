@@ -81,7 +81,7 @@ impl SegmentManager {
     pub fn reserve_new_blocks(&mut self, n: u64) -> Result<()> {
         let s = &mut self.space;
         if self.valid_blocks + s.reserved_new + n > s.user_blocks {
-            return Err(Error::NoSpace(format!(
+            return Err(Error::NoFreeBlocks(format!(
                 "{} valid and {} reserved blocks of {} user blocks",
                 self.valid_blocks, s.reserved_new, s.user_blocks
             )));
@@ -132,7 +132,7 @@ impl SegmentManager {
 
     fn check_room_leaving(&self, need: &SpaceNeed, keep_secs: u32) -> Result<()> {
         if self.valid_blocks + self.space.reserved_new + need.new_blocks > self.space.user_blocks {
-            return Err(Error::NoSpace(format!(
+            return Err(Error::NoFreeBlocks(format!(
                 "{} new blocks wanted, {} of {} user blocks free",
                 need.new_blocks,
                 self.free_user_blocks(),
