@@ -17,8 +17,11 @@ use crate::errors::UsageError;
 use crate::mount_options::{parse_mount_options, ParsedMountOptions};
 use crate::names::escape_os;
 use anyhow::{bail, Context};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Everything `uf2fs mount` was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,11 +53,49 @@ pub fn run(request: &MountRequest) -> anyhow::Result<()> {
     }
 }
 
+/// How long a mount waits for another uf2fs process to let go of the image: the one
+/// just unmounted there writes its unmount checkpoint after `umount` returns. Below the
+/// background parent's wait for the mount to appear.
+const IMAGE_LOCK_WAIT: Duration = Duration::from_secs(8);
+
+/// Takes the image's lock for this mount's whole life (exclusive for a read-write
+/// mount, shared for a read-only one), waiting up to [`IMAGE_LOCK_WAIT`] for another
+/// uf2fs mount to release it. Two processes writing one image would corrupt it, and a
+/// remount right after `umount` would otherwise read the image before the previous
+/// process wrote its last checkpoint (fstests' cycle mounts do exactly that).
+fn lock_image(image: &Path, read_only: bool) -> anyhow::Result<Flock<std::fs::File>> {
+    let shown = escape_os(image);
+    let mut file = std::fs::File::open(image).with_context(|| format!("opening {shown}"))?;
+    let how = if read_only {
+        FlockArg::LockSharedNonblock
+    } else {
+        FlockArg::LockExclusiveNonblock
+    };
+    let deadline = Instant::now() + IMAGE_LOCK_WAIT;
+    loop {
+        match Flock::lock(file, how) {
+            Ok(lock) => return Ok(lock),
+            Err((f, Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                file = f;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err((_, Errno::EWOULDBLOCK)) => bail!(
+                "{shown} is in use by another uf2fs process (mounted elsewhere, or still \
+                 writing its last checkpoint after {} s)",
+                IMAGE_LOCK_WAIT.as_secs()
+            ),
+            Err((_, errno)) => bail!("locking {shown}: {errno}"),
+        }
+    }
+}
+
 /// Opens the image, then mounts and serves until unmounted.
 fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result<()> {
     // Block the termination signals before any thread exists, so every thread inherits
     // the mask and only the signal thread ever sees them.
     let blocked = signals::block_termination_signals()?;
+    // Held until this function returns, after the unmount checkpoint.
+    let _lock = lock_image(&request.image, options.read_only)?;
     // Open first: a bad image fails here with the core's message, before any mount.
     let fs = if options.read_only {
         crate::open_fs(&request.image, &request.devices)?
@@ -73,6 +114,7 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         read_only: options.read_only,
         allow_other: options.allow_other,
         fsname: options.fsname.clone().unwrap_or_else(|| default_fsname(&request.image)),
+        subtype: options.subtype.clone(),
         dev: options.dev,
         suid: options.suid,
         exec: options.exec,

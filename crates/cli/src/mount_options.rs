@@ -22,6 +22,9 @@ pub struct ParsedMountOptions {
     pub allow_other: bool,
     /// `fsname=NAME`: the source name shown by `mount`.
     pub fsname: Option<String>,
+    /// `subtype=NAME` (`fuse.NAME` in /proc/mounts, `f2fs` by default) or `nosubtype`
+    /// (plain `fuse`, as fstests' `FSTYP=fuse` expects): `None` for the latter.
+    pub subtype: Option<String>,
     /// `dev` (true) or `nodev` (false); `None` when neither was given.
     pub dev: Option<bool>,
     /// `suid` (true) or `nosuid` (false); `None` when neither was given.
@@ -43,6 +46,7 @@ impl Default for ParsedMountOptions {
             read_only: false,
             allow_other: false,
             fsname: None,
+            subtype: Some("f2fs".to_string()),
             dev: None,
             suid: None,
             exec: None,
@@ -70,6 +74,7 @@ fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String
         "ro" => parsed.read_only = true,
         "rw" => parsed.read_only = false,
         "allow_other" => parsed.allow_other = true,
+        "nosubtype" => parsed.subtype = None,
         // Always on: the kernel checks permissions against the modes uf2fs reports.
         "default_permissions" => {}
         // What uf2fs does anyway: reads never write the inode.
@@ -103,6 +108,10 @@ fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), Str
     match name {
         "fsname" if value.is_empty() => return Err("mount option 'fsname=' needs a name".to_string()),
         "fsname" => parsed.fsname = Some(value.to_string()),
+        "subtype" if value.is_empty() || !value.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)) => {
+            return bad_value("letters, digits, '_', '-' or '.'")
+        }
+        "subtype" => parsed.subtype = Some(value.to_string()),
         "background_gc" => match BackgroundGc::from_name(value) {
             Some(gc) => parsed.settings.background_gc = gc,
             None => return bad_value("on, off or sync"),
@@ -177,6 +186,12 @@ mod tests {
         assert!(!parse(&["ro,rw"]).unwrap().read_only);
         assert!(parse(&["rw,,ro,"]).unwrap().read_only);
         assert_eq!(parse(&["fsname=a=b"]).unwrap().fsname.as_deref(), Some("a=b"));
+        assert_eq!(defaults.subtype.as_deref(), Some("f2fs"));
+        assert_eq!(parse(&["subtype=uf2fs"]).unwrap().subtype.as_deref(), Some("uf2fs"));
+        assert_eq!(parse(&["subtype=x,nosubtype"]).unwrap().subtype, None);
+        assert!(parse(&["subtype="]).is_err());
+        assert!(parse(&["subtype=a,b"]).is_err(), "',' ends an option: 'b' is unknown");
+        assert!(parse(&["subtype=a b"]).is_err());
     }
 
     #[test]

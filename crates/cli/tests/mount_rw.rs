@@ -536,3 +536,28 @@ fn unprivileged_fallocate_clears_setuid_and_setgid() {
     assert!(ok, "{log}");
     fsck::clean(&img, tmp.path());
 }
+
+/// Two read-write mounts of one image would both write it: the second waits for the
+/// image's lock (a remount right after `umount` gets it once the first process has
+/// written its last checkpoint) and gives up with one line when it stays taken.
+#[test]
+fn an_image_mounted_read_write_is_not_mounted_twice() {
+    if !fuse_available(&[]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-twice-", "64M");
+    let other = tmp.path().join("other");
+    fs::create_dir(&other).unwrap();
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &[]);
+    let out = uf2fs().run(["mount".as_ref(), img.as_os_str(), other.as_os_str()]);
+    assert!(!out.success(), "a second read-write mount went through");
+    let err = out.err();
+    assert!(err.contains("in use by another uf2fs process"), "{err}");
+    assert!(!is_mounted(&other));
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    // Free again: a remount right after the unmount works.
+    let mut again = Mounted::start(&img, &other, &tmp.path().join("mount2.log"), &[]);
+    let (ok, log) = again.unmount();
+    assert!(ok, "{log}");
+}

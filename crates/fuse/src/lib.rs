@@ -66,6 +66,9 @@ pub struct MountOptions {
     pub allow_other: bool,
     /// The source shown in `mount` and `/proc/mounts`; empty means "uf2fs".
     pub fsname: String,
+    /// The type's subtype (`fuse.SUBTYPE` in `/proc/mounts`); `None`: plain `fuse`
+    /// (what fstests' `FSTYP=fuse` expects). Default `f2fs`.
+    pub subtype: Option<String>,
     /// `dev` (true) or `nodev` (false) for the kernel; `None` leaves its default
     /// (fusermount3 forces `nodev` for users other than root).
     pub dev: Option<bool>,
@@ -86,6 +89,7 @@ impl Default for MountOptions {
             read_only: false,
             allow_other: false,
             fsname: String::new(),
+            subtype: Some("f2fs".to_owned()),
             dev: None,
             suid: None,
             exec: None,
@@ -173,13 +177,15 @@ fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
     let mut options = vec![
         access,
         MountOption::FSName(fsname.to_owned()),
-        // As a kernel option rather than `MountOption::Subtype`, which fuser only hands to
-        // fusermount3: this way a direct mount (as root) also shows type "fuse.f2fs".
-        MountOption::CUSTOM("subtype=f2fs".to_owned()),
         MountOption::DefaultPermissions,
         // The core never updates access times.
         MountOption::NoAtime,
     ];
+    if let Some(subtype) = &opts.subtype {
+        // As a kernel option rather than `MountOption::Subtype`, which fuser only hands
+        // to fusermount3: this way a direct mount (as root) shows the subtype too.
+        options.push(MountOption::CUSTOM(format!("subtype={subtype}")));
+    }
     let flags = [
         (opts.dev, MountOption::Dev, MountOption::NoDev),
         (opts.suid, MountOption::Suid, MountOption::NoSuid),
@@ -221,9 +227,13 @@ mod tests {
         assert!(mount.contains(&MountOption::NoAtime));
         let named = MountOptions {
             fsname: "/tmp/x.img".into(),
-            ..opts
+            ..opts.clone()
         };
         assert!(mount_options(&named).contains(&MountOption::FSName("/tmp/x.img".into())));
+        let plain = MountOptions { subtype: None, ..opts };
+        assert!(!mount_options(&plain)
+            .iter()
+            .any(|o| matches!(o, MountOption::CUSTOM(c) if c.starts_with("subtype="))));
         let rw = MountOptions::default();
         assert!(mount_options(&rw).contains(&MountOption::RW));
         assert!(!mount_options(&rw).contains(&MountOption::RO));
