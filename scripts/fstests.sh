@@ -99,14 +99,15 @@ results="$work/results.txt"
 pass=0; fail=0; notrun=0; dirty=0
 for t in "${tests[@]}"; do
     out="$(cd "$fstests" && timeout 1800 ./check "$t" 2>&1)" || true
-    if grep -q "^Passed all" <<<"$out"; then
-        verdict=pass; pass=$((pass + 1)); why=""
-    elif grep -q "^Not run:" <<<"$out"; then
+    # A test not run also ends with "Passed all 0 tests": look for that first.
+    if grep -q "^Not run:" <<<"$out"; then
         verdict=notrun; notrun=$((notrun + 1))
         why="$(grep -m1 "\[not run\]" <<<"$out" | sed 's/.*\[not run\] *//')"
+    elif grep -q "^Passed all" <<<"$out"; then
+        verdict=pass; pass=$((pass + 1)); why=""
     else
         verdict=fail; fail=$((fail + 1))
-        why="$(grep -m1 -E "^ *(\+|output mismatch|_check)" <<<"$out" | sed 's/^ *//' | cut -c1-120)"
+        why="$(grep -m1 -E "^ *(\+[^+]|output mismatch|_check|.*not run)" <<<"$out" | sed 's/^ *//' | cut -c1-120)"
     fi
     # Unmounted, and the uf2fs process done with its last checkpoint (it holds the
     # image's lock until then), before fsck reads the image.
