@@ -9,6 +9,11 @@
 //! `x-*`, `comment=*`. `device=PATH` (repeatable) names the further devices of a
 //! multi-device F2FS, in order. `-f` (fake) checks the options and mounts nothing;
 //! `-n`, `-s` and `-v` are accepted and change nothing.
+//!
+//! `remount` changes the mount that is there (mount(2) with `MS_REMOUNT`): `ro` makes
+//! it read-only, after a sync of the mount point (the running uf2fs writes a
+//! checkpoint, as Linux F2FS does on a remount read-only), `rw` writable again, and
+//! `nosuid`, `nodev`, `noexec` as given. The uf2fs process and its other options stay.
 
 use crate::errors::UsageError;
 use crate::mount::{self, MountRequest};
@@ -102,12 +107,58 @@ pub fn parse(args: &[OsString]) -> Result<HelperRequest, String> {
 
 /// Runs a helper invocation (`args` after the program name).
 pub fn run(args: &[OsString]) -> anyhow::Result<()> {
-    let helper = parse(args).map_err(UsageError)?;
+    let mut helper = parse(args).map_err(UsageError)?;
+    let remount = take_remount(&mut helper.request.options);
+    let parsed = crate::mount_options::parse_mount_options(&helper.request.options).map_err(UsageError)?;
     if helper.fake {
-        crate::mount_options::parse_mount_options(&helper.request.options).map_err(UsageError)?;
         return Ok(());
     }
+    if remount {
+        return remount_mount(&helper.request.mountpoint, &parsed);
+    }
     mount::run(&helper.request)
+}
+
+/// Takes `remount` out of the option groups; whether it was there.
+fn take_remount(groups: &mut [String]) -> bool {
+    let mut found = false;
+    for group in groups.iter_mut() {
+        let kept: Vec<&str> = group
+            .split(',')
+            .filter(|o| {
+                let is = *o == "remount";
+                found |= is;
+                !is
+            })
+            .collect();
+        *group = kept.join(",");
+    }
+    found
+}
+
+/// Remounts `mountpoint` with `options`' flags (see the module notes).
+fn remount_mount(mountpoint: &Path, options: &crate::mount_options::ParsedMountOptions) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use nix::mount::{mount, MsFlags};
+    let shown = crate::names::escape_os(mountpoint);
+    if options.read_only {
+        // fsync of the mount point: the uf2fs process writes a checkpoint.
+        std::fs::File::open(mountpoint)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("syncing {shown} before remounting it read-only"))?;
+    }
+    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_NOATIME;
+    for (set, flag) in [
+        (options.read_only, MsFlags::MS_RDONLY),
+        (options.suid == Some(false), MsFlags::MS_NOSUID),
+        (options.dev == Some(false), MsFlags::MS_NODEV),
+        (options.exec == Some(false), MsFlags::MS_NOEXEC),
+    ] {
+        if set {
+            flags |= flag;
+        }
+    }
+    mount(None::<&str>, mountpoint, None::<&str>, flags, None::<&str>).with_context(|| format!("remounting {shown}"))
 }
 
 #[cfg(test)]
@@ -136,6 +187,15 @@ mod tests {
         );
         assert!(!h.request.foreground);
         assert!(parse(&args(&["/img", "/mnt", "-sfv"])).unwrap().fake);
+    }
+
+    #[test]
+    fn remount_is_taken_out_of_the_options() {
+        let mut groups = vec!["remount,ro".to_string(), "nosuid".to_string()];
+        assert!(take_remount(&mut groups));
+        assert_eq!(groups, vec!["ro".to_string(), "nosuid".to_string()]);
+        let mut plain = vec!["ro".to_string()];
+        assert!(!take_remount(&mut plain));
     }
 
     #[test]

@@ -561,3 +561,44 @@ fn an_image_mounted_read_write_is_not_mounted_twice() {
     let (ok, log) = again.unmount();
     assert!(ok, "{log}");
 }
+
+/// `mount -o remount,ro` and back (fstests generic/294, 306, 452): mount(8) runs the
+/// helper with `remount`; the mount turns read-only after a checkpoint of what was
+/// written, refuses changes, and takes them again after `remount,rw`.
+#[test]
+fn the_mount_helper_remounts_read_only_and_back() {
+    if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: remounting needs root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-remount-", "64M");
+    let helper = tmp.path().join("mount.fuse.uf2fs");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_uf2fs"), &helper).unwrap();
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &["-o", "cp_interval=0"]);
+    fs::write(mnt.join("before"), b"written before the remount\n").unwrap();
+    let remount = |opts: &str| {
+        let status = Command::new(&helper)
+            .arg(&img)
+            .arg(&mnt)
+            .args(["-o", opts])
+            .status()
+            .unwrap();
+        assert!(status.success(), "remount {opts}");
+    };
+    remount("remount,ro");
+    // The sync before it wrote a checkpoint: the file is on the image already.
+    let out = uf2fs().run(["cat".as_ref(), img.as_os_str(), "/before".as_ref()]);
+    assert_eq!(out.assert_ok(), b"written before the remount\n");
+    let err = fs::write(mnt.join("during"), b"x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
+    remount("remount,rw");
+    fs::write(mnt.join("after"), b"written after\n").unwrap();
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+    let out = uf2fs().run(["cat".as_ref(), img.as_os_str(), "/after".as_ref()]);
+    assert_eq!(out.assert_ok(), b"written after\n");
+}
