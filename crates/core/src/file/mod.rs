@@ -211,13 +211,7 @@ impl Fs {
 
     /// Inode `ino` as it stands ([`Error::NotFound`] when it is not allocated).
     fn live_inode(&self, ino: Ino) -> Result<crate::inode::InodeRef> {
-        let e = self
-            .nodes()
-            .nat_entry(self.device(), ino)
-            .map_err(|_| Error::NotFound(format!("inode {ino}")))?;
-        if e.block_addr == NULL_ADDR || e.ino != ino {
-            return Err(Error::NotFound(format!("inode {ino}")));
-        }
+        self.check_allocated(ino)?;
         self.inode(ino)
     }
 

@@ -113,7 +113,7 @@ impl Fs {
 
     /// [`Error::NotFound`] unless inode `ino` is allocated (its NAT entry names it and
     /// points at a block).
-    fn check_allocated(&self, ino: Ino) -> Result<()> {
+    pub(crate) fn check_allocated(&self, ino: Ino) -> Result<()> {
         let e = self
             .nodes()
             .nat_entry(self.device(), ino)

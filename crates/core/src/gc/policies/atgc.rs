@@ -3,7 +3,7 @@
 //! (40%) (the kernel's `atgc_lookup_victim`). uf2fs keeps no separate ATGC log: moved
 //! blocks go to the cold data log as with the other policies.
 
-use super::{greedy_cost, Candidates, GcKind, Selection, VictimPolicy};
+use super::{cheapest, greedy_cost, Candidates, GcKind, Selection, VictimPolicy};
 use crate::segment::SectionInfo;
 
 /// ATGC: sections younger than this are not candidates (the kernel's
@@ -54,17 +54,9 @@ impl VictimPolicy for Atgc {
     }
 
     fn pick(&self, candidates: &[SectionInfo], sel: &Selection) -> Option<SectionInfo> {
-        if sel.kind == GcKind::Background {
-            return pick_atgc(candidates, sel.now_secs);
+        match sel.kind {
+            GcKind::Background => pick_atgc(candidates, sel.now_secs),
+            GcKind::Foreground => cheapest(self, candidates, sel),
         }
-        let view = Candidates::new(candidates);
-        let mut best: Option<(f64, SectionInfo)> = None;
-        for s in candidates {
-            let cost = self.cost(s, sel.kind, &view);
-            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
-                best = Some((cost, *s));
-            }
-        }
-        best.map(|(_, s)| s)
     }
 }

@@ -125,20 +125,31 @@ pub trait VictimPolicy {
     /// cheapest (the first of equal costs), node sections left out while node
     /// cleaning rules apply and are off.
     fn pick(&self, candidates: &[SectionInfo], sel: &Selection) -> Option<SectionInfo> {
-        let view = Candidates::new(candidates);
-        let skip_nodes = self.node_clean_rules(sel.kind).is_some() && !sel.node_clean;
-        let mut best: Option<(f64, SectionInfo)> = None;
-        for s in candidates {
-            if skip_nodes && s.is_node {
-                continue;
-            }
-            let cost = self.cost(s, sel.kind, &view);
-            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
-                best = Some((cost, *s));
-            }
-        }
-        best.map(|(_, s)| s)
+        cheapest(self, candidates, sel)
     }
+}
+
+/// The default [`VictimPolicy::pick`]: the cheapest candidate under `policy` (the first
+/// of equal costs), node sections left out while node cleaning rules apply and are
+/// off. Policies with a pick of their own call it for the cases they leave as is.
+pub fn cheapest<P: VictimPolicy + ?Sized>(
+    policy: &P,
+    candidates: &[SectionInfo],
+    sel: &Selection,
+) -> Option<SectionInfo> {
+    let view = Candidates::new(candidates);
+    let skip_nodes = policy.node_clean_rules(sel.kind).is_some() && !sel.node_clean;
+    let mut best: Option<(f64, SectionInfo)> = None;
+    for s in candidates {
+        if skip_nodes && s.is_node {
+            continue;
+        }
+        let cost = policy.cost(s, sel.kind, &view);
+        if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+            best = Some((cost, *s));
+        }
+    }
+    best.map(|(_, s)| s)
 }
 
 /// The implementation of `policy`.
