@@ -177,6 +177,9 @@ change_both() {
     # directory, whose entries may have changed), with nanoseconds.
     both sh -c 'find tree -newer "$1" -print0 | xargs -0 -r touch -h -d @1700000000.123456789' sh "$work/stamp"
     both sh -c 'find tree -type d -print0 | xargs -0 -r touch -h -d @1700000001.987654321' sh
+    # A time before 1970: F2FS stores it signed; Linux must read it as uf2fs wrote it.
+    both sh -c ': >tree/before-1970 && touch -h -d @-315619140 tree/before-1970'
+    both touch -h -d @1700000001.987654321 tree
 }
 
 for features in "" "extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime,lost_found"; do
