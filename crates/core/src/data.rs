@@ -1,14 +1,14 @@
 //! File data: mapping file block indexes to device addresses through the node tree, and
 //! reading byte ranges with one device read per contiguous run.
 
+use crate::compress::ClusterCache;
 use crate::device::{BlockDevice, BLOCK};
 use crate::inode::InodeRef;
 use crate::node::{NodeBlock, NodeManager};
 use crate::{Error, Result};
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
-use uf2fs_format::node::{node_slot, F2FS_INLINE_DATA};
-
-const D: u64 = ADDRS_PER_BLOCK as u64;
+use std::sync::Arc;
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NIDS_PER_BLOCK, NULL_ADDR};
+use uf2fs_format::node::{node_slot, Compression, F2FS_INLINE_DATA};
 
 /// A run of file blocks that share one node block.
 pub enum Chunk {
@@ -43,6 +43,8 @@ pub struct Mapper<'a> {
     pub nodes: &'a NodeManager,
     /// The device.
     pub dev: &'a dyn BlockDevice,
+    /// Recently decoded clusters of compressed files.
+    pub clusters: &'a ClusterCache,
 }
 
 impl Mapper<'_> {
@@ -55,10 +57,18 @@ impl Mapper<'_> {
             .map_err(|e| Error::corrupt(format!("node of inode {}", self.inode.ino), None, e.to_string()))
     }
 
-    /// A direct node run starting at file block `fb`, whose node covers `base..base+D`.
+    /// Addresses per direct node block of this inode (fewer for compressed files,
+    /// whose clusters never straddle two nodes).
+    fn per_block(&self) -> u64 {
+        self.inode.inode.addrs_per_block() as u64
+    }
+
+    /// A direct node run starting at file block `fb`, whose node covers
+    /// `base..base + addrs_per_block`.
     fn direct(&self, nid: u32, base: u64, fb: u64) -> Result<Chunk> {
+        let d = self.per_block();
         if nid == 0 {
-            return Ok(Chunk::Hole { end: base + D });
+            return Ok(Chunk::Hole { end: base + d });
         }
         let node = self.node(nid)?;
         Ok(Chunk::Mapped {
@@ -66,12 +76,19 @@ impl Mapper<'_> {
             node,
             in_inode: false,
             slot: (fb - base) as usize,
-            len: base + D - fb,
+            len: base + d - fb,
         })
     }
 
-    /// The chunk containing file block `fb` (iterative walk of the node tree).
+    /// The chunk containing file block `fb` (iterative walk of the node tree). A direct
+    /// node holds `a` = [`Inode::addrs_per_block`] addresses, an indirect node 1018
+    /// node ids (`n`); so an indirect node covers `a * n` blocks, a double-indirect
+    /// one `a * n * n`.
+    ///
+    /// [`Inode::addrs_per_block`]: uf2fs_format::node::Inode::addrs_per_block
     pub fn chunk(&self, fb: u64) -> Result<Chunk> {
+        let a = self.per_block();
+        let n = NIDS_PER_BLOCK as u64;
         let i = &self.inode.inode;
         let in_inode = i.addrs_per_inode() as u64;
         if fb < in_inode {
@@ -86,51 +103,57 @@ impl Mapper<'_> {
         let mut rel = fb - in_inode;
         let mut base = in_inode;
         for &nid in &i.nids[..2] {
-            if rel < D {
+            if rel < a {
                 return self.direct(nid, base, fb);
             }
-            rel -= D;
-            base += D;
+            rel -= a;
+            base += a;
         }
         for &nid in &i.nids[2..4] {
-            if rel < D * D {
+            if rel < a * n {
                 if nid == 0 {
-                    return Ok(Chunk::Hole { end: base + D * D });
+                    return Ok(Chunk::Hole { end: base + a * n });
                 }
                 let ind = self.node(nid)?;
-                let k = rel / D;
-                return self.direct(self.slot(&ind, k)?, base + k * D, fb);
+                let k = rel / a;
+                return self.direct(self.slot(&ind, k)?, base + k * a, fb);
             }
-            rel -= D * D;
-            base += D * D;
+            rel -= a * n;
+            base += a * n;
         }
-        if rel >= D * D * D {
+        if rel >= a * n * n {
             return Ok(Chunk::Hole { end: u64::MAX });
         }
         let dind_nid = i.nids[4];
         if dind_nid == 0 {
-            return Ok(Chunk::Hole { end: base + D * D * D });
+            return Ok(Chunk::Hole { end: base + a * n * n });
         }
         let dind = self.node(dind_nid)?;
-        let k1 = rel / (D * D);
+        let k1 = rel / (a * n);
         let ind_nid = self.slot(&dind, k1)?;
-        let ind_base = base + k1 * D * D;
+        let ind_base = base + k1 * a * n;
         if ind_nid == 0 {
-            return Ok(Chunk::Hole { end: ind_base + D * D });
+            return Ok(Chunk::Hole { end: ind_base + a * n });
         }
         let ind = self.node(ind_nid)?;
-        let k2 = (rel / D) % D;
-        self.direct(self.slot(&ind, k2)?, ind_base + k2 * D, fb)
+        let k2 = (rel / a) % n;
+        self.direct(self.slot(&ind, k2)?, ind_base + k2 * a, fb)
+    }
+
+    /// Address slot `slot` of `node` as stored (`NULL_ADDR`, `NEW_ADDR` and
+    /// `COMPRESS_ADDR` included); for the inode block, slot 0 is its first data slot.
+    fn raw_addr(&self, node: &NodeBlock, in_inode: bool, slot: usize) -> Result<u32> {
+        if in_inode {
+            Ok(self.inode.inode.addr(node, slot))
+        } else {
+            self.slot(node, slot as u64)
+        }
     }
 
     /// Address stored in a mapped chunk at offset `k` from its first block, validated:
     /// `None` for a hole (NULL_ADDR or NEW_ADDR).
     pub fn addr_in(&self, node: &NodeBlock, in_inode: bool, slot: usize) -> Result<Option<u64>> {
-        let a = if in_inode {
-            self.inode.inode.addr(node, slot)
-        } else {
-            self.slot(node, slot as u64)?
-        };
+        let a = self.raw_addr(node, in_inode, slot)?;
         if a == NULL_ADDR || a == NEW_ADDR {
             return Ok(None);
         }
@@ -193,12 +216,140 @@ impl Mapper<'_> {
             buf.copy_from_slice(src);
             return Ok(n);
         }
+        if let (Some(c), Some(cluster)) = (self.inode.inode.compress, self.inode.inode.cluster_blocks()) {
+            self.read_compressed(&c, cluster as u64, offset, buf)?;
+            return Ok(n);
+        }
         if self.pages.is_some_and(|p| p.has_inode(self.inode.ino)) {
             self.read_blocks_dirty(offset, buf)?;
         } else {
             self.read_blocks(offset, buf)?;
         }
         Ok(n)
+    }
+
+    /// [`Mapper::read`] of a compressed file with clusters of `cluster` blocks. A
+    /// cluster whose first slot is `COMPRESS_ADDR` is read whole and decoded (or taken
+    /// from the cache of decoded clusters); runs of clusters stored as plain blocks
+    /// are read as any file's blocks, one device read per contiguous run.
+    fn read_compressed(&self, c: &Compression, cluster: u64, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let block = BLOCK as u64;
+        let cluster_bytes = cluster * block;
+        let wanted_end = (offset + buf.len() as u64).div_ceil(block);
+        let mut pos = 0usize;
+        let mut bounce = Vec::new();
+        while pos < buf.len() {
+            let at = offset + pos as u64;
+            let fb = at / block;
+            let index = at / cluster_bytes;
+            // Node blocks of a compressed file hold whole clusters, so the chunk
+            // starting at the cluster's first block holds all of it.
+            match self.chunk(index * cluster)? {
+                Chunk::Hole { end } => {
+                    let hole = (end - fb).saturating_mul(block) - at % block;
+                    let bytes = hole.min((buf.len() - pos) as u64) as usize;
+                    buf[pos..pos + bytes].fill(0);
+                    pos += bytes;
+                }
+                Chunk::Mapped {
+                    first,
+                    node,
+                    in_inode,
+                    slot,
+                    len,
+                } => {
+                    if self.raw_addr(&node, in_inode, slot)? == COMPRESS_ADDR {
+                        let data = self.cluster_data(c, index, cluster as usize, &node, in_inode, slot)?;
+                        let within = (at - index * cluster_bytes) as usize;
+                        let bytes = (cluster_bytes as usize - within).min(buf.len() - pos);
+                        buf[pos..pos + bytes].copy_from_slice(&data[within..within + bytes]);
+                        pos += bytes;
+                        continue;
+                    }
+                    // Plain clusters: extend over the next ones while they are plain too.
+                    let mut end = first + cluster;
+                    while end < first + len
+                        && end < wanted_end
+                        && self.raw_addr(&node, in_inode, slot + (end - first) as usize)? != COMPRESS_ADDR
+                    {
+                        end += cluster;
+                    }
+                    let end = end.min(first + len);
+                    let from = slot + (fb - first) as usize;
+                    let within = (at % block) as usize;
+                    pos = self.read_run(
+                        &node,
+                        in_inode,
+                        from,
+                        (end - fb) as usize,
+                        within,
+                        buf,
+                        pos,
+                        &mut bounce,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The decoded data of compressed cluster `index`, whose `COMPRESS_ADDR` sits at
+    /// `slot` of `node`: its compressed blocks' addresses follow in the next slots and
+    /// end at the first `NULL_ADDR` or `NEW_ADDR` (the kernel's layout; anything else
+    /// is corrupt).
+    fn cluster_data(
+        &self,
+        c: &Compression,
+        index: u64,
+        cluster: usize,
+        node: &NodeBlock,
+        in_inode: bool,
+        slot: usize,
+    ) -> Result<Arc<Vec<u8>>> {
+        let ino = self.inode.ino;
+        let (lo, hi) = self.nodes.main_area();
+        let bad = |why: String| {
+            Error::corrupt(
+                format!("inode {ino}"),
+                None,
+                format!("compressed cluster {index}: {why}"),
+            )
+        };
+        let mut addrs: Vec<u64> = Vec::with_capacity(cluster);
+        let mut ended = false;
+        for k in 1..cluster {
+            match self.raw_addr(node, in_inode, slot + k)? {
+                NULL_ADDR | NEW_ADDR => ended = true,
+                COMPRESS_ADDR => return Err(bad(format!("a second COMPRESS_ADDR in slot {k}"))),
+                _ if ended => return Err(bad(format!("a block address after the end of its blocks, slot {k}"))),
+                a if (a as u64) < lo || (a as u64) >= hi => {
+                    return Err(bad(format!("block address {a:#x} outside the main area")))
+                }
+                a => addrs.push(a as u64),
+            }
+        }
+        if addrs.is_empty() {
+            return Err(bad("no compressed blocks".into()));
+        }
+        let key = (ino, index, addrs[0]);
+        if let Some(data) = self.clusters.get(key) {
+            return Ok(data);
+        }
+        let mut raw = vec![0u8; addrs.len() * BLOCK];
+        let mut i = 0;
+        while i < addrs.len() {
+            let mut run = 1;
+            while i + run < addrs.len() && addrs[i + run] == addrs[i] + run as u64 {
+                run += 1;
+            }
+            self.dev.read_blocks(addrs[i], &mut raw[i * BLOCK..(i + run) * BLOCK])?;
+            i += run;
+        }
+        let mut out = vec![0u8; cluster * BLOCK];
+        crate::compress::decompress_cluster(ino, index, addrs[0], c, &raw, &mut out)?;
+        let out = Arc::new(out);
+        self.clusters.put(key, out.clone());
+        Ok(out)
     }
 
     /// [`Mapper::read_blocks`] for a file with dirty blocks: block by block, each from

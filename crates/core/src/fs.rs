@@ -50,6 +50,8 @@ pub struct Fs {
     checksum_seed: u32,
     /// Present when opened read-write.
     rw: Option<ReadWrite>,
+    /// Recently decoded clusters of compressed files.
+    clusters: crate::compress::ClusterCache,
 }
 
 /// The state only a read-write file system has.
@@ -234,6 +236,7 @@ impl Fs {
             nodes,
             paths,
             rw,
+            clusters: Default::default(),
         };
         let root = fs.inode(fs.root())?;
         if root.kind()? != FileKind::Dir {
@@ -459,6 +462,7 @@ impl Fs {
             inode: i,
             nodes: &self.nodes,
             dev: self.dev.as_ref(),
+            clusters: &self.clusters,
         }
     }
 

@@ -77,7 +77,8 @@ impl InodeRef {
     }
 
     /// Fails with [`Error::Unsupported`] when the contents need a feature uf2fs does not
-    /// decode (encryption, compression).
+    /// decode (encryption, an unknown compression algorithm), and with
+    /// [`Error::Corrupt`] for compression settings F2FS never writes.
     pub fn check_decodable(&self) -> Result<()> {
         if self.inode.is_encrypted() {
             return Err(Error::Unsupported {
@@ -86,13 +87,31 @@ impl InodeRef {
             });
         }
         if self.inode.is_compressed() {
-            return Err(Error::Unsupported {
-                feature: "compression",
-                detail: format!(
-                    "inode {} is compressed; uf2fs cannot decompress F2FS clusters yet",
-                    self.ino
-                ),
-            });
+            let Some(c) = self.inode.compress else {
+                return Err(Error::corrupt(
+                    format!("inode {}", self.ino),
+                    None,
+                    format!(
+                        "compressed file whose extra attributes ({} bytes) do not hold its compression settings",
+                        self.inode.extra_isize
+                    ),
+                ));
+            };
+            if self.inode.cluster_blocks().is_none() {
+                return Err(Error::corrupt(
+                    format!("inode {}", self.ino),
+                    None,
+                    format!("compressed file with clusters of 2^{} blocks", c.log_cluster_size),
+                ));
+            }
+            if self.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA) {
+                return Err(Error::corrupt(
+                    format!("inode {}", self.ino),
+                    None,
+                    "compressed file with inline data",
+                ));
+            }
+            crate::compress::check_supported(self.ino, &c)?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ mod api;
 pub mod background;
 pub mod checkpoint;
 pub mod clock;
+pub mod compress;
 mod data;
 pub mod device;
 mod dir;

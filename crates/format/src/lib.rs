@@ -10,6 +10,7 @@
 //! `include/linux/f2fs_fs.h` so the two read side by side.
 
 pub mod checkpoint;
+pub mod cluster;
 pub mod consts;
 pub mod crc;
 pub mod dentry;

@@ -25,6 +25,52 @@ pub const F2FS_COMPR_FL: u32 = 0x0000_0004;
 /// `i_flags`: case-insensitive directory.
 pub const F2FS_CASEFOLD_FL: u32 = 0x4000_0000;
 
+/// Smallest `i_log_cluster_size` of a compressed file (clusters of 4 blocks).
+pub const MIN_COMPRESS_LOG_SIZE: u8 = 2;
+/// Largest `i_log_cluster_size` of a compressed file (clusters of 256 blocks).
+pub const MAX_COMPRESS_LOG_SIZE: u8 = 8;
+/// `i_compress_flag` bit: every compressed cluster carries a checksum of its data.
+pub const COMPRESS_CHKSUM: u16 = 1 << 0;
+/// `i_compress_flag`: the compression level sits in the bits from this one up.
+pub const COMPRESS_LEVEL_OFFSET: u16 = 8;
+
+/// `i_compress_algorithm` values.
+pub mod compress_algorithm {
+    /// LZO (lzo1x).
+    pub const LZO: u8 = 0;
+    /// LZ4 (LZ4HC writes the same format, with a level in `i_compress_flag`).
+    pub const LZ4: u8 = 1;
+    /// Zstandard.
+    pub const ZSTD: u8 = 2;
+    /// LZO-RLE (lzo1x with the run-of-zeros extension, bitstream version 1).
+    pub const LZORLE: u8 = 3;
+}
+
+/// The compression settings in the extra attributes of a compressed file's inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compression {
+    /// Blocks saved by compression (`i_compr_blocks`).
+    pub compr_blocks: u64,
+    /// Algorithm, one of [`compress_algorithm`].
+    pub algorithm: u8,
+    /// log2 of the blocks per cluster (`i_log_cluster_size`).
+    pub log_cluster_size: u8,
+    /// [`COMPRESS_CHKSUM`] and the level (`i_compress_flag`).
+    pub flag: u16,
+}
+
+impl Compression {
+    /// Whether clusters carry a checksum of their compressed data.
+    pub fn has_checksum(&self) -> bool {
+        self.flag & COMPRESS_CHKSUM != 0
+    }
+
+    /// The compression level the writer used (0: the algorithm's default).
+    pub fn level(&self) -> u8 {
+        (self.flag >> COMPRESS_LEVEL_OFFSET) as u8
+    }
+}
+
 /// Largest `i_extra_isize` this format version knows (bytes).
 pub const F2FS_TOTAL_EXTRA_ATTR_SIZE: usize = 36;
 /// Largest inline xattr area in slots (leaves room for a minimal inline dentry).
@@ -166,8 +212,9 @@ pub struct Inode {
     pub inode_checksum: u32,
     /// Creation time (inode_crtime feature).
     pub crtime: Option<RawTime>,
-    /// Compression: algorithm and log2 cluster size when compressed.
-    pub compress: Option<(u8, u8)>,
+    /// Compression settings of a compressed file (`F2FS_COMPR_FL` with the extra
+    /// attributes that hold them); `None` otherwise.
+    pub compress: Option<Compression>,
     /// Direct(2), indirect(2) and double-indirect(1) node ids.
     pub nids: [u32; DEF_NIDS_PER_INODE],
 }
@@ -206,7 +253,12 @@ impl Inode {
         let fits = |end: usize| has_extra && end <= extra_isize as usize;
         let namelen = (u32_at(b, 88) as usize).min(F2FS_NAME_LEN);
         let flags = u32_at(b, 80);
-        let compress = (flags & F2FS_COMPR_FL != 0 && fits(36)).then(|| (b[I_ADDR_OFFSET + 32], b[I_ADDR_OFFSET + 33]));
+        let compress = (flags & F2FS_COMPR_FL != 0 && fits(36)).then(|| Compression {
+            compr_blocks: u64_at(b, I_ADDR_OFFSET + 24),
+            algorithm: b[I_ADDR_OFFSET + 32],
+            log_cluster_size: b[I_ADDR_OFFSET + 33],
+            flag: u16_at(b, I_ADDR_OFFSET + 34),
+        });
         let mut nids = [0u32; DEF_NIDS_PER_INODE];
         for (i, n) in nids.iter_mut().enumerate() {
             *n = u32_at(b, I_NID_OFFSET + 4 * i);
@@ -247,8 +299,9 @@ impl Inode {
 
     /// Largest file size the node tree of this inode can address, in bytes.
     pub fn max_file_bytes(&self) -> u64 {
-        let d = ADDRS_PER_BLOCK as u64;
-        let blocks = self.addrs_per_inode() as u64 + 2 * d + 2 * d * d + d * d * d;
+        let a = self.addrs_per_block() as u64;
+        let n = NIDS_PER_BLOCK as u64;
+        let blocks = self.addrs_per_inode() as u64 + 2 * a + 2 * a * n + a * n * n;
         blocks * BLOCK_SIZE as u64
     }
 
@@ -262,9 +315,35 @@ impl Inode {
         self.extra_isize as usize / 4
     }
 
-    /// Data block addresses held in the inode itself.
+    /// Data block addresses held in the inode itself. For a compressed file, whole
+    /// clusters only (the kernel's `addrs_per_inode`: the count rounded down to a
+    /// multiple of the cluster size, so that no cluster straddles two node blocks).
     pub fn addrs_per_inode(&self) -> usize {
-        DEF_ADDRS_PER_INODE - self.addr_start() - self.inline_xattr_addrs as usize
+        let n = DEF_ADDRS_PER_INODE - self.addr_start() - self.inline_xattr_addrs as usize;
+        self.align_to_cluster(n)
+    }
+
+    /// Data block addresses held in each direct node block of this inode: 1018, or for
+    /// a compressed file that rounded down to a multiple of the cluster size (the
+    /// kernel's `addrs_per_block`).
+    pub fn addrs_per_block(&self) -> usize {
+        self.align_to_cluster(ADDRS_PER_BLOCK)
+    }
+
+    fn align_to_cluster(&self, n: usize) -> usize {
+        match self.cluster_blocks() {
+            Some(c) => n - n % c,
+            None => n,
+        }
+    }
+
+    /// Blocks per compression cluster of a compressed regular file whose cluster size
+    /// is one F2FS allows (4 to 256 blocks); `None` for any other inode.
+    pub fn cluster_blocks(&self) -> Option<usize> {
+        let c = self.compress.filter(|_| self.is_compressed())?;
+        (MIN_COMPRESS_LOG_SIZE..=MAX_COMPRESS_LOG_SIZE)
+            .contains(&c.log_cluster_size)
+            .then(|| 1usize << c.log_cluster_size)
     }
 
     /// Data address `i` (0..addrs_per_inode) held in the inode block `b`.
@@ -303,9 +382,11 @@ impl Inode {
         self.advise & FADVISE_VERITY_BIT != 0
     }
 
-    /// Whether the file is compressed.
+    /// Whether this is a compressed regular file (`F2FS_COMPR_FL` on a regular file,
+    /// as the kernel's `f2fs_compressed_file`; on a directory the flag only marks what
+    /// new files inherit).
     pub fn is_compressed(&self) -> bool {
-        self.flags & F2FS_COMPR_FL != 0
+        self.flags & F2FS_COMPR_FL != 0 && self.mode & 0o170000 == 0o100000
     }
 
     /// Whether the directory is case-insensitive.
@@ -427,9 +508,11 @@ impl Inode {
             put_u64(b, a + 12, sec);
             put_u32(b, a + 20, nsec);
         }
-        if let (Some((algorithm, log_cluster)), true) = (self.compress, fits(36)) {
-            b[a + 32] = algorithm;
-            b[a + 33] = log_cluster;
+        if let (Some(c), true) = (self.compress, fits(36)) {
+            put_u64(b, a + 24, c.compr_blocks);
+            b[a + 32] = c.algorithm;
+            b[a + 33] = c.log_cluster_size;
+            put_u16(b, a + 34, c.flag);
         }
     }
 

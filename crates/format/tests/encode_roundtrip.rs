@@ -12,7 +12,7 @@ use uf2fs_format::dentry::{DentryArea, DentryAreaMut};
 use uf2fs_format::hash::dentry_hash;
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::node::{
-    checksum_seed, inode_checksum, Inode, NodeFooter, F2FS_COMPR_FL, F2FS_EXTRA_ATTR, F2FS_INLINE_DENTRY,
+    checksum_seed, inode_checksum, Compression, Inode, NodeFooter, F2FS_COMPR_FL, F2FS_EXTRA_ATTR, F2FS_INLINE_DENTRY,
     F2FS_INLINE_XATTR,
 };
 use uf2fs_format::sit::SitEntry;
@@ -189,7 +189,7 @@ fn inode_for(sb_feature: u32) -> impl Strategy<Value = Inode> {
         0u16..=MAX_INLINE_XATTR_ADDRS_PROBE,
         any::<u32>(),
         any::<(u64, u32)>(),
-        any::<(u8, u8)>(),
+        any::<(u64, u8, u8, u16)>(),
     );
     (basic, more, extra, any::<[u32; 3]>(), any::<[u32; 5]>()).prop_map(move |(b, m, e, ext, nids)| {
         let has_extra = sb_feature & FEATURE_EXTRA_ATTR != 0 && b.1 & 1 == 0;
@@ -233,7 +233,12 @@ fn inode_for(sb_feature: u32) -> impl Strategy<Value = Inode> {
             projid: if fits(8) { e.2 } else { 0 },
             inode_checksum: if fits(12) { b.3[3] } else { 0 },
             crtime: fits(24).then_some(e.3),
-            compress: (flags & F2FS_COMPR_FL != 0 && fits(36)).then_some(e.4),
+            compress: (flags & F2FS_COMPR_FL != 0 && fits(36)).then_some(Compression {
+                compr_blocks: e.4 .0,
+                algorithm: e.4 .1,
+                log_cluster_size: e.4 .2,
+                flag: e.4 .3,
+            }),
             nids,
         }
     })
