@@ -189,7 +189,7 @@ build_initrd() {
     mods=$(module_paths)
     echo "$mods" | grep -q '/f2fs\.ko' || die "$KPKG has no f2fs module"
     key=$( { echo "$KPKG $KVERSION $KVER"; sha256sum "$BUSYBOX" "$kdir/init";
-             echo "$mods"; command -v getfattr setfattr || true; } | sha256sum | cut -c1-16)
+             echo "$mods"; command -v getfattr setfattr f2fs_io || true; } | sha256sum | cut -c1-16)
     out=$WORK/initrd/base-$KVER-$key.cpio.gz
     BASE_INITRD=$out
     [ -f "$out" ] && return 0
@@ -212,9 +212,10 @@ build_initrd() {
         esac
         echo "$name" >>"$stage/lib/modules/load.list"
     done <<<"$mods"
-    # getfattr/setfattr (busybox has neither) with the libraries they link.
+    # getfattr/setfattr (busybox has neither) and f2fs-tools' f2fs_io (F2FS ioctls:
+    # compression flags and options, released blocks) with the libraries they link.
     local tool lib
-    for tool in getfattr setfattr; do
+    for tool in getfattr setfattr f2fs_io; do
         tool=$(command -v "$tool" || true)
         [ -n "$tool" ] || continue
         cp "$tool" "$stage/usr/bin/"
