@@ -1,6 +1,8 @@
 //! Fuzz targets for uf2fs. Each parser target runs one function of [`parsers`] (also
 //! replayed by `crates/format/tests/regressions.rs` over `fuzz/regressions/`); the
-//! `image` target runs [`image::run`]. See fuzz/README.md.
+//! `image` target runs [`image::run`], the `sparse` target [`sparse::run`]. See
+//! fuzz/README.md.
 
 pub mod image;
 pub mod parsers;
+pub mod sparse;

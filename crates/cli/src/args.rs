@@ -99,6 +99,20 @@ pub enum Command {
         /// Replace existing non-directories at destination paths.
         #[arg(long)]
         force: bool,
+        /// Also write the tree's owners, modes and capabilities (security.capability)
+        /// as an Android fs_config file (`PATH UID GID MODE capabilities=0x...`), the
+        /// way `sload.f2fs -C` and AOSP's image tools read it.
+        #[arg(long, value_name = "FILE")]
+        fs_config: Option<PathBuf>,
+        /// Also write the tree's SELinux labels (security.selinux) as an Android
+        /// file_contexts file (`/PATH-REGEX<TAB>LABEL`), as `sload.f2fs -s` reads it.
+        #[arg(long, value_name = "FILE")]
+        file_contexts: Option<PathBuf>,
+        /// Where the extracted tree is mounted on the device (`sload.f2fs -t`): the
+        /// prefix of every path in --fs-config (without its leading `/`) and
+        /// --file-contexts. Default `/`.
+        #[arg(long, value_name = "PATH")]
+        mount_point: Option<OsString>,
         /// Image file or block device.
         image: PathBuf,
         /// Extra devices.

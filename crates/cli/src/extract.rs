@@ -4,9 +4,12 @@
 //! get their mode, owner and times in a `Finish` task popped after all their contents,
 //! so read-only directories can still be filled and their mtimes survive.
 
+mod android;
 mod data;
 mod dest;
 mod metadata;
+
+pub use android::AndroidOptions;
 
 use crate::names::{base_name, escape_bytes, escape_os, image_path, join_path, validate_entry_name};
 use anyhow::{anyhow, bail, Context};
@@ -19,10 +22,12 @@ use std::path::{Path, PathBuf};
 use uf2fs_core::{FileKind, Fs, Ino, Stat};
 
 /// Flags of `uf2fs extract`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ExtractOptions {
     /// Replace existing non-directories at destination paths.
     pub force: bool,
+    /// Android metadata files to write (see [`android`]).
+    pub android: AndroidOptions,
 }
 
 /// Copies `path` (an in-image path) to `dest` on the host.
@@ -36,15 +41,36 @@ pub fn run(fs: &Fs, path: &OsStr, dest: &Path, opts: &ExtractOptions) -> anyhow:
     let follow = src.len() > 1 && src.ends_with(b"/");
     let ino = fs.resolve(&src, follow)?;
     let stat = fs.stat(ino)?;
+    if opts.android.wanted() && stat.kind != FileKind::Dir {
+        bail!(
+            "{}: --fs-config and --file-contexts describe a directory tree; this is not a directory",
+            escape_bytes(&src)
+        );
+    }
     let target = if stat.kind == FileKind::Dir {
         top_dir_dest(dest)?
     } else {
         top_file_dest(&src, dest)?
     };
     let mut extractor = Extractor::new(fs, opts.force);
-    extractor.stack.push(Task::Visit { ino, src, dest: target });
+    if opts.android.wanted() {
+        extractor.android = Some(android::AndroidWriter::create(&opts.android)?);
+    }
+    extractor.stack.push(Task::Visit {
+        ino,
+        src,
+        rel: Vec::new(),
+        dest: target,
+    });
     extractor.run()?;
+    let android_warnings = match extractor.android.take() {
+        Some(writer) => writer.finish()?,
+        None => Vec::new(),
+    };
     extractor.meta.print_warnings();
+    for warning in android_warnings {
+        crate::errors::print_warning(&warning);
+    }
     Ok(())
 }
 
@@ -78,8 +104,14 @@ fn top_file_dest(src: &[u8], dest: &Path) -> anyhow::Result<PathBuf> {
 
 /// One step of the walk.
 enum Task {
-    /// Copy the inode `ino`, found at in-image path `src`, to host path `dest`.
-    Visit { ino: Ino, src: Vec<u8>, dest: PathBuf },
+    /// Copy the inode `ino`, found at in-image path `src` (`rel` inside the extracted
+    /// tree, without leading `/`), to host path `dest`.
+    Visit {
+        ino: Ino,
+        src: Vec<u8>,
+        rel: Vec<u8>,
+        dest: PathBuf,
+    },
     /// All contents of a directory are written: now set its own metadata.
     Finish {
         ino: Ino,
@@ -94,6 +126,8 @@ struct Extractor<'a> {
     fs: &'a Fs,
     force: bool,
     meta: metadata::MetadataWriter,
+    /// Writer of `--fs-config` and `--file-contexts`, when asked for.
+    android: Option<android::AndroidWriter>,
     stack: Vec<Task>,
     /// Data buffer reused for every file.
     buf: Vec<u8>,
@@ -109,6 +143,7 @@ impl<'a> Extractor<'a> {
             fs,
             force,
             meta: metadata::MetadataWriter::new(),
+            android: None,
             stack: Vec::new(),
             buf: vec![0; data::CHUNK_BYTES],
             links: HashMap::new(),
@@ -120,8 +155,8 @@ impl<'a> Extractor<'a> {
     fn run(&mut self) -> anyhow::Result<()> {
         while let Some(task) = self.stack.pop() {
             match task {
-                Task::Visit { ino, src, dest } => {
-                    self.visit(ino, &src, dest).with_context(|| escape_bytes(&src))?;
+                Task::Visit { ino, src, rel, dest } => {
+                    self.visit(ino, &src, &rel, dest).with_context(|| escape_bytes(&src))?;
                 }
                 Task::Finish { ino, stat, src, dest } => {
                     self.meta
@@ -134,10 +169,13 @@ impl<'a> Extractor<'a> {
     }
 
     /// Copies one inode.
-    fn visit(&mut self, ino: Ino, src: &[u8], dest: PathBuf) -> anyhow::Result<()> {
+    fn visit(&mut self, ino: Ino, src: &[u8], rel: &[u8], dest: PathBuf) -> anyhow::Result<()> {
         let stat = self.fs.stat(ino)?;
+        if let Some(android) = &mut self.android {
+            android.record(self.fs, ino, &stat, rel)?;
+        }
         if stat.kind == FileKind::Dir {
-            return self.enter_dir(ino, stat, src, dest);
+            return self.enter_dir(ino, stat, src, rel, dest);
         }
         if stat.nlink > 1 {
             if let Some(first) = self.links.get(&ino) {
@@ -161,7 +199,7 @@ impl<'a> Extractor<'a> {
     }
 
     /// Creates a directory and schedules its entries, then its own metadata.
-    fn enter_dir(&mut self, ino: Ino, stat: Stat, src: &[u8], dest: PathBuf) -> anyhow::Result<()> {
+    fn enter_dir(&mut self, ino: Ino, stat: Stat, src: &[u8], rel: &[u8], dest: PathBuf) -> anyhow::Result<()> {
         if !self.dirs_seen.insert(ino) {
             bail!("corrupt image: directory inode {ino} reached a second time (directory loop)");
         }
@@ -181,9 +219,15 @@ impl<'a> Extractor<'a> {
         for entry in entries.into_iter().rev() {
             let child_dest = dest.join(OsStr::from_bytes(&entry.name));
             let child_src = join_path(src, &entry.name);
+            let child_rel = if rel.is_empty() {
+                entry.name.clone()
+            } else {
+                join_path(rel, &entry.name)
+            };
             self.stack.push(Task::Visit {
                 ino: entry.ino,
                 src: child_src,
+                rel: child_rel,
                 dest: child_dest,
             });
         }

@@ -58,7 +58,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Cat { image, path, .. } => cat::run(&open_fs(&image, &devices)?, &path),
         Command::Extract {
-            force, image, paths, ..
+            force,
+            fs_config,
+            file_contexts,
+            mount_point,
+            image,
+            paths,
+            ..
         } => {
             let (path, dest) = match paths.as_slice() {
                 [dest] => (std::ffi::OsStr::new("/"), dest),
@@ -66,7 +72,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 _ => return Err(errors::UsageError("extract takes [PATH] DEST".into()).into()),
             };
             let fs = open_fs(&image, &devices)?;
-            extract::run(&fs, path, Path::new(dest), &extract::ExtractOptions { force })
+            let android = extract::AndroidOptions {
+                fs_config,
+                file_contexts,
+                mount_point: mount_point.map(|m| m.into_encoded_bytes()),
+            };
+            extract::run(&fs, path, Path::new(dest), &extract::ExtractOptions { force, android })
         }
         Command::Mount {
             options,

@@ -24,7 +24,7 @@ use crate::checkpoint::roll_forward::check_nothing_to_roll_forward;
 use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
 use crate::data::Mapper;
-use crate::device::{read_block, BlockDevice, ConcatDevice, FileDevice};
+use crate::device::{read_block, sparse, BlockDevice, ConcatDevice, FileDevice, SparseDevice};
 use crate::inode::InodeRef;
 use crate::node::NodeManager;
 use crate::segment::SegmentManager;
@@ -105,17 +105,25 @@ impl std::fmt::Display for FsInfo {
     }
 }
 
-fn open_file(path: &Path, writable: bool) -> Result<FileDevice> {
-    if writable {
-        FileDevice::open_rw(path)
-    } else {
-        FileDevice::open(path)
+/// Opens one image file or block device: an Android sparse image (see
+/// [`crate::device::sparse`]) is read in place, and refused for writing.
+fn open_file(path: &Path, writable: bool) -> Result<Box<dyn BlockDevice>> {
+    if sparse::is_sparse(path)? {
+        if writable {
+            return Err(sparse::refuse_writing(path));
+        }
+        return Ok(Box::new(SparseDevice::open(path)?));
     }
+    Ok(Box::new(if writable {
+        FileDevice::open_rw(path)?
+    } else {
+        FileDevice::open(path)?
+    }))
 }
 
 fn open_devices(image: &Path, more: &[&Path], writable: bool) -> Result<(Box<dyn BlockDevice>, SuperblockChoice)> {
     let first = open_file(image, writable)?;
-    let sbc = load_superblock(&first)?;
+    let sbc = load_superblock(first.as_ref())?;
     let devs = &sbc.sb.devices;
     if devs.len() <= 1 {
         if !more.is_empty() {
@@ -124,7 +132,7 @@ fn open_devices(image: &Path, more: &[&Path], writable: bool) -> Result<(Box<dyn
                 image.display()
             )));
         }
-        return Ok((Box::new(first), sbc));
+        return Ok((first, sbc));
     }
     if more.len() + 1 != devs.len() {
         let names: Vec<&str> = devs.iter().map(|d| d.path.as_str()).collect();
@@ -142,22 +150,24 @@ fn open_devices(image: &Path, more: &[&Path], writable: bool) -> Result<(Box<dyn
         .enumerate()
         .map(|(i, d)| d.total_segments as u64 * bps + if i == 0 { sbc.sb.segment0_blkaddr as u64 } else { 0 })
         .collect();
-    let mut all: Vec<Box<dyn BlockDevice>> = vec![Box::new(first)];
+    let mut all: Vec<Box<dyn BlockDevice>> = vec![first];
     for p in more {
-        all.push(Box::new(open_file(p, writable)?));
+        all.push(open_file(p, writable)?);
     }
     Ok((Box::new(ConcatDevice::new(all, &sizes)?), sbc))
 }
 
 impl Fs {
     /// Open an image file or block device read-only. Extra devices of a multi-device
-    /// F2FS follow in `more_devices`, in superblock order.
+    /// F2FS follow in `more_devices`, in superblock order. Any of them may be an Android
+    /// sparse image ([`crate::device::sparse`]), read in place.
     pub fn open(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
         Fs::open_with(image, more_devices, OpenOptions::default())
     }
 
     /// Open an image file or block device for reading and writing (see
-    /// [`OpenOptions::read_write`]). Nothing is written until [`Fs::write_checkpoint`]
+    /// [`OpenOptions::read_write`]); an Android sparse image is refused
+    /// ([`Error::ReadOnly`], naming `simg2img`). Nothing is written until [`Fs::write_checkpoint`]
     /// or [`Fs::unmount`] (or an operation that needs room makes a checkpoint).
     pub fn open_rw(image: &Path, more_devices: &[&Path]) -> Result<Fs> {
         Fs::open_with(image, more_devices, OpenOptions { read_write: true })

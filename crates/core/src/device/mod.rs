@@ -8,11 +8,13 @@ mod block_table;
 mod counting;
 mod crash;
 mod mem;
+pub mod sparse;
 mod zoned;
 
 pub use counting::{counting, Areas, CountingDevice, WriteCounter, WriteCounts};
 pub use crash::CrashDevice;
 pub use mem::MemDevice;
+pub use sparse::SparseDevice;
 pub use zoned::{ZonedDevice, ZonedMemDevice, ZonedMemOptions, Zones};
 
 use crate::{Error, Result};
