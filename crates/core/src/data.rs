@@ -43,6 +43,8 @@ pub struct Mapper<'a> {
     pub nodes: &'a NodeManager,
     /// The device.
     pub dev: &'a dyn BlockDevice,
+    /// The superblock (a directory's name rules: [`crate::casefold`]).
+    pub sb: &'a uf2fs_format::superblock::Superblock,
 }
 
 impl Mapper<'_> {

@@ -459,6 +459,7 @@ impl Fs {
             inode: i,
             nodes: &self.nodes,
             dev: self.dev.as_ref(),
+            sb: &self.sbc.sb,
         }
     }
 
