@@ -11,8 +11,13 @@
 # files per setting: every algorithm, cluster sizes 4 to 256 blocks, with and without
 # cluster checksums).
 #
+# The casefold variant is made by mkfs.f2fs (-O casefold -C utf8; uf2fs mkfs does not
+# make casefold volumes), filled by scripts/kernel/workloads/casefold.sh with the
+# statically built scripts/kernel/tools/casefold-flag put in the guest, and also keeps
+# the workload's lookup probes (NAME.probes).
+#
 # usage: scripts/kernel/make-fixtures.sh [--uf2fs BIN] [VARIANT...]
-#        variants: default extra-attr compress (default: default extra-attr)
+#        variants: default extra-attr casefold compress (default: default extra-attr)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +34,7 @@ variant_opts() {
     case $1 in
         default) echo "" ;;
         extra-attr) echo "-O extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime,sb_checksum,lost_found" ;;
+        casefold) echo "-O casefold -C utf8" ;;
         *) echo "make-fixtures: unknown variant $1" >&2; exit 2 ;;
     esac
 }
@@ -73,11 +79,25 @@ for v in "${variants[@]}"; do
         make_compress "$img" "$work/$v.manifest" "$work/$v.result" "$work/$v.log"
     else
         opts=$(variant_opts "$v")
-        made="uf2fs mkfs --size 64M $opts; Linux \$kernel ran scripts/kernel/workloads/fixture.sh on it, read-write, and unmounted it"
-        echo "== $v: uf2fs mkfs --size 64M $opts" >&2
-        # shellcheck disable=SC2086 # opts is a list of words
-        "$uf2fs" mkfs -q --size 64M $opts "$img"
-        "$here/../kernel-check.sh" mount --rw --quiet --workload "$here/workloads/fixture.sh" \
+        workload=$here/workloads/fixture.sh
+        put=()
+        if [ "$v" = casefold ]; then
+            mkfs="mkfs.f2fs -q $opts (64 MiB)"
+            truncate -s 64M "$img"
+            # shellcheck disable=SC2086 # opts is a list of words
+            mkfs.f2fs -q $opts "$img" >&2
+            workload=$here/workloads/casefold.sh
+            mkdir -p "$work/put"
+            gcc -static -O2 -Wall -o "$work/put/casefold-flag" "$here/tools/casefold-flag.c"
+            put=(--put "$work/put")
+        else
+            mkfs="uf2fs mkfs --size 64M $opts"
+            # shellcheck disable=SC2086 # opts is a list of words
+            "$uf2fs" mkfs -q --size 64M $opts "$img"
+        fi
+        made="$mkfs; Linux \$kernel ran scripts/kernel/workloads/$(basename "$workload") on it, read-write, and unmounted it"
+        echo "== $v: $mkfs" >&2
+        "$here/../kernel-check.sh" mount --rw --quiet --workload "$workload" "${put[@]}" \
             --manifest-out "$work/$v.manifest" --result-out "$work/$v.result" "$img" | tee "$work/$v.log"
     fi
     fsck=$(fsck.f2fs -f --dry-run "$img" 2>&1) || { echo "$fsck" >&2; exit 1; }
@@ -91,6 +111,13 @@ for v in "${variants[@]}"; do
         echo "# path type mode nlink uid gid size mtime sha256 target xattrs chunks"
         cat "$work/$v.manifest"
     } >"$out/$v.manifest"
+    if [ "$v" = casefold ]; then
+        {
+            echo "# Lookups Linux $kernel made in $v.img.gz (scripts/kernel/workloads/casefold.sh):"
+            echo "# probe found|missing PATH (PATH in printf octal escapes)"
+            grep -o 'probe .*' "$work/$v.log"
+        } >"$out/$v.probes"
+    fi
     gzip -9 -n -c "$img" >"$out/$v.img.gz"
     echo "$v: $(stat -c %s "$out/$v.img.gz") bytes gzip'd, $(grep -vc '^#' "$out/$v.manifest") entries" >&2
 done

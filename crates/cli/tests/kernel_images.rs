@@ -26,7 +26,7 @@ use uf2fs_testkit::lsfmt::{mode_string, parse_long_line, utc_minute};
 use uf2fs_testkit::run::{arg, path_arg};
 use uf2fs_testkit::tree::is_root;
 
-const FIXTURES: [&str; 2] = ["default", "extra-attr"];
+const FIXTURES: [&str; 3] = ["default", "extra-attr", "casefold"];
 
 macro_rules! per_fixture {
     ($($module:ident => $name:literal),*) => {$(
@@ -52,6 +52,79 @@ macro_rules! per_fixture {
 }
 
 per_fixture!(default => "default", extra_attr => "extra-attr");
+
+/// The casefold fixture (`mkfs.f2fs -O casefold -C utf8`, filled by
+/// `scripts/kernel/workloads/casefold.sh`): read back as the others are, and every
+/// lookup Linux made there (`casefold.probes`) gives what it gave Linux.
+mod casefold {
+    #[test]
+    fn info_reads_the_kernel_checkpoint() {
+        super::info("casefold");
+    }
+    #[test]
+    fn ls_matches_the_kernel() {
+        super::ls("casefold");
+    }
+    #[test]
+    fn extract_matches_the_kernel() {
+        super::extract("casefold");
+    }
+    #[test]
+    fn cat_finds_what_linux_found_by_other_cases() {
+        super::casefold_probes();
+    }
+}
+
+/// printf's octal escapes (`\303\237`) to bytes.
+fn unescape_octal(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() + 1 && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push(u8::from_str_radix(&s[i + 1..i + 4], 8).unwrap());
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn casefold_probes() {
+    let fx = fixture("casefold");
+    let raw = fs::read_to_string(fixture_dir().join("casefold.probes")).unwrap();
+    let bin = uf2fs();
+    let (mut found, mut missing, mut problems) = (0, 0, Vec::new());
+    for line in raw.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (what, path) = line
+            .strip_prefix("probe ")
+            .and_then(|l| l.split_once(' '))
+            .unwrap_or_else(|| panic!("bad probe line {line:?}"));
+        let mut p = b"/".to_vec();
+        p.extend(unescape_octal(path));
+        let out = bin.run([arg(b"cat"), path_arg(&fx.img), arg(&p)]);
+        let ok = out.status.is_some_and(|s| s.success());
+        match what {
+            "found" => found += 1,
+            "missing" => missing += 1,
+            _ => panic!("bad probe line {line:?}"),
+        }
+        if ok != (what == "found") {
+            problems.push(format!(
+                "{path}: Linux: {what}, uf2fs cat: {}",
+                if ok { "found" } else { "missing" }
+            ));
+        }
+    }
+    assert!(found >= 25 && missing >= 5, "{found} found, {missing} missing probes");
+    assert!(
+        problems.is_empty(),
+        "lookups that differ from Linux's:\n{}",
+        problems.join("\n")
+    );
+}
 
 /// One manifest line.
 #[derive(Debug, Clone)]
@@ -462,13 +535,17 @@ fn extract(name: &str) {
     if count != fx.entries.len() {
         problems.push(format!("{count} paths extracted, the kernel saw {}", fx.entries.len()));
     }
-    assert!(chunks_checked >= 8, "only {chunks_checked} chunks checked");
+    // The casefold fixture has no file too big to hash whole.
+    assert!(
+        name == "casefold" || chunks_checked >= 8,
+        "only {chunks_checked} chunks checked"
+    );
     assert!(problems.is_empty(), "uf2fs extract on {name}:\n{}", problems.join("\n"));
 }
 
 #[test]
 fn manifests_cover_what_the_fixtures_are_for() {
-    for name in FIXTURES {
+    for name in ["default", "extra-attr"] {
         let raw = fs::read(fixture_dir().join(format!("{name}.manifest"))).unwrap();
         let entries = parse_manifest(&raw);
         let get = |p: &str| {

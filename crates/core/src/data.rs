@@ -45,6 +45,8 @@ pub struct Mapper<'a> {
     pub dev: &'a dyn BlockDevice,
     /// Recently decoded clusters of compressed files.
     pub clusters: &'a ClusterCache,
+    /// The superblock (a directory's name rules: [`crate::casefold`]).
+    pub sb: &'a uf2fs_format::superblock::Superblock,
 }
 
 impl Mapper<'_> {

@@ -3,9 +3,9 @@
 use crate::data::Mapper;
 use crate::device::read_block;
 use crate::{DirEntry, Error, FileKind, Ino, Result};
+use uf2fs_format::casefold::DirName;
 use uf2fs_format::consts::{F2FS_NAME_LEN, MAX_DIR_HASH_DEPTH};
 use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, ft, DentryArea, RawDentry};
-use uf2fs_format::hash::dentry_hash;
 use uf2fs_format::node::F2FS_INLINE_DENTRY;
 
 fn kind_of(file_type: u8) -> Option<FileKind> {
@@ -130,36 +130,46 @@ impl Mapper<'_> {
         Ok(out)
     }
 
-    /// Finds `name` by scanning every entry (case-folded directories, whose hashes are
-    /// computed over folded names; this matches exact names only).
-    fn lookup_linear(&self, name: &[u8]) -> Result<Option<Ino>> {
+    /// Finds `name` by scanning every entry whatever its hash (the linear search of a
+    /// casefolded directory after its hash lookup missed).
+    fn lookup_linear(&self, name: &DirName<'_>) -> Result<Option<Ino>> {
         let mut found = None;
         self.for_each_area(|area, blk| {
             found = area
-                .entries()
+                .find_name(name, false)
                 .map_err(|e| self.dir_err(blk, e))?
-                .iter()
-                .find(|d| d.name == name)
                 .map(|d| d.ino);
             Ok(found.is_some())
         })?;
         Ok(found)
     }
 
-    /// Looks `name` up the way F2FS does: hash, then one bucket per level.
+    /// Looks `name` up the way F2FS does: hash, then one bucket per level; in a
+    /// casefolded directory by folded name ([`crate::casefold`]), then by a linear
+    /// search when that misses.
     pub fn lookup(&self, name: &[u8]) -> Result<Option<Ino>> {
         if name.len() > F2FS_NAME_LEN {
             return Err(Error::NameTooLong(crate::error::show_name(name)));
         }
         self.inode.check_decodable()?;
         let i = &self.inode.inode;
-        if i.is_casefold() {
-            return self.lookup_linear(name);
+        let name = crate::casefold::dir_name(self.sb, i, self.inode.ino, name)?;
+        let found = self.lookup_hashed(&name)?;
+        if found.is_none() && crate::casefold::linear_fallback(self.sb, i) {
+            return self.lookup_linear(&name);
         }
-        let hash = dentry_hash(name);
+        Ok(found)
+    }
+
+    fn lookup_hashed(&self, name: &DirName<'_>) -> Result<Option<Ino>> {
+        let i = &self.inode.inode;
+        let hash = name.hash();
         if i.has_inline(F2FS_INLINE_DENTRY) {
             let area = DentryArea::inline(&self.inode.block[i.inline_data_range()]);
-            return Ok(area.find(name, hash).map_err(|e| self.dir_err(None, e))?.map(|d| d.ino));
+            return Ok(area
+                .find_name(name, true)
+                .map_err(|e| self.dir_err(None, e))?
+                .map(|d| d.ino));
         }
         let depth = i.current_depth.min(MAX_DIR_HASH_DEPTH);
         let dir_level = i.dir_level as u32;
@@ -171,7 +181,7 @@ impl Mapper<'_> {
                 if fb >= size_blocks {
                     break;
                 }
-                if let Some(ino) = self.lookup_in_block(fb, name, hash)? {
+                if let Some(ino) = self.lookup_in_block(fb, name)? {
                     return Ok(Some(ino));
                 }
             }
@@ -179,10 +189,13 @@ impl Mapper<'_> {
         Ok(None)
     }
 
-    fn lookup_in_block(&self, fb: u64, name: &[u8], hash: u32) -> Result<Option<Ino>> {
+    fn lookup_in_block(&self, fb: u64, name: &DirName<'_>) -> Result<Option<Ino>> {
         if let Some(b) = self.pages.and_then(|p| p.get(self.inode.ino, fb)) {
             let area = DentryArea::block(&b).map_err(|e| self.dir_err(None, e))?;
-            return Ok(area.find(name, hash).map_err(|e| self.dir_err(None, e))?.map(|d| d.ino));
+            return Ok(area
+                .find_name(name, true)
+                .map_err(|e| self.dir_err(None, e))?
+                .map(|d| d.ino));
         }
         let crate::data::Chunk::Mapped {
             node,
@@ -200,7 +213,7 @@ impl Mapper<'_> {
         let b = read_block(self.dev, addr)?;
         let area = DentryArea::block(&b).map_err(|e| self.dir_err(Some(addr), e))?;
         Ok(area
-            .find(name, hash)
+            .find_name(name, true)
             .map_err(|e| self.dir_err(Some(addr), e))?
             .map(|d| d.ino))
     }

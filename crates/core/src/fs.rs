@@ -473,6 +473,7 @@ impl Fs {
             nodes: &self.nodes,
             dev: self.dev.as_ref(),
             clusters: &self.clusters,
+            sb: &self.sbc.sb,
         }
     }
 

@@ -7,6 +7,7 @@
 
 mod api;
 pub mod background;
+mod casefold;
 pub mod checkpoint;
 pub mod clock;
 pub mod compress;

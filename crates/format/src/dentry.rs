@@ -1,5 +1,6 @@
 //! Directory entries: dentry blocks, inline dentries and the multi-level hash layout.
 
+use crate::casefold::DirName;
 use crate::consts::*;
 use crate::hash::dentry_hash;
 use crate::le::{put_u16, put_u32, test_bit_le, u16_at, u32_at};
@@ -148,6 +149,17 @@ impl<'a> DentryArea<'a> {
     /// Finds `name` with hash `hash`.
     pub fn find(&self, name: &[u8], hash: u32) -> Result<Option<RawDentry<'a>>> {
         Ok(self.entries()?.into_iter().find(|e| e.hash == hash && e.name == name))
+    }
+
+    /// Finds the entry `name` stands for ([`DirName::matches`]): with its hash, or
+    /// whatever its hash when `use_hash` is false (the linear search of a casefolded
+    /// directory).
+    pub fn find_name(&self, name: &DirName<'_>, use_hash: bool) -> Result<Option<RawDentry<'a>>> {
+        let hash = name.hash();
+        Ok(self
+            .entries()?
+            .into_iter()
+            .find(|e| (!use_hash || e.hash == hash) && name.matches(e.name)))
     }
 }
 

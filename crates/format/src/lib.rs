@@ -9,6 +9,8 @@
 //! All integers are little-endian on disk. Field names follow the kernel's
 //! `include/linux/f2fs_fs.h` so the two read side by side.
 
+pub mod casefold;
+mod casefold_tables;
 pub mod checkpoint;
 pub mod cluster;
 pub mod consts;

@@ -28,8 +28,8 @@ use uf2fs_format::checkpoint::{
 };
 use uf2fs_format::consts::NR_CURSEG_DATA_TYPE;
 use uf2fs_format::superblock::{
-    Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM,
-    FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_SB_CHKSUM,
+    Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_CASEFOLD, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR,
+    FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_SB_CHKSUM,
 };
 
 /// Features uf2fs can write images with (besides the default set, which has none).
@@ -39,7 +39,8 @@ pub const WRITABLE_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_FLEXIBLE_INLINE_XATTR
     | FEATURE_INODE_CRTIME
     | FEATURE_SB_CHKSUM
-    | FEATURE_LOST_FOUND;
+    | FEATURE_LOST_FOUND
+    | FEATURE_CASEFOLD;
 
 /// Checkpoint flags carried from one checkpoint to the next; the pack builder decides
 /// umount, compacted summaries, orphans and NAT bits, and every other flag is dropped.
@@ -57,6 +58,16 @@ pub fn check_writable(sb: &Superblock, cp: &Checkpoint) -> Result<()> {
                 detail: "uf2fs cannot write images with this feature yet; open the image read-only".into(),
             });
         }
+    }
+    // Casefolded names are written by folding with the volume's encoding (crate::casefold).
+    if sb.has(FEATURE_CASEFOLD) && sb.s_encoding != uf2fs_format::casefold::F2FS_ENC_UTF8_12_1 {
+        return Err(Error::Unsupported {
+            feature: "casefold",
+            detail: format!(
+                "name encoding {} (uf2fs knows utf8-12.1 only); open the image read-only",
+                sb.s_encoding
+            ),
+        });
     }
     let unknown = sb.feature & !FEATURES.iter().fold(0, |a, (b, _)| a | b);
     if unknown != 0 {

@@ -12,9 +12,9 @@ use crate::inode::InodeMut;
 use crate::segment::LogType;
 use crate::tree::Tree;
 use crate::{Error, Ino, Result};
+use uf2fs_format::casefold::DirName;
 use uf2fs_format::consts::{BLOCK_SIZE, F2FS_SLOT_LEN, MAX_DIR_HASH_DEPTH};
 use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, DentryArea, DentryAreaMut};
-use uf2fs_format::hash::dentry_hash;
 use uf2fs_format::node::{F2FS_DATA_EXIST, F2FS_INLINE_DENTRY};
 
 /// Where an entry lives.
@@ -53,9 +53,23 @@ fn is_inline(dir: &InodeMut) -> bool {
     dir.inode.has_inline(F2FS_INLINE_DENTRY)
 }
 
-/// Looks `name` up in `dir`, through its hash levels (or its inline area).
+/// Looks `name` up in `dir`, through its hash levels (or its inline area); in a
+/// casefolded directory by folded name, then by a linear search of every entry when
+/// that misses ([`crate::casefold`]).
 pub fn find(t: &Tree, dir: &mut InodeMut, name: &[u8]) -> Result<Option<Entry>> {
-    let hash = dentry_hash(name);
+    let name = crate::casefold::dir_name(t.sb, &dir.inode, dir.ino, name)?;
+    if let Some(e) = find_in(t, dir, &name, true)? {
+        return Ok(Some(e));
+    }
+    if crate::casefold::linear_fallback(t.sb, &dir.inode) {
+        return find_in(t, dir, &name, false);
+    }
+    Ok(None)
+}
+
+/// [`find`] through the hash levels (`use_hash`) or through every block.
+fn find_in(t: &Tree, dir: &mut InodeMut, name: &DirName<'_>, use_hash: bool) -> Result<Option<Entry>> {
+    let hash = name.hash();
     let to_entry = |d: uf2fs_format::dentry::RawDentry<'_>, place| Entry {
         place,
         slot: d.slot,
@@ -67,34 +81,49 @@ pub fn find(t: &Tree, dir: &mut InodeMut, name: &[u8]) -> Result<Option<Entry>> 
         let ino = dir.ino;
         let area = DentryArea::inline(dir.inline_area());
         return Ok(area
-            .find(name, hash)
+            .find_name(name, use_hash)
             .map_err(|e| corrupt(ino, e))?
             .map(|d| to_entry(d, Place::Inline)));
     }
+    let size_blocks = dir.inode.size.div_ceil(BLOCK_SIZE as u64);
+    let search = |index: u64| -> Result<Option<Entry>> {
+        let Some(b) = t.read_block(dir, index)? else {
+            return Ok(None);
+        };
+        let area = DentryArea::block(&b).map_err(|e| corrupt(dir.ino, e))?;
+        Ok(area
+            .find_name(name, use_hash)
+            .map_err(|e| corrupt(dir.ino, e))?
+            .map(|d| to_entry(d, Place::Block(index))))
+    };
+    if !use_hash {
+        for index in 0..size_blocks {
+            if let Some(e) = search(index)? {
+                return Ok(Some(e));
+            }
+        }
+        return Ok(None);
+    }
     let depth = dir.inode.current_depth.clamp(1, MAX_DIR_HASH_DEPTH);
     let dir_level = dir.inode.dir_level as u32;
-    let size_blocks = dir.inode.size.div_ceil(BLOCK_SIZE as u64);
     for level in 0..depth {
         let bucket = hash as u64 % dir_buckets(level, dir_level);
         let first = dir_block_index(level, dir_level, bucket);
         for index in first..(first + bucket_blocks(level)).min(size_blocks) {
-            let Some(b) = t.read_block(dir, index)? else {
-                continue;
-            };
-            let area = DentryArea::block(&b).map_err(|e| corrupt(dir.ino, e))?;
-            if let Some(d) = area.find(name, hash).map_err(|e| corrupt(dir.ino, e))? {
-                return Ok(Some(to_entry(d, Place::Block(index))));
+            if let Some(e) = search(index)? {
+                return Ok(Some(e));
             }
         }
     }
     Ok(None)
 }
 
-/// Adds entry `name` -> `ino` (`file_type`) to `dir`, which must not hold `name`.
-/// Sets the directory's depth and size as the kernel does; times and link counts are
-/// the caller's.
+/// Adds entry `name` -> `ino` (`file_type`) to `dir`, which must not hold `name`
+/// ([`find`] finds nothing). The entry keeps `name` as given; in a casefolded
+/// directory its hash is that of the folded name. Sets the directory's depth and size
+/// as the kernel does; times and link counts are the caller's.
 pub fn add(t: &mut Tree, dir: &mut InodeMut, name: &[u8], ino: Ino, file_type: u8) -> Result<()> {
-    let hash = dentry_hash(name);
+    let hash = crate::casefold::dir_name(t.sb, &dir.inode, dir.ino, name)?.hash();
     if is_inline(dir) {
         let dir_ino = dir.ino;
         let mut area = DentryAreaMut::inline(dir.inline_area());

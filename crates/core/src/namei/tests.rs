@@ -136,3 +136,103 @@ fn after_a_failure_halfway_nothing_more_is_written() {
     assert!(fs.unmount().is_err());
     assert!(dev.image_now() == durable, "the device changed after the failure");
 }
+
+/// A volume made by `mkfs.f2fs -O casefold -C utf8` (64 MiB), opened read-write, with
+/// directory "cf" given the casefold flag (uf2fs has no FS_IOC_SETFLAGS; Linux sets it
+/// the same way on an empty directory).
+fn casefold_volume(dir: &Path, strict: bool) -> (Fs, CrashDevice, crate::Ino) {
+    let img = dir.join("cf.img");
+    std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+    let mut cmd = Command::new("mkfs.f2fs");
+    cmd.args([
+        "-q",
+        "-f",
+        "-O",
+        "casefold",
+        "-C",
+        if strict { "utf8:strict" } else { "utf8" },
+    ]);
+    let out = cmd
+        .arg(&img)
+        .output()
+        .expect("cannot run mkfs.f2fs (is f2fs-tools installed?)");
+    assert!(
+        out.status.success(),
+        "mkfs.f2fs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dev = CrashDevice::new(std::fs::read(&img).unwrap(), 1 << 20);
+    let fs = Fs::open_device_with(Box::new(dev.clone()), "mem", RW).unwrap();
+    let cf = fs.mkdir(fs.root(), b"cf", 0o755, 0, 0).unwrap().ino;
+    {
+        let rw = fs.rw().unwrap();
+        let t = fs.tree(rw);
+        let mut i = t.load_inode(cf).unwrap();
+        i.inode.flags |= uf2fs_format::node::F2FS_CASEFOLD_FL;
+        t.store_inode(i).unwrap();
+    }
+    (fs, dev, cf)
+}
+
+#[test]
+fn casefolded_directories_find_add_and_refuse_names_by_folded_form() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, dev, cf) = casefold_volume(tmp.path(), false);
+    let file = fs.create(cf, "Straße".as_bytes(), 0o644, 0, 0).unwrap().ino;
+    for other in ["STRASSE", "strasse", "Straße", "STRAẞE"] {
+        assert_eq!(fs.lookup(cf, other.as_bytes()).unwrap(), file, "{other}");
+    }
+    // Duplicates by folded name: every way of adding a name refuses them.
+    assert!(matches!(fs.create(cf, b"STRASSE", 0o644, 0, 0), Err(Error::Exists(_))));
+    assert!(matches!(fs.mkdir(cf, b"strasse", 0o755, 0, 0), Err(Error::Exists(_))));
+    assert!(matches!(fs.symlink(cf, b"StrassE", b"x", 0, 0), Err(Error::Exists(_))));
+    assert!(matches!(fs.link(file, cf, b"STRASSE"), Err(Error::Exists(_))));
+    // A new directory inherits the flag; names keep their case.
+    let sub = fs.mkdir(cf, "Ǆ-Sub".as_bytes(), 0o755, 0, 0).unwrap().ino;
+    assert_eq!(fs.lookup(cf, "ǆ-sub".as_bytes()).unwrap(), sub);
+    let inner = fs.create(sub, "İstanbul".as_bytes(), 0o644, 0, 0).unwrap().ino;
+    assert_eq!(fs.lookup(sub, "i\u{307}STANBUL".as_bytes()).unwrap(), inner);
+    assert!(fs.lookup(sub, b"istanbul").is_err());
+    let names: Vec<Vec<u8>> = fs.read_dir(cf).unwrap().into_iter().map(|e| e.name).collect();
+    assert!(names.contains(&"Straße".as_bytes().to_vec()) && names.contains(&"Ǆ-Sub".as_bytes().to_vec()));
+    // Enough names for dentry blocks and hash levels; then each by another case.
+    for i in 0..400 {
+        fs.create(cf, format!("File-{i}").as_bytes(), 0o644, 0, 0).unwrap();
+    }
+    for i in 0..400 {
+        assert!(fs.lookup(cf, format!("FILE-{i}").as_bytes()).is_ok(), "FILE-{i}");
+    }
+    fs.symlink(cf, b"Link", b"target", 0, 0).unwrap();
+    fs.link(file, cf, b"Hard").unwrap();
+    assert_eq!(fs.lookup(cf, b"HARD").unwrap(), file);
+    // A name that is not UTF-8 is an opaque byte string.
+    let raw = fs.create(cf, b"bad-\xff", 0o644, 0, 0).unwrap().ino;
+    assert_eq!(fs.lookup(cf, b"bad-\xff").unwrap(), raw);
+    assert!(fs.lookup(cf, b"BAD-\xff").is_err());
+    // Renames: to another case of the same name changes nothing (as in Linux); across
+    // names by folded form; unlink and rmdir by another case.
+    fs.rename(cf, b"file-1", cf, b"FILE-1", 0).unwrap();
+    assert!(fs.read_dir(cf).unwrap().iter().any(|e| e.name == b"File-1"));
+    fs.rename(cf, b"FILE-2", cf, "Neu-Straße".as_bytes(), 0).unwrap();
+    assert!(fs.lookup(cf, b"NEU-STRASSE").is_ok() && fs.lookup(cf, b"file-2").is_err());
+    fs.unlink(cf, b"LINK").unwrap();
+    fs.unlink(sub, b"I\xcc\x87STANBUL").unwrap();
+    fs.rmdir(cf, "ǅ-SUB".as_bytes()).unwrap();
+    assert!(fs.lookup(cf, b"link").is_err());
+    fs.unmount().unwrap();
+    // fsck.f2fs checks every dentry's hash against its own casefolding.
+    fsck_clean(tmp.path(), &dev.image_now(), "names in a casefolded directory");
+}
+
+#[test]
+fn a_strict_volume_refuses_names_it_cannot_fold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, _dev, cf) = casefold_volume(tmp.path(), true);
+    assert!(matches!(
+        fs.create(cf, b"bad-\xff", 0o644, 0, 0),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(fs.lookup(cf, b"bad-\xff"), Err(Error::Invalid(_))));
+    // Outside casefolded directories any name goes.
+    fs.create(fs.root(), b"bad-\xff", 0o644, 0, 0).unwrap();
+}
