@@ -26,7 +26,7 @@ use uf2fs_testkit::lsfmt::{mode_string, parse_long_line, utc_minute};
 use uf2fs_testkit::run::{arg, path_arg};
 use uf2fs_testkit::tree::is_root;
 
-const FIXTURES: [&str; 3] = ["default", "extra-attr", "casefold"];
+const FIXTURES: [&str; 4] = ["default", "extra-attr", "casefold", "compress"];
 
 macro_rules! per_fixture {
     ($($module:ident => $name:literal),*) => {$(
@@ -51,7 +51,62 @@ macro_rules! per_fixture {
     )*};
 }
 
-per_fixture!(default => "default", extra_attr => "extra-attr");
+per_fixture!(default => "default", extra_attr => "extra-attr", compress => "compress");
+
+/// The compressed fixture (`scripts/kernel/make-fixtures.sh compress`): one directory
+/// per compression setting Linux wrote with. Besides reading back as the others do
+/// (above), each directory's files must be compressed files with that setting, and
+/// hold both compressed and plain clusters: so every decoder really ran.
+mod compressed_clusters {
+    #[test]
+    fn every_setting_was_written_compressed_and_is_decoded() {
+        super::compress_settings();
+    }
+}
+
+fn compress_settings() {
+    let fx = fixture("compress");
+    let fs = uf2fs_core::Fs::open(&fx.img, &[]).unwrap();
+    let root = fs.root();
+    // Directory name: algorithm[-level]-cLOG[-sum], as workloads/compress.sh names it.
+    let want = [
+        ("lzo-c2", "lzo", 4, false),
+        ("lzo-rle-c3-sum", "lzo-rle", 8, true),
+        ("lz4-c4-sum", "lz4", 16, true),
+        ("lz4-9-c2", "lz4hc", 4, false),
+        ("zstd-1-c6-sum", "zstd", 64, true),
+        ("zstd-15-c8", "zstd", 256, false),
+    ];
+    let dirs: Vec<Vec<u8>> = fs.read_dir(root).unwrap().into_iter().map(|e| e.name).collect();
+    for (dir, algorithm, cluster, checksums) in want {
+        assert!(
+            dirs.iter().any(|d| d == dir.as_bytes()),
+            "no directory {dir} in the fixture"
+        );
+        let d = fs.lookup(root, dir.as_bytes()).unwrap();
+        let (mut compressed, mut plain, mut files) = (0, 0, 0);
+        for e in fs.read_dir(d).unwrap() {
+            let c = fs
+                .compression(e.ino)
+                .unwrap()
+                .unwrap_or_else(|| panic!("{dir}/{} is not a compressed file", String::from_utf8_lossy(&e.name)));
+            assert_eq!(
+                (c.algorithm, c.cluster_blocks, c.checksums),
+                (algorithm, cluster, checksums),
+                "{dir}"
+            );
+            compressed += c.compressed_clusters;
+            plain += c.plain_clusters;
+            files += 1;
+        }
+        assert_eq!(files, 9, "{dir}");
+        // The text compresses; the random data cannot.
+        assert!(
+            compressed >= 4 && plain >= 1,
+            "{dir}: {compressed} compressed and {plain} plain clusters"
+        );
+    }
+}
 
 /// The casefold fixture (`mkfs.f2fs -O casefold -C utf8`, filled by
 /// `scripts/kernel/workloads/casefold.sh`): read back as the others are, and every
@@ -261,7 +316,7 @@ fn load(name: &str) -> Fixture {
     let raw = fs::read(fixture_dir().join(format!("{name}.manifest"))).expect("manifest");
     let entries = parse_manifest(&raw);
     assert!(
-        entries.len() > 100,
+        entries.len() > 50,
         "{name}.manifest lists only {} entries",
         entries.len()
     );
@@ -395,15 +450,20 @@ fn cat(name: &str) {
         }
         checked += 1;
     }
-    // Symlinks are followed: a relative and an absolute link to /small/hello.txt.
-    let hello = bin.run([arg(b"cat"), path_arg(&fx.img), arg(b"/small/hello.txt")]);
-    for link in [&b"/links/rel"[..], b"/links/abs"] {
-        let out = bin.run([arg(b"cat"), path_arg(&fx.img), arg(link)]);
-        if out.assert_ok() != hello.assert_ok() {
-            problems.push(format!("{}: not the file it points to", String::from_utf8_lossy(link)));
+    if name == "compress" {
+        // Nine files per compression setting, six settings.
+        assert_eq!(checked, 54, "files hashed");
+    } else {
+        // Symlinks are followed: a relative and an absolute link to /small/hello.txt.
+        let hello = bin.run([arg(b"cat"), path_arg(&fx.img), arg(b"/small/hello.txt")]);
+        for link in [&b"/links/rel"[..], b"/links/abs"] {
+            let out = bin.run([arg(b"cat"), path_arg(&fx.img), arg(link)]);
+            if out.assert_ok() != hello.assert_ok() {
+                problems.push(format!("{}: not the file it points to", String::from_utf8_lossy(link)));
+            }
         }
+        assert!(checked > 300, "only {checked} files hashed");
     }
-    assert!(checked > 300, "only {checked} files hashed");
     assert!(problems.is_empty(), "uf2fs cat on {name}:\n{}", problems.join("\n"));
 }
 
@@ -535,9 +595,9 @@ fn extract(name: &str) {
     if count != fx.entries.len() {
         problems.push(format!("{count} paths extracted, the kernel saw {}", fx.entries.len()));
     }
-    // The casefold fixture has no file too big to hash whole.
+    // The casefold and compress fixtures have no file too big to hash whole.
     assert!(
-        name == "casefold" || chunks_checked >= 8,
+        name == "casefold" || name == "compress" || chunks_checked >= 8,
         "only {chunks_checked} chunks checked"
     );
     assert!(problems.is_empty(), "uf2fs extract on {name}:\n{}", problems.join("\n"));

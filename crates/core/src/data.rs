@@ -295,6 +295,57 @@ impl Mapper<'_> {
         Ok(())
     }
 
+    /// Counts the clusters of a compressed file below `end` (a block index): stored
+    /// compressed (with the blocks they use) and stored plain. `None` for a file that
+    /// is not compressed.
+    pub fn cluster_census(&self, end: u64) -> Result<Option<crate::compress::FileCompression>> {
+        let (Some(c), Some(cluster)) = (self.inode.inode.compress, self.inode.inode.cluster_blocks()) else {
+            return Ok(None);
+        };
+        let mut out = crate::compress::FileCompression {
+            algorithm: crate::compress::algorithm_name(&c),
+            level: c.level(),
+            cluster_blocks: cluster as u32,
+            checksums: c.has_checksum(),
+            compressed_clusters: 0,
+            plain_clusters: 0,
+            compressed_blocks: 0,
+            saved_blocks: c.compr_blocks,
+        };
+        let cluster = cluster as u64;
+        let mut fb = 0;
+        while fb < end {
+            match self.chunk(fb)? {
+                Chunk::Hole { end: e } => fb = e,
+                Chunk::Mapped {
+                    first,
+                    node,
+                    in_inode,
+                    slot,
+                    len,
+                } => {
+                    let stop = (first + len).min(end.div_ceil(cluster) * cluster);
+                    while fb < stop {
+                        let s = slot + (fb - first) as usize;
+                        let addrs = (0..cluster as usize)
+                            .map(|k| self.raw_addr(&node, in_inode, s + k))
+                            .collect::<Result<Vec<u32>>>()?;
+                        let valid = addrs[1..].iter().filter(|&&a| a != NULL_ADDR && a != NEW_ADDR).count() as u64;
+                        if addrs[0] == COMPRESS_ADDR {
+                            out.compressed_clusters += 1;
+                            out.compressed_blocks += valid;
+                        } else if valid > 0 || (addrs[0] != NULL_ADDR && addrs[0] != NEW_ADDR) {
+                            out.plain_clusters += 1;
+                        }
+                        fb += cluster;
+                    }
+                    fb = fb.max(first + len);
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
     /// The decoded data of compressed cluster `index`, whose `COMPRESS_ADDR` sits at
     /// `slot` of `node`: its compressed blocks' addresses follow in the next slots and
     /// end at the first `NULL_ADDR` or `NEW_ADDR` (the kernel's layout; anything else

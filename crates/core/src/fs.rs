@@ -597,6 +597,18 @@ impl Fs {
         self.mapper(&i).read(offset, buf)
     }
 
+    /// How a compressed file is stored (its algorithm, cluster size, and how many of
+    /// its clusters are compressed); `None` for any other inode.
+    pub fn compression(&self, ino: Ino) -> Result<Option<crate::compress::FileCompression>> {
+        let i = self.inode(ino)?;
+        if !i.inode.is_compressed() {
+            return Ok(None);
+        }
+        i.check_decodable()?;
+        let end = i.inode.size.div_ceil(crate::device::BLOCK as u64);
+        self.mapper(&i).cluster_census(end)
+    }
+
     /// Target of a symbolic link.
     pub fn read_link(&self, ino: Ino) -> Result<Vec<u8>> {
         let i = self.inode(ino)?;

@@ -47,6 +47,29 @@ pub fn check_supported(ino: Ino, c: &Compression) -> Result<()> {
     Ok(())
 }
 
+/// How a compressed file is stored: its settings and what its clusters hold
+/// ([`crate::Fs::compression`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileCompression {
+    /// Algorithm as the kernel's mount option spells it (`lzo`, `lzo-rle`, `lz4`,
+    /// `lz4hc`, `zstd`).
+    pub algorithm: &'static str,
+    /// Level the writer used (0: the algorithm's default).
+    pub level: u8,
+    /// Blocks per cluster.
+    pub cluster_blocks: u32,
+    /// Whether clusters carry checksums (`compress_chksum`).
+    pub checksums: bool,
+    /// Clusters stored compressed.
+    pub compressed_clusters: u64,
+    /// Clusters stored as plain blocks (some data, not compressed).
+    pub plain_clusters: u64,
+    /// Blocks holding compressed data.
+    pub compressed_blocks: u64,
+    /// Blocks compression saved, as the inode records it (`i_compr_blocks`).
+    pub saved_blocks: u64,
+}
+
 thread_local! {
     /// One Zstandard decompression context per thread, reused for every cluster.
     static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
