@@ -706,3 +706,103 @@ fn sha256_hex(data: &[u8]) -> String {
     }
     h.iter().map(|x| format!("{x:08x}")).collect()
 }
+
+/// A read-write open of the compressed fixture (a copy): a compressed file's data
+/// cannot be changed (EOPNOTSUPP, file untouched), but compressed files can be
+/// renamed, linked, chmod'ed and removed, plain files are written beside them in a
+/// compressed directory, and fsck.f2fs finds the result clean; reopened, every
+/// compressed file left reads back as the kernel wrote it.
+#[test]
+fn compressed_files_on_a_read_write_open() {
+    use uf2fs_core::{Error, Fs, SetAttr};
+    let fx = fixture("compress");
+    let tmp = scratch("kernel-compress-rw-");
+    let img = tmp.path().join("rw.img");
+    let cp = std::process::Command::new("cp")
+        .arg("--sparse=always")
+        .arg(&fx.img)
+        .arg(&img)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let want: BTreeMap<&[u8], &Entry> = fx.by_path();
+    let sha = |fs: &Fs, path: &[u8]| {
+        let ino = fs.resolve(path, true).unwrap();
+        let size = fs.stat(ino).unwrap().size as usize;
+        let mut buf = vec![0u8; size];
+        assert_eq!(fs.read(ino, 0, &mut buf).unwrap(), size);
+        sha256_hex(&buf)
+    };
+    let want_sha = |path: &[u8]| want[path].sha256.clone().unwrap();
+    {
+        let fs = Fs::open_rw(&img, &[]).unwrap();
+        let root = fs.root();
+        let text = fs.resolve(b"/lz4-c4-sum/text.txt", true).unwrap();
+        // Data changes are refused with EOPNOTSUPP and change nothing.
+        for r in [
+            fs.write(text, 0, b"x").map(|_| ()),
+            fs.write(text, 1 << 20, b"x").map(|_| ()),
+            fs.truncate(text, 10),
+            fs.fallocate(text, 0, 4096, 0),
+        ] {
+            let e = r.unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::Unsupported {
+                        feature: "compression",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+            assert_eq!(e.errno(), libc::EOPNOTSUPP);
+        }
+        assert_eq!(sha(&fs, b"/lz4-c4-sum/text.txt"), want_sha(b"/lz4-c4-sum/text.txt"));
+        // Names, attributes and removal work.
+        let mixed = fs.resolve(b"/zstd-15-c8/mixed.bin", true).unwrap();
+        let attrs = SetAttr {
+            mode: Some(0o600),
+            ..Default::default()
+        };
+        assert_eq!(fs.setattr(mixed, &attrs).unwrap().mode & 0o7777, 0o600);
+        let lzo = fs.lookup(root, b"lzo-c2").unwrap();
+        fs.rename(lzo, b"text.txt", root, b"renamed.txt", 0).unwrap();
+        fs.link(mixed, root, b"mixed-link").unwrap();
+        let rle = fs.lookup(root, b"lzo-rle-c3-sum").unwrap();
+        fs.unlink(rle, b"big.bin").unwrap();
+        // Its reserved blocks released: its COMPRESS_ADDR slots no longer count.
+        fs.unlink(lzo, b"released.bin").unwrap();
+        let zstd = fs.lookup(root, b"zstd-1-c6-sum").unwrap();
+        for e in fs.read_dir(zstd).unwrap() {
+            fs.unlink(zstd, &e.name).unwrap();
+        }
+        fs.rmdir(root, b"zstd-1-c6-sum").unwrap();
+        // A plain file written in a compressed directory (uf2fs writes it plain).
+        let plain = fs.create(rle, b"plain.txt", 0o100644, 0, 0).unwrap().ino;
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(fs.write(plain, 0, &data).unwrap(), data.len());
+        assert!(fs.compression(plain).unwrap().is_none());
+        fs.unmount().unwrap();
+    }
+    if let Err(e) = uf2fs_testkit::fsck::fsck_clean(&img, tmp.path()) {
+        panic!("fsck.f2fs after changes on the compressed image: {e}");
+    }
+    let fs = Fs::open(&img, &[]).unwrap();
+    assert_eq!(sha(&fs, b"/renamed.txt"), want_sha(b"/lzo-c2/text.txt"));
+    assert_eq!(sha(&fs, b"/mixed-link"), want_sha(b"/zstd-15-c8/mixed.bin"));
+    assert!(fs.resolve(b"/lzo-rle-c3-sum/big.bin", true).is_err());
+    assert!(fs.resolve(b"/zstd-1-c6-sum", true).is_err());
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(sha(&fs, b"/lzo-rle-c3-sum/plain.txt"), sha256_hex(&data));
+    for (path, e) in &want {
+        let untouched = e.kind == b'f'
+            && !path.starts_with(b"/zstd-1-c6-sum")
+            && *path != b"/lzo-c2/text.txt"
+            && *path != b"/lzo-rle-c3-sum/big.bin"
+            && *path != b"/lzo-c2/released.bin";
+        if untouched {
+            assert_eq!(sha(&fs, path), want_sha(path), "{}", String::from_utf8_lossy(path));
+        }
+    }
+}

@@ -148,15 +148,14 @@ impl<'a> Op<'a> {
     }
 }
 
-/// Refuses inodes uf2fs cannot change yet (encrypted, compressed, verity). Casefolded
+/// Refuses inodes uf2fs cannot change yet (encrypted, verity). Casefolded
 /// directories are changed as Linux changes them ([`crate::casefold`]: names found and
 /// added by folded name); one whose encoding uf2fs does not know is refused when a
-/// name in it is looked up.
+/// name in it is looked up. Compressed files may be renamed, linked, removed and have
+/// their attributes and xattrs changed; their data may not (see `Op::load_file`).
 fn check_writable_inode(i: &InodeMut) -> Result<()> {
     let what = if i.inode.is_encrypted() {
         Some("encrypt")
-    } else if i.inode.is_compressed() {
-        Some("compression")
     } else if i.inode.is_verity() {
         Some("verity")
     } else {

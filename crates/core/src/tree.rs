@@ -14,7 +14,7 @@ use crate::pagecache::PageCache;
 use crate::segment::{LogType, SegmentManager};
 use crate::{Error, Ino, Result};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{ADDRS_PER_BLOCK, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::{Inode, NodeFooter};
 use uf2fs_format::superblock::Superblock;
@@ -294,7 +294,9 @@ impl Tree<'_> {
     /// Gives up a data block address: a reservation back, or a block invalidated.
     fn drop_addr(&self, addr: u32) -> Result<()> {
         match addr {
-            NULL_ADDR => Ok(()),
+            // A compressed cluster's marker slot holds no block (see `free_inode` for
+            // what it counts as).
+            NULL_ADDR | COMPRESS_ADDR => Ok(()),
             NEW_ADDR => {
                 self.segs().release_new_blocks(1);
                 Ok(())
@@ -376,9 +378,18 @@ impl Tree<'_> {
             inode.kind()?,
             crate::FileKind::File | crate::FileKind::Dir | crate::FileKind::Symlink
         );
+        // The kernel counts a compressed cluster's COMPRESS_ADDR slot as a used block,
+        // as it counts its NEW_ADDR slots, until the file's reserved blocks are
+        // released (`f2fs_release_compress_blocks` uncounts both).
+        let counted_marker =
+            inode.inode.is_compressed() && !inode.inode.has_inline(uf2fs_format::node::F2FS_COMPRESS_RELEASED);
+        let drop = |a: u32| match a {
+            COMPRESS_ADDR if counted_marker => self.drop_addr(NEW_ADDR),
+            a => self.drop_addr(a),
+        };
         if has_data && !inode.is_inline() {
             for i in 0..inode.inode.addrs_per_inode() {
-                self.drop_addr(inode.slot(i))?;
+                drop(inode.slot(i))?;
             }
         }
         let n = &inode.inode.nids;
@@ -396,7 +407,7 @@ impl Tree<'_> {
             for i in 0..ADDRS_PER_BLOCK {
                 let v = u32_at(&b, 4 * i);
                 match p {
-                    Pending::Direct(_) => self.drop_addr(v)?,
+                    Pending::Direct(_) => drop(v)?,
                     Pending::Indirect(_) if v != 0 => todo.push(Pending::Direct(v)),
                     Pending::DoubleIndirect(_) if v != 0 => todo.push(Pending::Indirect(v)),
                     _ => {}

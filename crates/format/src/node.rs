@@ -15,6 +15,10 @@ pub const F2FS_INLINE_DENTRY: u8 = 0x04;
 pub const F2FS_DATA_EXIST: u8 = 0x08;
 /// `i_inline`: extra attributes present.
 pub const F2FS_EXTRA_ATTR: u8 = 0x20;
+/// `i_inline`: a compressed file whose reserved blocks were released
+/// (`F2FS_IOC_RELEASE_COMPRESS_BLOCKS`): its clusters' `COMPRESS_ADDR` and `NEW_ADDR`
+/// slots no longer count as used blocks.
+pub const F2FS_COMPRESS_RELEASED: u8 = 0x80;
 
 /// `i_advise`: file is encrypted.
 pub const FADVISE_ENCRYPT_BIT: u8 = 0x04;

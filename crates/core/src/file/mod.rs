@@ -268,10 +268,19 @@ impl Fs {
 }
 
 impl Op<'_> {
-    /// Loads regular file `ino` for changing.
+    /// Loads regular file `ino` for changing its data (write, truncate, fallocate). A
+    /// compressed file is refused, untouched: uf2fs reads its clusters but does not
+    /// write them yet (Linux's rewrite of a cluster recompresses it).
     fn load_file(&self, ino: Ino) -> Result<InodeMut> {
         let i = self.load(ino)?;
         match i.kind()? {
+            FileKind::File if i.inode.is_compressed() => Err(Error::Unsupported {
+                feature: "compression",
+                detail: format!(
+                    "inode {ino} is a compressed file: uf2fs reads it, and may rename, link, remove \
+                     and chmod it, but does not change its data yet"
+                ),
+            }),
             FileKind::File => Ok(i),
             FileKind::Dir => Err(Error::IsDir(format!("inode {ino}"))),
             k => Err(Error::Invalid(format!("inode {ino} is a {k:?}, not a regular file"))),
