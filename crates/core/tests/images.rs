@@ -121,20 +121,17 @@ fn with_inode_patched(path: &str, f: impl FnOnce(&mut [u8])) -> (tempfile::TempD
 }
 
 #[test]
-fn compressed_file_gives_a_clear_error_and_the_rest_stays_readable() {
-    // i_flags is at byte 80 of the inode; F2FS_COMPR_FL = 0x4.
-    let (_tmp, img, _) = with_inode_patched("/big", |b| b[80] |= 0x04);
+fn a_compressed_flag_without_compression_settings_is_corrupt_and_the_rest_stays_readable() {
+    // i_flags is at byte 80 of the inode; F2FS_COMPR_FL = 0x4. This image has no extra
+    // attributes, so no algorithm or cluster size: no F2FS writer makes that.
+    let (_tmp, img, ino) = with_inode_patched("/big", |b| b[80] |= 0x04);
     let fs = Fs::open(&img, &[]).unwrap();
     let err = read_all(&fs, "/big").unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    let msg = err.to_string();
     assert!(
-        matches!(
-            err,
-            Error::Unsupported {
-                feature: "compression",
-                ..
-            }
-        ),
-        "{err}"
+        msg.contains(&format!("inode {ino}")) && msg.contains("compression settings"),
+        "{msg}"
     );
     assert_eq!(read_all(&fs, "/small").unwrap(), b"hello\n");
 }
@@ -229,4 +226,25 @@ fn absurd_file_size_is_refused_not_looped_on() {
     let err = fs.read(ino, u64::MAX - 4095, &mut buf).unwrap_err().to_string();
     assert!(err.contains("exceeds the largest F2FS file"), "{err}");
     assert_eq!(read_all(&fs, "/small").unwrap(), b"hello\n");
+}
+
+#[test]
+fn an_image_with_16k_blocks_is_refused_as_unsupported_not_corrupt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = make_image(tmp.path(), &[], &[]);
+    // log_blocksize (offset 16 of the superblock at byte 1024) = 14: 16 KiB blocks,
+    // as `mkfs.f2fs -b 16384` writes it.
+    patch(&img, 1024 + 16, |b| b[..4].copy_from_slice(&14u32.to_le_bytes()));
+    let err = Fs::open(&img, &[]).err().expect("a 16 KiB-block image must be refused");
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported {
+                feature: "block size",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("blocks of 16384 bytes"), "{err}");
 }

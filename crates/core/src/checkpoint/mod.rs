@@ -40,6 +40,24 @@ pub fn load_superblock(dev: &dyn BlockDevice) -> Result<SuperblockChoice> {
             format!("image too small ({} blocks)", dev.block_count()),
         ));
     }
+    // An F2FS superblock whose block size is not 4096 (Android's 16 KiB-page devices
+    // use `mkfs.f2fs -b 16384`): a clear refusal rather than "corrupt". Its second
+    // copy sits one of its own blocks further, so only the first is looked at.
+    let b0 = read_block(dev, 0)?;
+    let raw = &b0[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE];
+    let log_blocksize = uf2fs_format::le::u32_at(raw, 16);
+    if uf2fs_format::le::u32_at(raw, 0) == uf2fs_format::consts::F2FS_SUPER_MAGIC
+        && log_blocksize != uf2fs_format::consts::LOG_BLOCK_SIZE
+    {
+        let size = 1u64.checked_shl(log_blocksize).unwrap_or(0);
+        return Err(Error::Unsupported {
+            feature: "block size",
+            detail: format!(
+                "the image has blocks of {size} bytes (2^{log_blocksize}; mkfs.f2fs -b {size}); \
+                 uf2fs reads and writes F2FS with 4096-byte blocks only"
+            ),
+        });
+    }
     let try_copy = |blk: u64| -> Result<Superblock> {
         let b = read_block(dev, blk)?;
         Superblock::decode(&b[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE])
