@@ -24,6 +24,10 @@ pub enum BenchCommand {
     /// measured it. Runs in process: no FUSE, no root. Without options: the small
     /// preset, the uniform workload, greedy, prefer-data-v2 and default.
     Waf(WafArgs),
+    /// Front-I/O latency under each GC pacer (gc_pacing=off, seed, adaptive), with a
+    /// device latency model and a simulated clock: deterministic results. See
+    /// docs/gc-pacing.md.
+    Latency(crate::bench_latency::LatencyArgs),
 }
 
 /// `uf2fs bench waf` options.
@@ -150,6 +154,7 @@ impl WafArgs {
 pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Waf(args) => waf(&args),
+        BenchCommand::Latency(args) => crate::bench_latency::latency(&args),
     }
 }
 
@@ -243,7 +248,7 @@ fn check_output(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn progress_bar(total: u64) -> ProgressBar {
+pub(crate) fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {percent:>3}% ETA {eta} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -268,6 +273,7 @@ mod tests {
         let argv = ["bench", "waf"].iter().chain(extra).copied();
         Top::try_parse_from(argv).map(|t| match t.cmd {
             BenchCommand::Waf(a) => a,
+            BenchCommand::Latency(_) => unreachable!("parsed as bench waf"),
         })
     }
 

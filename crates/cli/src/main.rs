@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod bench_latency;
 mod cat;
 mod errors;
 mod extract;

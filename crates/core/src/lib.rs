@@ -41,7 +41,9 @@ pub use checkpoint::write::CheckpointReport;
 pub use error::{show_name, Error, Result};
 pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 pub use fs::{Fs, FsInfo, OpenOptions};
-pub use gc::{Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPolicy, GcStats};
+pub use gc::{
+    Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcStats, PacingSettings, PacingStats,
+};
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, Settings};
 pub use xattr::{XATTR_CREATE, XATTR_REPLACE};

@@ -240,6 +240,15 @@ pub struct Volume {
 impl Volume {
     /// Formats a new device for `setup` and opens it read-write.
     pub fn create(setup: &Setup) -> Result<Volume, String> {
+        Volume::create_with(setup, |d| Box::new(d))
+    }
+
+    /// [`Volume::create`], the file system opened on what `wrap` makes of the device
+    /// (the latency lab's timed device).
+    pub fn create_with(
+        setup: &Setup,
+        wrap: impl FnOnce(SharedDevice) -> Box<dyn BlockDevice>,
+    ) -> Result<Volume, String> {
         let (geometry, writes) = plan(setup)?;
         let dev = ZonedMemDevice::new(ZonedMemOptions {
             blocks: geometry.total_blocks,
@@ -253,7 +262,7 @@ impl Volume {
                 .map_err(|e| format!("formatting the lab device: {e}"))?;
         }
         let device = SharedDevice(Arc::new(dev));
-        let fs = Fs::open_device_with(Box::new(device.clone()), "waf-lab", OpenOptions { read_write: true })
+        let fs = Fs::open_device_with(wrap(device.clone()), "waf-lab", OpenOptions { read_write: true })
             .map_err(|e| format!("opening the lab volume: {e}"))?;
         Ok(Volume { fs, device, geometry })
     }

@@ -16,6 +16,7 @@
 //! with an error naming the block. Blocks are moved with `cp_lock` held exclusively,
 //! so no operation runs meanwhile.
 
+pub use super::cursor::{Migration, Moved};
 use crate::device::WriteKind;
 use crate::inode::InodeMut;
 use crate::node::NodeBlock;
@@ -27,17 +28,6 @@ use std::sync::PoisonError;
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
-
-/// Blocks moved out of one section.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Moved {
-    /// Data blocks copied to the cold data log.
-    pub data: u64,
-    /// Node blocks rewritten to their node logs.
-    pub node: u64,
-    /// Whether the section was left without a valid block.
-    pub emptied: bool,
-}
 
 /// A node changed by data moves, waiting to be stored dirty.
 enum Owner {
@@ -52,37 +42,27 @@ enum Owner {
 
 /// Moves every valid block of section `secno` (see the module notes); `cp_ver` is the
 /// version of the next checkpoint (stamped in node footers). All of
-/// [`Migration`]'s steps, one after another.
+/// [`Migration`]'s steps, one after another, each a whole segment.
 pub fn migrate_section(t: &Tree, secno: u32, cp_ver: u64) -> Result<Moved> {
     let mut m = Migration::new(t, secno);
     while !m.step(t, cp_ver)? {}
     Ok(m.finish(t))
 }
 
-/// The emptying of one victim section, resumable between steps: a cursor over its
-/// segments. Each [`Migration::step`] moves the valid blocks of the next segment that
-/// has any, so a caller can stop between steps (a paced collector lets front I/O in
-/// there) and go on later. Between steps the section is half moved: its remaining
-/// valid blocks are where the SIT says, and its summaries still name their owners, so
-/// a step re-reads both and never trusts what an earlier one saw.
-#[derive(Debug, Clone)]
-pub struct Migration {
-    /// The section's first segment, the next one to look at, and its end.
-    first: u32,
-    next: u32,
-    end: u32,
-    moved: Moved,
-}
-
 impl Migration {
-    /// A migration of section `secno`, nothing moved yet.
+    /// A migration of section `secno`, nothing moved yet. Between steps the section is
+    /// half moved: its remaining valid blocks are where the SIT says, and its
+    /// summaries still name their owners, so a step re-reads both and never trusts
+    /// what an earlier one saw (a paced collector lets front I/O in between steps).
     pub fn new(t: &Tree, secno: u32) -> Migration {
         let spsec = t.segs.lock().unwrap_or_else(PoisonError::into_inner).segs_per_sec();
         let first = secno * spsec;
         Migration {
+            secno,
             first,
             next: first,
             end: first + spsec,
+            off: 0,
             moved: Moved::default(),
         }
     }
@@ -90,9 +70,16 @@ impl Migration {
     /// Moves the valid blocks of the next segment that has any; true when no segment
     /// is left (then nothing was moved by this call).
     pub fn step(&mut self, t: &Tree, cp_ver: u64) -> Result<bool> {
+        Ok(self.step_at_most(t, cp_ver, u32::MAX)?.is_none())
+    }
+
+    /// Moves at most `budget` (at least 1) valid blocks of the segment being emptied,
+    /// going on to the next segment that has any; `None` when no segment is left
+    /// (nothing moved), else the blocks moved.
+    pub fn step_at_most(&mut self, t: &Tree, cp_ver: u64, budget: u32) -> Result<Option<u32>> {
+        let budget = budget.max(1) as usize;
         while self.next < self.end {
             let segno = self.next;
-            self.next += 1;
             let (entry, sums, base) = {
                 let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
                 let Some(e) = s.segment(segno) else {
@@ -100,19 +87,33 @@ impl Migration {
                     break;
                 };
                 if e.valid_blocks == 0 {
+                    self.next += 1;
+                    self.off = 0;
                     continue;
                 }
                 (e.clone(), s.read_summary_block(t.dev, segno)?, s.block_addr(segno, 0))
             };
-            let valid: Vec<u32> = (0..sums.entries.len() as u32).filter(|&o| entry.is_valid(o)).collect();
+            let mut valid: Vec<u32> = (self.off..sums.entries.len() as u32)
+                .filter(|&o| entry.is_valid(o))
+                .collect();
+            if valid.len() > budget {
+                valid.truncate(budget);
+                self.off = valid[budget - 1] + 1;
+            } else {
+                self.next += 1;
+                self.off = 0;
+            }
+            if valid.is_empty() {
+                continue;
+            }
             if entry.seg_type >= LogType::HotNode as u8 {
                 self.moved.node += move_nodes(t, base, &valid, &sums.entries, cp_ver)?;
             } else {
                 self.moved.data += move_data(t, base, &valid, &sums.entries)?;
             }
-            return Ok(false);
+            return Ok(Some(valid.len() as u32));
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// What the migration moved, and whether it left the section empty.

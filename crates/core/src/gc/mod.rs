@@ -25,15 +25,21 @@
 
 mod background;
 mod batching;
+mod cursor;
 pub mod greedy_model;
 mod migrate;
+mod paced;
+pub mod pacer;
 mod policies;
 mod policy;
 pub(crate) mod state;
 mod status;
 
 pub use background::{BgCleaner, BgOutcome, BgTimes};
+use migrate::Migration;
 pub use migrate::Moved;
+pub use paced::{PacedOutcome, PacedWake};
+pub use pacer::{GcPacing, PacingSettings, PacingStats};
 pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub(crate) use state::GcState;
@@ -110,7 +116,7 @@ pub(crate) fn pending_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
 /// dirty directory blocks. Dirty file data is not counted, as in the kernel: each
 /// operation checks its own room ([`crate::segment::SegmentManager::check_room`]) and
 /// makes room when that fails ([`Fs::reclaim_space`]).
-fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
+pub(crate) fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
     let mut need = SpaceNeed::default();
     need.per_log.copy_from_slice(&fs.nodes().dirty_nodes_by_log());
     let pages = rw.pages.count_by_log();
@@ -265,6 +271,11 @@ impl Fs {
         if self.room_without_gc(rw, pass_loop) {
             return Ok(());
         }
+        // The hard floor of paced GC: a writer with no room first finishes the paced
+        // victim in progress, and runs a pass only if that is not enough.
+        if self.finish_paced_victim_timed(rw, &writer)? && self.room_without_gc(rw, pass_loop) {
+            return Ok(());
+        }
         self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
     }
 
@@ -304,8 +315,27 @@ impl Fs {
         Ok(())
     }
 
+    /// [`Fs::finish_paced_victim`] for a writer, its time counted as GC time.
+    fn finish_paced_victim_timed(&self, rw: &ReadWrite, writer: &CheckpointWriter) -> Result<bool> {
+        let t0 = self.now();
+        let r = self.finish_paced_victim(rw, writer, true);
+        if let Err(e) = &r {
+            if !e.is_no_space() {
+                rw.fail(e);
+            }
+        }
+        let took = self.now().saturating_sub(t0);
+        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats.gc_time += took;
+        r
+    }
+
     fn gc_locked(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
-        let r = self.gc_pass(rw, writer, kind);
+        let t0 = self.now();
+        let r = self
+            .finish_paced_victim(rw, writer, false)
+            .and_then(|_| self.gc_pass(rw, writer, kind));
+        let took = self.now().saturating_sub(t0);
+        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats.gc_time += took;
         if kind == GcKind::Foreground {
             rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = false;
         }
@@ -401,9 +431,14 @@ impl Fs {
                 self.cheapest_victim(rw).unwrap_or(victim)
             };
             let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+            let started = self.now();
             let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver)?;
+            let ended = self.now();
             {
                 let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                g.pacer.victim_started(started);
+                g.pacer.stats.victims_timed += 1;
+                g.pacer.stats.victim_time += ended.saturating_sub(started);
                 let s = &mut g.stats;
                 if victim.is_node {
                     s.node_victims += 1;

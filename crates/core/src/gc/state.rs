@@ -2,6 +2,7 @@
 //! switches, the counters, the background cleaner's idle clock. The engine
 //! ([`super`]) reads and updates it; the state imports nothing of the engine.
 
+use super::pacer::PacerState;
 use super::policies::PassLoop;
 use super::policy::GcPolicy;
 use crate::clock::{Clock, SystemClock};
@@ -49,6 +50,9 @@ pub(crate) struct GcState {
     /// Sections the default policy keeps free beyond the reserved ones for its
     /// checkpoint batches (`batching`), chosen again at every GC checkpoint.
     pub(crate) batch_extra: u32,
+    /// The GC pacer: settings, the paced victim in progress, measurements and
+    /// counters ([`super::pacer`]). Changed under exclusive `cp_lock` by GC only.
+    pub(crate) pacer: PacerState,
 }
 
 impl Default for GcState {
@@ -62,6 +66,7 @@ impl Default for GcState {
             last_op: None,
             clock: Arc::new(SystemClock::new()),
             batch_extra: 0,
+            pacer: PacerState::default(),
         }
     }
 }

@@ -64,6 +64,39 @@ impl Fs {
             g.data_blocks_moved, g.node_blocks_moved
         );
         let _ = writeln!(s, "gc checkpoints:      {}", g.checkpoints);
+        let pacing = self.gc_pacing()?;
+        let p = self.pacing_stats()?;
+        match pacing.pacing {
+            crate::GcPacing::Adaptive => {
+                let _ = writeln!(
+                    s,
+                    "gc pacing:           adaptive (target {} us)",
+                    pacing.latency_target.as_micros()
+                );
+            }
+            other => {
+                let _ = writeln!(s, "gc pacing:           {other}");
+            }
+        }
+        if pacing.pacing != crate::GcPacing::Off || p.steps > 0 {
+            let _ = writeln!(
+                s,
+                "paced steps:         {} ({} blocks), {} victims, {} freed, {} checkpoints",
+                p.steps, p.step_blocks, p.victims, p.sections_freed, p.checkpoints
+            );
+            let _ = writeln!(
+                s,
+                "paced sleeps:        {} ({:.3} s slept)",
+                p.sleeps,
+                p.slept.as_secs_f64()
+            );
+            let _ = writeln!(s, "writer finishes:     {}", p.writer_finishes);
+            let _ = match self.paced_victim()? {
+                Some(secno) => writeln!(s, "paced victim:        section {secno}"),
+                None => writeln!(s, "paced victim:        none"),
+            };
+        }
+        let _ = writeln!(s, "gc time:             {:.3} s", p.gc_time.as_secs_f64());
         if crate::gc::policies::for_policy(policy).pass_loop() == crate::gc::policies::PassLoop::Batched {
             let kept = self
                 .rw()?

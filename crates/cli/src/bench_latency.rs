@@ -1,0 +1,205 @@
+//! `uf2fs bench latency`: front-I/O latency under each GC pacer (crate `uf2fs-lab`,
+//! module `latency`) from the command line — options, progress bar, table, `--json`.
+
+use crate::errors::UsageError;
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+use uf2fs_core::{GcPacing, GcPolicy};
+use uf2fs_lab::latency::{self, LatencyModel, LatencyResult, LatencyRun, Load};
+use uf2fs_lab::size::parse_size;
+use uf2fs_lab::Preset;
+
+/// `uf2fs bench latency` options.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Values to start from: small or seed (as `bench waf`).
+    #[arg(long, value_name = "NAME", default_value = "small", value_parser = |s: &str| s.parse::<Preset>())]
+    pub preset: Preset,
+    /// Bytes of 4 KiB overwrites measured after the fill (default: the preset's).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub io_size: Option<u64>,
+    /// The victim policy.
+    #[arg(long, value_name = "NAME", default_value = "greedy", value_parser = |s: &str| s.parse::<GcPolicy>().map_err(|e| e.to_string()))]
+    pub policy: GcPolicy,
+    /// Pacers, comma-separated: off, seed, adaptive (off always runs first: it sets the
+    /// fixed rates).
+    #[arg(long, value_name = "LIST", default_value = "off,seed,adaptive")]
+    pub pacer: String,
+    /// Fixed rates, comma-separated percentages of what `off` sustains at full speed
+    /// (full speed always runs).
+    #[arg(long, value_name = "LIST", default_value = "50")]
+    pub rate: String,
+    /// The adaptive pacer's latency target (gc_latency_target_us).
+    #[arg(long, value_name = "US", default_value_t = 1000)]
+    pub target_us: u64,
+    /// Device model: µs to read a 4 KiB block.
+    #[arg(long, value_name = "US", default_value_t = LatencyModel::default().read_us)]
+    pub read_us: f64,
+    /// Device model: µs to write a 4 KiB block.
+    #[arg(long, value_name = "US", default_value_t = LatencyModel::default().write_us)]
+    pub write_us: f64,
+    /// Device model: µs to erase (reset, discard) a 4 KiB block.
+    #[arg(long, value_name = "US", default_value_t = LatencyModel::default().erase_us)]
+    pub erase_us: f64,
+    /// Also write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Runs at once (default 2).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub jobs: usize,
+}
+
+fn pacers(s: &str) -> Result<Vec<GcPacing>, String> {
+    let mut v: Vec<GcPacing> = Vec::new();
+    for p in s.split(',') {
+        let p: GcPacing = p.trim().parse()?;
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    if !v.contains(&GcPacing::Off) {
+        v.insert(0, GcPacing::Off);
+    }
+    Ok(v)
+}
+
+fn rates(s: &str) -> Result<Vec<f64>, String> {
+    s.split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| match x.trim().trim_end_matches('%').parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 100.0 => Ok(p / 100.0),
+            _ => Err(format!("'{x}' is not a percentage between 0 and 100")),
+        })
+        .collect()
+}
+
+/// Runs `uf2fs bench latency`.
+pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
+    let mut setup = args.preset.setup();
+    if let Some(io) = args.io_size {
+        setup.io_bytes = io;
+        setup.preset = None;
+    }
+    let pacers = pacers(&args.pacer).map_err(UsageError)?;
+    let shares = rates(&args.rate).map_err(UsageError)?;
+    let model = LatencyModel {
+        read_us: args.read_us,
+        write_us: args.write_us,
+        erase_us: args.erase_us,
+    };
+    let run_for = |pacing, rate| LatencyRun {
+        policy: args.policy,
+        pacing,
+        target: Duration::from_micros(args.target_us),
+        model,
+        rate,
+    };
+    let total = setup.io_blocks() * (pacers.len() * (1 + shares.len())) as u64;
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(|| crate::bench::progress_bar(total));
+    let advance = |n: u64| {
+        if let Some(b) = &bar {
+            b.inc(n)
+        }
+    };
+    println!(
+        "latency lab: preset {}, policy {}, uniform 4 KiB overwrites of {} MiB, device read {} us, write {} us, erase {} us a block",
+        args.preset,
+        args.policy,
+        setup.io_bytes >> 20,
+        model.read_us,
+        model.write_us,
+        model.erase_us
+    );
+    let jobs = args.jobs.max(1);
+    let run_batch = |runs: Vec<(GcPacing, Load, Option<f64>)>| -> Result<Vec<LatencyResult>, String> {
+        let mut out = Vec::new();
+        for chunk in runs.chunks(jobs) {
+            let results: Vec<Result<LatencyResult, String>> = std::thread::scope(|s| {
+                let handles: Vec<_> = chunk
+                    .iter()
+                    .map(|&(p, load, rate)| {
+                        let r = run_for(p, rate);
+                        let setup = &setup;
+                        let advance = &advance;
+                        s.spawn(move || latency::run(setup, &r, load, advance))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err("a run panicked".into())))
+                    .collect()
+            });
+            for r in results {
+                out.push(r?);
+            }
+        }
+        Ok(out)
+    };
+    let mut results = run_batch(pacers.iter().map(|&p| (p, Load::Full, None)).collect()).map_err(anyhow::Error::msg)?;
+    let off_iops = results[0].iops;
+    let mut fixed = Vec::new();
+    for &share in &shares {
+        for &p in &pacers {
+            fixed.push((p, Load::Share(share), Some(off_iops * share)));
+        }
+    }
+    results.extend(run_batch(fixed).map_err(anyhow::Error::msg)?);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8}",
+        "pacer",
+        "load",
+        "iops",
+        "p50 us",
+        "p99 us",
+        "p99.9 us",
+        "p99.99",
+        "max us",
+        "WAF",
+        "gc s",
+        "victim ms",
+        "freed",
+        "fg gc",
+        "steps"
+    )?;
+    for r in &results {
+        writeln!(
+            out,
+            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>7} {:>7} {:>8}",
+            r.pacer,
+            r.load,
+            r.iops,
+            r.p50_us,
+            r.p99_us,
+            r.p999_us,
+            r.p9999_us,
+            r.max_us,
+            r.waf,
+            r.gc_s,
+            r.avg_victim_ms,
+            r.sections_freed,
+            r.fg_gc_calls,
+            r.paced_steps
+        )?;
+    }
+    if let Some(path) = &args.json {
+        let doc = latency::LatencyReport {
+            preset: setup.preset,
+            policy: args.policy.to_string(),
+            model,
+            target_us: args.target_us,
+            io_bytes: setup.io_bytes,
+            results: &results,
+        };
+        std::fs::write(path, doc.to_json().map_err(anyhow::Error::msg)?)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! The plain data of a victim's emptying, kept where `GcState` (`gc/state.rs`) can hold
+//! it across passes without importing the migration engine (`gc/migrate.rs`, which
+//! has the methods).
+
+/// Blocks moved out of one section.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// Data blocks copied to the cold data log.
+    pub data: u64,
+    /// Node blocks rewritten to their node logs.
+    pub node: u64,
+    /// Whether the section was left without a valid block.
+    pub emptied: bool,
+}
+
+/// The emptying of one victim section, resumable between steps: a cursor over its
+/// segments and, within the segment being emptied, over its block offsets. The
+/// methods are in `gc/migrate.rs`.
+#[derive(Debug, Clone)]
+pub struct Migration {
+    /// The victim section.
+    pub(crate) secno: u32,
+    /// The section's first segment, the segment being emptied, and the end.
+    pub(crate) first: u32,
+    pub(crate) next: u32,
+    pub(crate) end: u32,
+    /// The first block offset of segment `next` not looked at yet.
+    pub(crate) off: u32,
+    pub(crate) moved: Moved,
+}
+
+impl Migration {
+    /// The victim section.
+    pub fn secno(&self) -> u32 {
+        self.secno
+    }
+
+    /// Blocks moved so far.
+    pub fn moved(&self) -> Moved {
+        self.moved
+    }
+}

@@ -1,0 +1,333 @@
+//! The paced cleaner's engine (see [`super::pacer`] for the pacers): one wake-up takes
+//! one step, a checkpoint of prefree sections, or nothing, and says how long to wait.
+//!
+//! Each wake-up holds `cp_lock` exclusively for its step only, as every GC pass does,
+//! so operations run between steps. The victim in progress lives in `GcState`
+//! (`PacerState::victim`) between wake-ups; any other pass (foreground, background,
+//! `Fs::gc`) first finishes it without sleeping, so that two passes never share a
+//! victim and a writer with no room waits only for what is left of it.
+
+use super::pacer::{self, GcPacing, PacedVictim, PacingSettings, PacingStats, SleepInputs};
+use super::policies::{self, GcKind, PassLoop};
+use super::{Migration, GC_CHECKPOINT_SECS};
+use crate::checkpoint::write::CheckpointWriter;
+use crate::fs::ReadWrite;
+use crate::{Fs, Result};
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
+use std::time::Duration;
+
+/// What one wake-up of the paced cleaner did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacedOutcome {
+    /// `gc_pacing=off`: nothing.
+    Off,
+    /// Enough free sections, or nothing to clean: nothing.
+    Idle,
+    /// A checkpoint turned prefree sections free.
+    Checkpointed,
+    /// A step moved this many blocks of the victim in progress.
+    Stepped(u32),
+    /// The victim in progress had nothing left to move: done (emptied or not).
+    Finished,
+}
+
+/// A wake-up's outcome and how long to wait before the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacedWake {
+    /// What it did.
+    pub outcome: PacedOutcome,
+    /// The wait before the next wake-up.
+    pub wait: Duration,
+    /// Whether the wait is a sleep taken because front I/O is in flight.
+    pub slept: bool,
+}
+
+/// How often a cleaner under `gc_pacing=off` looks whether the pacer changed.
+pub const OFF_POLL: Duration = Duration::from_secs(1);
+
+impl Fs {
+    /// Chooses the GC pacer and its values (read-write only). Turning pacing off
+    /// leaves a victim in progress to the next pass, which finishes it.
+    pub fn set_gc_pacing(&self, settings: PacingSettings) -> Result<()> {
+        self.gc_state_mut(|g| g.pacer.settings = settings)
+    }
+
+    /// The GC pacer and its values (read-write only).
+    pub fn gc_pacing(&self) -> Result<PacingSettings> {
+        Ok(self
+            .rw()?
+            .gc
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pacer
+            .settings)
+    }
+
+    /// The section paced cleaning is emptying, if any (read-write only).
+    pub fn paced_victim(&self) -> Result<Option<u32>> {
+        let rw = self.rw()?;
+        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(g.pacer.victim.as_ref().map(|v| v.migration.secno()))
+    }
+
+    /// What the pacer did since open, and the time spent in GC (read-write only).
+    pub fn pacing_stats(&self) -> Result<PacingStats> {
+        Ok(self.rw()?.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats)
+    }
+
+    /// One wake-up of the paced cleaner (see the module notes); afterwards wait
+    /// `wait`. Errors are the GC's (the file system is then failed).
+    pub fn paced_gc_step(&self) -> Result<PacedWake> {
+        let rw = self.rw()?;
+        let (settings, clock) = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            (g.pacer.settings, g.clock.clone())
+        };
+        if settings.pacing == GcPacing::Off {
+            return Ok(PacedWake {
+                outcome: PacedOutcome::Off,
+                wait: OFF_POLL,
+                slept: false,
+            });
+        }
+        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        let start = clock.now();
+        {
+            let user = rw.user_blocks.load(Ordering::Relaxed);
+            rw.gc
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pacer
+                .sample_rate(start, user);
+        }
+        let r = self.paced_step_locked(rw, &mut writer, settings, start);
+        if let Err(e) = &r {
+            if !e.is_no_space() {
+                rw.fail(e);
+            }
+        }
+        let outcome = r?;
+        drop(writer);
+        let end = clock.now();
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        if outcome != PacedOutcome::Idle {
+            g.pacer.stats.gc_time += end.saturating_sub(start);
+        }
+        let busy = g.last_op.is_some_and(|t| end.saturating_sub(t) <= settings.busy_window);
+        let wake = |wait, slept| PacedWake { outcome, wait, slept };
+        if outcome == PacedOutcome::Idle {
+            return Ok(wake(settings.idle_poll, false));
+        }
+        if !busy {
+            return Ok(wake(Duration::ZERO, false));
+        }
+        let sleep = match settings.pacing {
+            GcPacing::Off | GcPacing::Seed => pacer::SEED_SLEEP,
+            GcPacing::Adaptive => {
+                let p = &g.pacer;
+                match (p.user_blocks_per_sec, p.block_cost_ns, &p.victim) {
+                    (Some(rate), Some(cost), Some(v)) => {
+                        let pass_loop = g.pass_loop;
+                        let step_blocks = v.step_blocks;
+                        let work = v.work;
+                        drop(g);
+                        let (slack, capacity) = self.room_slack(rw, pass_loop, settings.start_margin + 2);
+                        g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        pacer::adaptive_sleep(&SleepInputs {
+                            step_blocks,
+                            block_cost_ns: cost,
+                            user_blocks_per_sec: rate,
+                            work,
+                            capacity,
+                            slack_secs: slack,
+                            start_margin: settings.start_margin,
+                        })
+                    }
+                    // Nothing measured yet, or between victims: the seed's sleep.
+                    _ => pacer::SEED_SLEEP,
+                }
+            }
+        };
+        g.pacer.stats.sleeps += 1;
+        g.pacer.stats.slept += sleep;
+        Ok(wake(sleep, true))
+    }
+
+    /// Sections free beyond the foreground threshold, counted up to `upto` (the
+    /// threshold: what `room_without_gc` asks, without its checkpoint rule), and a
+    /// section's capacity in blocks.
+    fn room_slack(&self, rw: &ReadWrite, pass_loop: PassLoop, upto: u32) -> (u32, u32) {
+        let batch = pass_loop == PassLoop::Batched;
+        let need = if batch {
+            super::pending_need(self, rw)
+        } else {
+            super::gc_need(self, rw)
+        };
+        let extra = if batch {
+            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra
+        } else {
+            0
+        };
+        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let gain = if batch { segs.prefree_section_gain() } else { 0 };
+        let capacity = segs.segs_per_sec() * uf2fs_format::consts::BLOCKS_PER_SEG;
+        let slack = (0..=upto)
+            .take_while(|m| segs.has_enough_free_secs(&need, gain, 1 + extra + m))
+            .count() as u32;
+        (slack, capacity)
+    }
+
+    fn paced_step_locked(
+        &self,
+        rw: &ReadWrite,
+        writer: &mut CheckpointWriter,
+        settings: PacingSettings,
+        now: Duration,
+    ) -> Result<PacedOutcome> {
+        let (policy, pass_loop, victim) = {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            (g.policy, g.pass_loop, g.pacer.victim.take())
+        };
+        let mut victim = match victim {
+            Some(v) => v,
+            None => {
+                let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
+                if slack >= settings.start_margin {
+                    return Ok(PacedOutcome::Idle);
+                }
+                // Prefree sections are free after a checkpoint: take them first, as a
+                // pass does (the batching default when its checkpoint is due).
+                let batch = pass_loop == PassLoop::Batched;
+                let cp_wanted = if batch {
+                    self.free_sections(rw)
+                        <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS + settings.start_margin
+                } else {
+                    true
+                };
+                if cp_wanted && self.prefree_count(rw) > 0 {
+                    self.gc_checkpoint(rw, writer)?;
+                    rw.gc
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .pacer
+                        .stats
+                        .checkpoints += 1;
+                    return Ok(PacedOutcome::Checkpointed);
+                }
+                let victims = policies::for_policy(policy);
+                let Some(v) = self.select_victim(rw, victims.as_ref(), GcKind::Foreground)? else {
+                    return Ok(PacedOutcome::Idle);
+                };
+                let v = if self.victim_fits(rw, &v, batch) {
+                    v
+                } else {
+                    match self.cheapest_victim(rw).filter(|c| self.victim_fits(rw, c, batch)) {
+                        Some(c) => c,
+                        // Moving no victim fits: leave it to the foreground pass.
+                        None => return Ok(PacedOutcome::Idle),
+                    }
+                };
+                let migration = Migration::new(&self.tree(rw), v.secno);
+                let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                g.pacer.victim_started(now);
+                g.pacer.stats.victims += 1;
+                if v.is_node {
+                    g.stats.node_victims += 1;
+                } else {
+                    g.stats.data_victims += 1;
+                }
+                let step_blocks = match settings.pacing {
+                    GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
+                    _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
+                };
+                PacedVictim {
+                    migration,
+                    work: v.valid_blocks,
+                    step_blocks,
+                    started: now,
+                }
+            }
+        };
+        if settings.pacing == GcPacing::Adaptive {
+            let cost = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.block_cost_ns;
+            victim.step_blocks = pacer::adaptive_step(cost, settings.latency_target);
+        }
+        let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+        let before = victim.migration.moved();
+        let t0 = self.now();
+        let stepped = victim
+            .migration
+            .step_at_most(&self.tree(rw), cp_ver, victim.step_blocks)?;
+        let took = self.now().saturating_sub(t0);
+        let after = victim.migration.moved();
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        g.stats.data_blocks_moved += after.data - before.data;
+        g.stats.node_blocks_moved += after.node - before.node;
+        match stepped {
+            Some(n) => {
+                g.pacer.step_cost(n, took);
+                g.pacer.stats.steps += 1;
+                g.pacer.stats.step_blocks += n as u64;
+                g.pacer.victim = Some(victim);
+                Ok(PacedOutcome::Stepped(n))
+            }
+            None => {
+                drop(g);
+                self.end_paced_victim(rw, victim, false);
+                Ok(PacedOutcome::Finished)
+            }
+        }
+    }
+
+    /// Records the end of a paced victim whose migration has nothing left.
+    fn end_paced_victim(&self, rw: &ReadWrite, v: PacedVictim, by_writer: bool) {
+        let moved = v.migration.finish(&self.tree(rw));
+        let now = self.now();
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        if moved.emptied {
+            g.stats.sections_freed += 1;
+            g.pacer.stats.sections_freed += 1;
+        }
+        if by_writer {
+            g.pacer.stats.writer_finishes += 1;
+        }
+        g.pacer.stats.victims_timed += 1;
+        g.pacer.stats.victim_time += now.saturating_sub(v.started);
+    }
+
+    /// Finishes the paced victim in progress, if any, without sleeping (before any
+    /// other pass, and for a writer that found no room). Returns whether there was one.
+    pub(super) fn finish_paced_victim(
+        &self,
+        rw: &ReadWrite,
+        writer: &CheckpointWriter,
+        by_writer: bool,
+    ) -> Result<bool> {
+        let Some(mut v) = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim.take() else {
+            return Ok(false);
+        };
+        let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+        let before = v.migration.moved();
+        while !v.migration.step(&self.tree(rw), cp_ver)? {}
+        let after = v.migration.moved();
+        {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.stats.data_blocks_moved += after.data - before.data;
+            g.stats.node_blocks_moved += after.node - before.node;
+        }
+        self.end_paced_victim(rw, v, by_writer);
+        Ok(true)
+    }
+}
+
+impl Fs {
+    /// Free sections and the reserved ones, now (read-write only): what paced GC keeps
+    /// above zero.
+    pub fn free_sections_now(&self) -> Result<(u32, u32)> {
+        let rw = self.rw()?;
+        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok((segs.free_section_count(), segs.reserved_sections()))
+    }
+}

@@ -1,0 +1,376 @@
+//! GC pacing: cleaning in small steps ahead of need, so that front I/O waits for a
+//! step, not for a whole victim (the 2025 bcache patch "process fewer btree nodes in
+//! incremental GC cycles", applied to F2FS sections). This file holds the pacers'
+//! settings, their state and their arithmetic; the engine that takes the steps is
+//! `gc/paced.rs`. It imports nothing of the engine.
+//!
+//! Pacers (`gc_pacing=`):
+//! - `off`: no paced cleaning; foreground GC empties whole victims while a writer waits
+//!   (uf2fs before pacing, and the baseline).
+//! - `seed`: the patch as published, with a moved block for a btree node and one victim
+//!   section for one GC run: steps of at least [`SEED_MIN_BLOCKS`] blocks, a
+//!   [`SEED_SLEEP`] sleep after a step while front I/O is in flight, and the step
+//!   rescaled from the average interval between victims so that a victim takes at most
+//!   half of it ([`seed_step`]).
+//! - `adaptive`: uf2fs's own. Steps sized from the measured cost of a moved block so
+//!   that one step takes half the latency target ([`adaptive_step`]); sleeps sized from
+//!   the measured front write rate so that cleaning frees sections as fast as writes
+//!   take them, shortened as free sections near the floor ([`adaptive_sleep`]).
+//!
+//! Both paced pacers start a victim only when free sections are within
+//! [`PacingSettings::start_margin`] sections of the foreground threshold, so that
+//! cleaning ahead does not leave victims more time to fill (which would raise WAF). The
+//! hard floor is the foreground rule itself: when an operation finds no room, the
+//! writer finishes the victim in progress without sleeping, and only if that is not
+//! enough runs a foreground pass.
+
+use super::cursor::Migration;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The seed's `GC_MIN_NODES`: the smallest step, in blocks moved.
+pub const SEED_MIN_BLOCKS: u32 = 10;
+/// The seed's `GC_SLEEP_MS`: the sleep after a step while front I/O is in flight.
+pub const SEED_SLEEP: Duration = Duration::from_millis(10);
+/// `gc_latency_target_us`'s default.
+pub const DEFAULT_LATENCY_TARGET: Duration = Duration::from_micros(1000);
+/// Front I/O is in flight when an operation started at most this long ago.
+pub const BUSY_WINDOW: Duration = Duration::from_millis(2);
+/// Sections above the foreground threshold at which paced cleaning starts a victim.
+pub const START_MARGIN_SECS: u32 = 2;
+/// How often an idle paced cleaner looks again.
+pub const IDLE_POLL: Duration = Duration::from_millis(1);
+/// The longest sleep the adaptive pacer takes between steps.
+pub const ADAPTIVE_MAX_SLEEP: Duration = Duration::from_millis(100);
+/// The largest step, in blocks (one segment).
+pub const MAX_STEP_BLOCKS: u32 = 512;
+
+/// `gc_pacing=off|seed|adaptive`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum GcPacing {
+    /// No paced cleaning (the baseline).
+    #[default]
+    Off,
+    /// The bcache patch as published.
+    Seed,
+    /// uf2fs's latency-target pacer.
+    Adaptive,
+}
+
+impl GcPacing {
+    /// Every pacer, in the lab's order.
+    pub const ALL: [GcPacing; 3] = [GcPacing::Off, GcPacing::Seed, GcPacing::Adaptive];
+
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            GcPacing::Off => "off",
+            GcPacing::Seed => "seed",
+            GcPacing::Adaptive => "adaptive",
+        }
+    }
+}
+
+impl fmt::Display for GcPacing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for GcPacing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<GcPacing, String> {
+        GcPacing::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown GC pacer '{s}' (known: off, seed, adaptive)"))
+    }
+}
+
+/// A pacer and its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacingSettings {
+    /// The pacer.
+    pub pacing: GcPacing,
+    /// The adaptive pacer's aim for a front operation's wait (`gc_latency_target_us`).
+    pub latency_target: Duration,
+    /// Sections above the foreground threshold at which paced cleaning starts.
+    pub start_margin: u32,
+    /// Front I/O is in flight when an operation started at most this long ago.
+    pub busy_window: Duration,
+    /// How often an idle paced cleaner looks again.
+    pub idle_poll: Duration,
+}
+
+impl Default for PacingSettings {
+    fn default() -> PacingSettings {
+        PacingSettings {
+            pacing: GcPacing::Off,
+            latency_target: DEFAULT_LATENCY_TARGET,
+            start_margin: START_MARGIN_SECS,
+            busy_window: BUSY_WINDOW,
+            idle_poll: IDLE_POLL,
+        }
+    }
+}
+
+/// What the pacer did since open (`uf2fs status`, the latency lab).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacingStats {
+    /// Paced steps that moved blocks.
+    pub steps: u64,
+    /// Blocks moved by paced steps.
+    pub step_blocks: u64,
+    /// Checkpoints paced cleaning wrote to turn prefree sections free.
+    pub checkpoints: u64,
+    /// Victims paced cleaning started.
+    pub victims: u64,
+    /// Victims paced cleaning emptied.
+    pub sections_freed: u64,
+    /// Sleeps taken because front I/O was in flight.
+    pub sleeps: u64,
+    /// Time those sleeps asked for.
+    pub slept: Duration,
+    /// Times a writer with no room finished the paced victim itself.
+    pub writer_finishes: u64,
+    /// Time spent in GC on the file system's clock: paced steps and their
+    /// checkpoints, and foreground or background passes (every pacer, `off` too).
+    pub gc_time: Duration,
+    /// Victims timed from their start to their end (every pacer).
+    pub victims_timed: u64,
+    /// Sum of those victims' durations, sleeps between steps included.
+    pub victim_time: Duration,
+}
+
+impl PacingStats {
+    /// Average time from a victim's start to its end (zero before any).
+    pub fn avg_victim_duration(&self) -> Duration {
+        if self.victims_timed == 0 {
+            return Duration::ZERO;
+        }
+        self.victim_time / self.victims_timed as u32
+    }
+}
+
+/// The victim paced cleaning is emptying.
+#[derive(Debug, Clone)]
+pub(crate) struct PacedVictim {
+    pub(crate) migration: Migration,
+    /// Valid blocks when it was picked (the seed's `gc_stats.nodes`).
+    pub(crate) work: u32,
+    /// Blocks a step moves.
+    pub(crate) step_blocks: u32,
+    /// When it was picked, on the file system's clock.
+    pub(crate) started: Duration,
+}
+
+/// The pacer's state: its settings, the victim in progress, what it measured.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PacerState {
+    pub(crate) settings: PacingSettings,
+    pub(crate) victim: Option<PacedVictim>,
+    /// When the last victim (paced or not) was started, and the average interval
+    /// between victims (the seed's average GC frequency), an EWMA of weight 1/8.
+    pub(crate) last_victim_start: Option<Duration>,
+    pub(crate) avg_victim_interval: Option<Duration>,
+    /// Nanoseconds a moved block costs (EWMA of weight 1/8 over steps).
+    pub(crate) block_cost_ns: Option<f64>,
+    /// The front write rate: the last (time, user blocks) sample and blocks per
+    /// second (EWMA of weight 1/4 over samples at least [`RATE_SAMPLE`] apart).
+    pub(crate) rate_sample: Option<(Duration, u64)>,
+    pub(crate) user_blocks_per_sec: Option<f64>,
+    pub(crate) stats: PacingStats,
+}
+
+/// The shortest span the front write rate is measured over.
+pub const RATE_SAMPLE: Duration = Duration::from_millis(5);
+
+impl PacerState {
+    /// Notes that a victim starts at `now` (the seed's GC frequency).
+    pub(crate) fn victim_started(&mut self, now: Duration) {
+        if let Some(last) = self.last_victim_start {
+            let d = now.saturating_sub(last);
+            self.avg_victim_interval = Some(match self.avg_victim_interval {
+                None => d,
+                Some(avg) => (avg * 7 + d) / 8,
+            });
+        }
+        self.last_victim_start = Some(now);
+    }
+
+    /// Notes a step that moved `blocks` in `took`.
+    pub(crate) fn step_cost(&mut self, blocks: u32, took: Duration) {
+        if blocks == 0 {
+            return;
+        }
+        let per = took.as_nanos() as f64 / blocks as f64;
+        self.block_cost_ns = Some(match self.block_cost_ns {
+            None => per,
+            Some(avg) => (avg * 7.0 + per) / 8.0,
+        });
+    }
+
+    /// Notes `user_blocks` written since open at `now`.
+    pub(crate) fn sample_rate(&mut self, now: Duration, user_blocks: u64) {
+        match self.rate_sample {
+            None => self.rate_sample = Some((now, user_blocks)),
+            Some((t, b)) if now.saturating_sub(t) >= RATE_SAMPLE => {
+                let secs = now.saturating_sub(t).as_secs_f64();
+                let rate = user_blocks.saturating_sub(b) as f64 / secs;
+                self.user_blocks_per_sec = Some(match self.user_blocks_per_sec {
+                    None => rate,
+                    Some(avg) => (avg * 3.0 + rate) / 4.0,
+                });
+                self.rate_sample = Some((now, user_blocks));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// The seed's step (its `btree_gc_min_nodes`): [`SEED_MIN_BLOCKS`], or more when a
+/// victim of `work` valid blocks would otherwise take longer than half the average
+/// interval between victims, counting one [`SEED_SLEEP`] per step. Milliseconds, as
+/// the patch counts.
+pub fn seed_step(work: u32, avg_victim_interval: Option<Duration>) -> u32 {
+    let min = SEED_MIN_BLOCKS;
+    let sleep_ms = SEED_SLEEP.as_millis() as u64;
+    let Some(avg) = avg_victim_interval else {
+        return min;
+    };
+    let gc_max_ms = avg.as_millis() as u64 / 2;
+    let work = work as u64;
+    if gc_max_ms >= sleep_ms && sleep_ms * (work / min as u64) > gc_max_ms {
+        let steps = gc_max_ms / sleep_ms;
+        return (work / steps).clamp(min as u64, MAX_STEP_BLOCKS as u64) as u32;
+    }
+    min
+}
+
+/// The adaptive pacer's step: the blocks one step moves in half of `target` at
+/// `block_cost_ns` a block (one segment at most, one block at least); the seed's
+/// minimum before a cost has been measured.
+pub fn adaptive_step(block_cost_ns: Option<f64>, target: Duration) -> u32 {
+    let Some(cost) = block_cost_ns.filter(|c| *c > 0.0) else {
+        return SEED_MIN_BLOCKS;
+    };
+    let blocks = target.as_nanos() as f64 / 2.0 / cost;
+    (blocks.floor() as u32).clamp(1, MAX_STEP_BLOCKS)
+}
+
+/// What the adaptive pacer's sleep is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct SleepInputs {
+    /// Blocks a step moves.
+    pub step_blocks: u32,
+    /// Nanoseconds a moved block costs.
+    pub block_cost_ns: f64,
+    /// Front writes, in blocks per second.
+    pub user_blocks_per_sec: f64,
+    /// The victim's valid blocks when picked, and its capacity.
+    pub work: u32,
+    pub capacity: u32,
+    /// Free sections above the foreground threshold, and the margin paced cleaning
+    /// starts at.
+    pub slack_secs: u32,
+    pub start_margin: u32,
+}
+
+/// The adaptive pacer's sleep after a step while front I/O is in flight: cleaning must
+/// move `work / (capacity - work)` blocks for every block written to free sections as
+/// fast as writes take them, so a step of `S` blocks is due every
+/// `S (capacity - work) / (rate × work)`; the sleep is that less the step's own time,
+/// scaled down by the slack left above the foreground threshold (none at one section
+/// or less), at most [`ADAPTIVE_MAX_SLEEP`].
+pub fn adaptive_sleep(i: &SleepInputs) -> Duration {
+    if i.slack_secs <= 1 || i.user_blocks_per_sec <= 0.0 {
+        return if i.slack_secs <= 1 {
+            Duration::ZERO
+        } else {
+            ADAPTIVE_MAX_SLEEP
+        };
+    }
+    let freed = i.capacity.saturating_sub(i.work).max(1) as f64;
+    let work = i.work.max(1) as f64;
+    let interval = i.step_blocks as f64 * freed / (i.user_blocks_per_sec * work);
+    let step = i.step_blocks as f64 * i.block_cost_ns * 1e-9;
+    let urgency = ((i.slack_secs - 1) as f64 / i.start_margin.max(1) as f64).min(1.0);
+    let secs = ((interval - step).max(0.0) * urgency).min(ADAPTIVE_MAX_SLEEP.as_secs_f64());
+    Duration::from_secs_f64(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gc::pacer::*;
+
+    #[test]
+    fn names_round_trip() {
+        for p in GcPacing::ALL {
+            assert_eq!(p.name().parse::<GcPacing>().unwrap(), p);
+        }
+        assert!("fast".parse::<GcPacing>().is_err());
+    }
+
+    #[test]
+    fn the_seed_step_is_ten_blocks_unless_a_victim_would_overrun_half_the_interval() {
+        assert_eq!(seed_step(500, None), 10);
+        // 500 blocks in steps of 10 with 10 ms sleeps: 500 ms; half of 2 s is more.
+        assert_eq!(seed_step(500, Some(Duration::from_secs(2))), 10);
+        // Half of 200 ms is 100 ms: ten steps, 50 blocks each.
+        assert_eq!(seed_step(500, Some(Duration::from_millis(200))), 50);
+        // Under 20 ms between victims the patch gives up rescaling.
+        assert_eq!(seed_step(500, Some(Duration::from_millis(15))), 10);
+    }
+
+    #[test]
+    fn the_adaptive_step_fills_half_the_target() {
+        // 10 µs a block, 1 ms target: 50 blocks.
+        assert_eq!(adaptive_step(Some(10_000.0), Duration::from_millis(1)), 50);
+        assert_eq!(adaptive_step(Some(1e9), Duration::from_millis(1)), 1);
+        assert_eq!(adaptive_step(Some(1.0), Duration::from_millis(1)), MAX_STEP_BLOCKS);
+        assert_eq!(adaptive_step(None, Duration::from_millis(1)), SEED_MIN_BLOCKS);
+    }
+
+    #[test]
+    fn the_adaptive_sleep_keeps_up_with_writes_and_vanishes_near_the_floor() {
+        let base = SleepInputs {
+            step_blocks: 50,
+            block_cost_ns: 10_000.0,
+            user_blocks_per_sec: 10_000.0,
+            work: 256,
+            capacity: 512,
+            slack_secs: 3,
+            start_margin: 2,
+        };
+        // Half-valid victims: a block moved per block written; 50 blocks per 5 ms, the
+        // step itself takes 0.5 ms.
+        assert_eq!(adaptive_sleep(&base), Duration::from_micros(4500));
+        // Halfway down the margin: half the sleep.
+        let half = SleepInputs { slack_secs: 2, ..base };
+        assert_eq!(adaptive_sleep(&half), Duration::from_micros(2250));
+        let floor = SleepInputs { slack_secs: 1, ..base };
+        assert_eq!(adaptive_sleep(&floor), Duration::ZERO);
+        // Cleaning cannot keep up: no sleep.
+        let full = SleepInputs { work: 511, ..base };
+        assert_eq!(adaptive_sleep(&full), Duration::ZERO);
+    }
+
+    #[test]
+    fn measurements_average() {
+        let mut p = PacerState::default();
+        p.victim_started(Duration::from_millis(0));
+        p.victim_started(Duration::from_millis(80));
+        assert_eq!(p.avg_victim_interval, Some(Duration::from_millis(80)));
+        p.victim_started(Duration::from_millis(240));
+        assert_eq!(p.avg_victim_interval, Some(Duration::from_millis(90)));
+        p.step_cost(10, Duration::from_micros(100));
+        assert_eq!(p.block_cost_ns, Some(10_000.0));
+        p.sample_rate(Duration::ZERO, 0);
+        p.sample_rate(Duration::from_millis(1), 100);
+        assert_eq!(p.user_blocks_per_sec, None, "too short a span");
+        p.sample_rate(Duration::from_millis(10), 1000);
+        assert_eq!(p.user_blocks_per_sec, Some(100_000.0));
+    }
+}

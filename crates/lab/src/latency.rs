@@ -1,0 +1,446 @@
+//! The latency lab behind `uf2fs bench latency`: front-I/O latency under each GC
+//! pacer, on the WAF lab's volumes, with a device latency model and a simulated clock,
+//! so that results are deterministic and independent of the machine's noise.
+//!
+//! The model: one device queue. Every block read, written or copied, and every block
+//! discarded (zone reset), moves the simulated clock on by its cost
+//! ([`LatencyModel`]), so the clock is the time the device is busy until. Front I/O is
+//! the seed's fio job: 4 KiB random overwrites of the file, direct (each write is
+//! written back at once), either back to back (`full`: each arrives when the previous
+//! completes) or at a fixed rate. The paced cleaner (`Fs::paced_gc_step`) wakes at the
+//! times it asks for; a wake-up due before a front write arrives runs first, and a
+//! write arriving while a step runs waits for it (a step is not preempted). A write's
+//! latency is its completion time less its arrival time: its own device time, any
+//! foreground GC or checkpoint it ran, and the wait for a step in progress.
+
+use crate::run::CLOCK_BLOCKS_PER_SEC;
+use crate::setup::{Setup, BLOCK_BYTES};
+use crate::volume::{SharedDevice, Volume};
+use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use uf2fs_core::clock::{Clock, ManualClock};
+use uf2fs_core::device::{BlockDevice, SharedBlock, WriteKind};
+use uf2fs_core::gc::PacedOutcome;
+use uf2fs_core::{GcPacing, GcPolicy, Ino, PacingSettings};
+
+/// Width of a latency-over-time window (fio's `log_avg_msec=10`).
+pub const WINDOW: Duration = Duration::from_millis(10);
+
+/// Per-block device costs in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyModel {
+    /// Reading a 4 KiB block.
+    pub read_us: f64,
+    /// Writing a 4 KiB block.
+    pub write_us: f64,
+    /// Erasing (discarding, resetting the zone of) a 4 KiB block.
+    pub erase_us: f64,
+}
+
+impl Default for LatencyModel {
+    /// A typical TLC NVMe SSD at queue depth 1 (see docs/gc-pacing.md): 4 KiB random
+    /// read 80 µs, 4 KiB write 20 µs, erase 3 ms per 4 MiB erase block (3 µs a block).
+    fn default() -> LatencyModel {
+        LatencyModel {
+            read_us: 80.0,
+            write_us: 20.0,
+            erase_us: 3.0,
+        }
+    }
+}
+
+/// A device that charges its model's costs to a simulated clock (while timing is on).
+struct TimedDevice {
+    inner: SharedDevice,
+    clock: Arc<ManualClock>,
+    model: LatencyModel,
+    on: Arc<AtomicBool>,
+}
+
+impl TimedDevice {
+    fn charge(&self, blocks: u64, us: f64) {
+        if self.on.load(Ordering::Relaxed) && blocks > 0 {
+            self.clock
+                .advance(Duration::from_nanos((blocks as f64 * us * 1000.0).round() as u64));
+        }
+    }
+
+    fn blocks(buf_len: usize) -> u64 {
+        (buf_len as u64).div_ceil(BLOCK_BYTES)
+    }
+}
+
+impl BlockDevice for TimedDevice {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> uf2fs_core::Result<()> {
+        self.charge(Self::blocks(buf.len()), self.model.read_us);
+        self.inner.read_blocks(blkaddr, buf)
+    }
+
+    fn block_count(&self) -> u64 {
+        self.inner.block_count()
+    }
+
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> uf2fs_core::Result<()> {
+        self.charge(Self::blocks(buf.len()), self.model.write_us);
+        self.inner.write_blocks(blkaddr, buf)
+    }
+
+    fn flush(&self) -> uf2fs_core::Result<()> {
+        self.inner.flush()
+    }
+
+    fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.charge(Self::blocks(buf.len()), self.model.write_us);
+        self.inner.write_kind(blkaddr, buf, kind)
+    }
+
+    fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.charge(blocks.len() as u64, self.model.write_us);
+        self.inner.write_blocks_from(blkaddr, blocks, kind)
+    }
+
+    fn forget(&self, blkaddr: u64) {
+        self.inner.forget(blkaddr)
+    }
+
+    fn read_shared(&self, blkaddr: u64) -> uf2fs_core::Result<SharedBlock> {
+        self.charge(1, self.model.read_us);
+        self.inner.read_shared(blkaddr)
+    }
+
+    fn write_shared(&self, blkaddr: u64, blocks: &[SharedBlock], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.charge(blocks.len() as u64, self.model.write_us);
+        self.inner.write_shared(blkaddr, blocks, kind)
+    }
+
+    fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.charge(sources.len() as u64, self.model.read_us + self.model.write_us);
+        self.inner.copy_blocks(sources, dst, kind)
+    }
+
+    fn discard(&self, blkaddr: u64, blocks: u64) -> uf2fs_core::Result<()> {
+        self.charge(blocks, self.model.erase_us);
+        self.inner.discard(blkaddr, blocks)
+    }
+}
+
+/// How front I/O arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Load {
+    /// Back to back: each write arrives when the previous one completes.
+    Full,
+    /// At a fixed rate: this share of what `off` sustained at full speed in the same
+    /// run.
+    Share(f64),
+}
+
+impl std::fmt::Display for Load {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Load::Full => f.write_str("full"),
+            Load::Share(s) => write!(f, "{}%", (s * 100.0).round()),
+        }
+    }
+}
+
+/// One 10 ms window of latency over time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Window {
+    /// Start of the window, in ms of simulated time since the overwrites began.
+    pub ms: u64,
+    /// Mean latency of the writes completed in it, µs.
+    pub avg_us: f64,
+    /// Their largest latency, µs.
+    pub max_us: f64,
+    /// Writes completed.
+    pub writes: u64,
+}
+
+/// What one (pacer, load) run measured. Times are simulated.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyResult {
+    /// The pacer.
+    pub pacer: String,
+    /// The load.
+    pub load: String,
+    /// Front writes per second offered (`None`: full speed).
+    pub offered_iops: Option<f64>,
+    /// Front writes per second completed.
+    pub iops: f64,
+    /// Latency percentiles, µs.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub p9999_us: f64,
+    pub max_us: f64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// Front writes of more than 1 ms.
+    pub over_1ms: u64,
+    /// Device blocks written over user blocks, over the overwrites.
+    pub waf: f64,
+    /// Seconds of simulated time spent in GC (steps, passes, their checkpoints).
+    pub gc_s: f64,
+    /// Average time from a victim's start to its end, ms (sleeps included).
+    pub avg_victim_ms: f64,
+    /// Sections GC emptied.
+    pub sections_freed: u64,
+    /// Foreground GC passes.
+    pub fg_gc_calls: u64,
+    /// Paced steps, their sleeps and the time slept (s).
+    pub paced_steps: u64,
+    pub paced_sleeps: u64,
+    pub slept_s: f64,
+    /// Times a writer with no room finished the paced victim itself.
+    pub writer_finishes: u64,
+    /// Simulated seconds of the overwrite phase.
+    pub sim_s: f64,
+    /// Latency over time.
+    pub windows: Vec<Window>,
+    /// The latency CDF: (latency µs, fraction of writes at or below).
+    pub cdf: Vec<(f64, f64)>,
+}
+
+/// What a latency run needs besides the setup.
+#[derive(Debug, Clone, Copy)]
+pub struct LatencyRun {
+    /// The victim policy.
+    pub policy: GcPolicy,
+    /// The pacer.
+    pub pacing: GcPacing,
+    /// `gc_latency_target_us`.
+    pub target: Duration,
+    /// The device model.
+    pub model: LatencyModel,
+    /// Front writes per second (`None`: full speed).
+    pub rate: Option<f64>,
+}
+
+static ZEROS: [u8; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize] = [0; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize];
+
+/// Runs the uniform workload of `setup` with pacer `r.pacing` on a fresh volume.
+/// `advance` is told of overwrite blocks done (in steps of a few thousand).
+pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + Sync)) -> Result<LatencyResult, String> {
+    let clock = Arc::new(ManualClock::new());
+    let on = Arc::new(AtomicBool::new(false));
+    let vol = {
+        let (clock, on, model) = (clock.clone(), on.clone(), r.model);
+        Volume::create_with(setup, move |inner| {
+            Box::new(TimedDevice {
+                inner,
+                clock,
+                model,
+                on,
+            })
+        })?
+    };
+    let fs = &vol.fs;
+    let err = |e: uf2fs_core::Error| format!("{} at {load}: {e}", r.pacing);
+    fs.set_gc_policy(r.policy).map_err(err)?;
+    fs.set_simulated_clock(Some(CLOCK_BLOCKS_PER_SEC)).map_err(err)?;
+    fs.set_clock(clock.clone()).map_err(err)?;
+    fs.set_gc_pacing(PacingSettings {
+        pacing: r.pacing,
+        latency_target: r.target,
+        ..PacingSettings::default()
+    })
+    .map_err(err)?;
+    let shape = Shape {
+        file_blocks: setup.file_blocks(),
+        io_blocks: setup.io_blocks(),
+        seed: setup.seed,
+    };
+    let mut gen = Generator::new(Workload::Uniform, shape)?;
+    let mut ino: Option<Ino> = None;
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut windows: Vec<Window> = Vec::new();
+    let mut base = None;
+    let mut t0 = Duration::ZERO;
+    let mut next_wake = Duration::ZERO;
+    let mut arrival = Duration::ZERO;
+    let mut done = 0u64;
+    let mut reported = 0u64;
+    let interval = r.rate.map(|iops| Duration::from_secs_f64(1.0 / iops));
+    while let Some((phase, op)) = gen.next_op() {
+        if phase == Phase::Fill {
+            match op {
+                Op::Create { .. } => ino = Some(fs.create(fs.root(), b"f0", 0o644, 0, 0).map_err(err)?.ino),
+                Op::Write { block, blocks, .. } => {
+                    let ino = ino.ok_or("the workload wrote before creating")?;
+                    let len = blocks as usize * BLOCK_BYTES as usize;
+                    fs.write(ino, block * BLOCK_BYTES, &ZEROS[..len]).map_err(err)?;
+                }
+                Op::Delete { .. } => return Err("the uniform workload deletes nothing".into()),
+            }
+            continue;
+        }
+        let Op::Write { block, .. } = op else {
+            return Err("the uniform workload's overwrites are writes".into());
+        };
+        let ino = ino.ok_or("no file")?;
+        if base.is_none() {
+            fs.write_checkpoint().map_err(err)?;
+            base = Some((fs.accounting().map_err(err)?, fs.pacing_stats().map_err(err)?));
+            on.store(true, Ordering::Relaxed);
+            t0 = clock.now();
+            next_wake = t0;
+            arrival = t0;
+        }
+        // Front I/O arrives now (full speed: when the previous write completed).
+        if let Some(i) = interval {
+            arrival += i;
+        } else {
+            arrival = arrival.max(clock.now());
+        }
+        // Paced wake-ups due before the write arrives run first; a write arriving at the
+        // same instant goes first.
+        while next_wake < arrival {
+            if clock.now() < next_wake {
+                clock.advance(next_wake - clock.now());
+            }
+            let w = fs.paced_gc_step().map_err(err)?;
+            let wait = if w.outcome == PacedOutcome::Off {
+                Duration::from_secs(3600)
+            } else {
+                w.wait
+            };
+            next_wake = clock.now() + wait;
+        }
+        if clock.now() < arrival {
+            clock.advance(arrival - clock.now());
+        }
+        fs.write(ino, block * BLOCK_BYTES, &ZEROS[..BLOCK_BYTES as usize])
+            .map_err(err)?;
+        fs.writeback().map_err(err)?;
+        let end = clock.now();
+        let lat = end.saturating_sub(arrival);
+        hist.record(lat.as_nanos().max(1) as u64).map_err(|e| e.to_string())?;
+        let w = (end.saturating_sub(t0).as_nanos() / WINDOW.as_nanos()) as u64;
+        if windows.last().is_none_or(|l| l.ms != w * WINDOW.as_millis() as u64) {
+            windows.push(Window {
+                ms: w * WINDOW.as_millis() as u64,
+                avg_us: 0.0,
+                max_us: 0.0,
+                writes: 0,
+            });
+        }
+        let cur = windows.last_mut().expect("pushed");
+        let us = lat.as_nanos() as f64 / 1000.0;
+        cur.avg_us += us;
+        cur.max_us = cur.max_us.max(us);
+        cur.writes += 1;
+        if interval.is_none() {
+            arrival = end;
+        }
+        done += 1;
+        if done - reported >= 4096 {
+            advance(done - reported);
+            reported = done;
+        }
+    }
+    advance(done - reported);
+    on.store(false, Ordering::Relaxed);
+    for w in &mut windows {
+        w.avg_us /= w.writes.max(1) as f64;
+    }
+    let (a0, p0) = base.ok_or("no overwrite phase")?;
+    let a = fs.accounting().map_err(err)?;
+    let p = fs.pacing_stats().map_err(err)?;
+    let sim = clock.now().saturating_sub(t0).as_secs_f64();
+    let user = a.user_blocks - a0.user_blocks;
+    let device = a.device.total() - a0.device.total();
+    let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    let mut cdf = Vec::new();
+    for v in hist.iter_quantiles(1) {
+        cdf.push((v.value_iterated_to() as f64 / 1000.0, v.quantile_iterated_to()));
+    }
+    let victims = p.victims_timed - p0.victims_timed;
+    let victim_time = p.victim_time.saturating_sub(p0.victim_time);
+    Ok(LatencyResult {
+        pacer: r.pacing.to_string(),
+        load: load.to_string(),
+        offered_iops: r.rate,
+        iops: done as f64 / sim.max(1e-9),
+        p50_us: us(0.5),
+        p99_us: us(0.99),
+        p999_us: us(0.999),
+        p9999_us: us(0.9999),
+        max_us: hist.max() as f64 / 1000.0,
+        mean_us: hist.mean() / 1000.0,
+        over_1ms: hist.count_between(1_000_001, u64::MAX),
+        waf: if user == 0 { 0.0 } else { device as f64 / user as f64 },
+        gc_s: p.gc_time.saturating_sub(p0.gc_time).as_secs_f64(),
+        avg_victim_ms: if victims == 0 {
+            0.0
+        } else {
+            victim_time.as_secs_f64() * 1000.0 / victims as f64
+        },
+        sections_freed: a.gc.sections_freed - a0.gc.sections_freed,
+        fg_gc_calls: a.gc.fg_calls - a0.gc.fg_calls,
+        paced_steps: p.steps - p0.steps,
+        paced_sleeps: p.sleeps - p0.sleeps,
+        slept_s: p.slept.saturating_sub(p0.slept).as_secs_f64(),
+        writer_finishes: p.writer_finishes - p0.writer_finishes,
+        sim_s: sim,
+        windows,
+        cdf,
+    })
+}
+
+/// The `--json` document of a latency lab run.
+#[derive(Debug, Serialize)]
+pub struct LatencyReport<'a> {
+    /// The preset.
+    pub preset: Option<crate::Preset>,
+    /// The victim policy.
+    pub policy: String,
+    /// The device model.
+    pub model: LatencyModel,
+    /// The adaptive pacer's target, µs.
+    pub target_us: u64,
+    /// Bytes of overwrites per run.
+    pub io_bytes: u64,
+    /// One record per (pacer, load).
+    pub results: &'a [LatencyResult],
+}
+
+impl LatencyReport<'_> {
+    /// As pretty JSON.
+    pub fn to_json(&self) -> Result<String, String> {
+        serde_json::to_string_pretty(self).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Preset;
+
+    /// The simulated clock makes runs repeatable to the nanosecond, and a write costs
+    /// at least the model's write time.
+    #[test]
+    fn runs_are_deterministic_and_charge_the_model() {
+        let mut setup = Preset::Small.setup();
+        setup.io_bytes = 96 << 20;
+        let r = LatencyRun {
+            policy: GcPolicy::Greedy,
+            pacing: GcPacing::Adaptive,
+            target: Duration::from_micros(1000),
+            model: LatencyModel::default(),
+            rate: None,
+        };
+        let a = run(&setup, &r, Load::Full, &|_| {}).unwrap();
+        let b = run(&setup, &r, Load::Full, &|_| {}).unwrap();
+        assert_eq!(
+            (a.max_us, a.p99_us, a.waf, a.sim_s, a.windows.len()),
+            (b.max_us, b.p99_us, b.waf, b.sim_s, b.windows.len())
+        );
+        assert!(a.p50_us >= LatencyModel::default().write_us * 0.99, "{}", a.p50_us);
+        assert!(a.sections_freed > 0 && a.paced_steps > 0, "{a:?}");
+    }
+}
