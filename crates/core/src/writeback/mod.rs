@@ -132,20 +132,25 @@ fn write_group<'a>(
     // New addresses by slot, for the node (edited once, after the data is written).
     let mut slots: Vec<(usize, u32)> = Vec::new();
     let first = group[0].0;
-    for (index, page) in group {
-        let slot = loc.slot + (index - first) as usize;
-        let old = match &node {
-            Some(b) => u32_at(b, 4 * slot),
-            None => inode.slot(slot),
-        };
-        let sum = Summary {
-            nid: loc.nid,
-            version,
-            ofs_in_node: slot as u16,
-        };
-        let addr = {
-            let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
-            match old {
+    // The whole group takes its blocks under one hold of the segment manager's lock:
+    // consecutive blocks of its log, so that a file written back beside other files
+    // (other writers, other writeback contexts) stays in runs as long as its groups,
+    // and writeback takes the lock once per node's worth of pages, not once per page.
+    let mut addrs: Vec<u64> = Vec::with_capacity(group.len());
+    {
+        let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        for (index, page) in group {
+            let slot = loc.slot + (index - first) as usize;
+            let old = match &node {
+                Some(b) => u32_at(b, 4 * slot),
+                None => inode.slot(slot),
+            };
+            let sum = Summary {
+                nid: loc.nid,
+                version,
+                ofs_in_node: slot as u16,
+            };
+            let addr = match old {
                 NULL_ADDR => {
                     return Err(Error::Invalid(format!(
                         "dirty block {index} of inode {ino} has no address"
@@ -157,8 +162,12 @@ fn write_group<'a>(
                     s.invalidate(old as u64)?;
                     a
                 }
-            }
-        };
+            };
+            addrs.push(addr);
+        }
+    }
+    for ((index, page), &addr) in group.iter().zip(&addrs) {
+        let slot = loc.slot + (index - first) as usize;
         run.push(t, addr, &page.data)?;
         match &node {
             Some(_) => slots.push((slot, addr as u32)),
