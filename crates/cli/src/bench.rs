@@ -28,6 +28,10 @@ pub enum BenchCommand {
     /// device latency model and a simulated clock: deterministic results. See
     /// docs/gc-pacing.md.
     Latency(crate::bench_latency::LatencyArgs),
+    /// Throughput and file contiguity with 1 to N parallel writeback contexts (flusher
+    /// threads), each inode affined to one (the 2025 parallel-writeback seed); in
+    /// process, on memory volumes. See docs/writeback.md.
+    Writeback(crate::bench_writeback::WritebackArgs),
 }
 
 /// `uf2fs bench waf` options.
@@ -155,6 +159,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Waf(args) => waf(&args),
         BenchCommand::Latency(args) => crate::bench_latency::latency(&args),
+        BenchCommand::Writeback(args) => crate::bench_writeback::writeback(&args),
     }
 }
 
@@ -273,7 +278,7 @@ mod tests {
         let argv = ["bench", "waf"].iter().chain(extra).copied();
         Top::try_parse_from(argv).map(|t| match t.cmd {
             BenchCommand::Waf(a) => a,
-            BenchCommand::Latency(_) => unreachable!("parsed as bench waf"),
+            BenchCommand::Latency(_) | BenchCommand::Writeback(_) => unreachable!("parsed as bench waf"),
         })
     }
 

@@ -105,6 +105,9 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         if let Some(policy) = options.gc_policy {
             fs.set_gc_policy(policy)?;
         }
+        let policy = uf2fs_core::writeback::policy_by_name(&options.writeback_policy)
+            .with_context(|| format!("writeback policy {}", options.writeback_policy))?;
+        fs.set_writeback(options.writeback_contexts, policy)?;
         fs
     };
     let mountpoint = std::fs::canonicalize(&request.mountpoint)

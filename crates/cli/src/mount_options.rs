@@ -38,6 +38,20 @@ pub struct ParsedMountOptions {
     /// `gc_policy=NAME` (uf2fs's) or `atgc` (the kernel's): how GC picks victims;
     /// `None`: the core's default (greedy, as the kernel).
     pub gc_policy: Option<GcPolicy>,
+    /// `writeback_contexts=N`: writeback contexts, each with a flusher thread
+    /// (default: the machine's cores, at most 8).
+    pub writeback_contexts: usize,
+    /// `writeback_policy=NAME`: which context writes an inode (`single`, `ino-hash`,
+    /// `least-loaded`; default [`DEFAULT_WRITEBACK_POLICY`]).
+    pub writeback_policy: String,
+}
+
+/// The writeback policy of mounts that do not choose one.
+pub const DEFAULT_WRITEBACK_POLICY: &str = "least-loaded";
+
+/// The default number of writeback contexts: the machine's cores, at most 8.
+pub fn default_writeback_contexts() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
 }
 
 impl Default for ParsedMountOptions {
@@ -53,6 +67,8 @@ impl Default for ParsedMountOptions {
             cp_interval: Some(Duration::from_secs(DEFAULT_CP_INTERVAL_SECS)),
             settings: Settings::default(),
             gc_policy: None,
+            writeback_contexts: default_writeback_contexts(),
+            writeback_policy: DEFAULT_WRITEBACK_POLICY.to_string(),
         }
     }
 }
@@ -133,6 +149,19 @@ fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), Str
             Ok(policy) => parsed.gc_policy = Some(policy),
             Err(_) => return bad_value(&format!("one of {}", GcPolicy::NAMES)),
         },
+        "writeback_contexts" => match value.parse::<usize>() {
+            Ok(n) if (1..=uf2fs_core::writeback::MAX_WRITEBACK_CONTEXTS).contains(&n) => parsed.writeback_contexts = n,
+            _ => {
+                return bad_value(&format!(
+                    "a number from 1 to {}",
+                    uf2fs_core::writeback::MAX_WRITEBACK_CONTEXTS
+                ))
+            }
+        },
+        "writeback_policy" if uf2fs_core::writeback::POLICY_NAMES.contains(&value) => {
+            parsed.writeback_policy = value.to_string()
+        }
+        "writeback_policy" => return bad_value(&format!("one of {}", uf2fs_core::writeback::POLICY_NAMES.join(", "))),
         "cp_interval" => match value.parse::<u32>() {
             Ok(0) => parsed.cp_interval = None,
             Ok(secs) => parsed.cp_interval = Some(Duration::from_secs(secs.into())),

@@ -41,6 +41,9 @@ pub struct BackgroundOptions {
     /// The background cleaner's sleeps (`None`: no cleaner; it also stays idle under
     /// `background_gc=off`).
     pub gc: Option<BgTimes>,
+    /// One flusher thread per writeback context ([`crate::writeback::flusher`]):
+    /// writers return once their pages are cached, and contexts write in parallel.
+    pub writeback_threads: bool,
 }
 
 impl Fs {
@@ -128,6 +131,7 @@ impl Drop for Worker {
 /// The background threads of a mount.
 pub struct Background {
     workers: Vec<Worker>,
+    flushers: Option<crate::writeback::flusher::Flushers>,
 }
 
 impl Background {
@@ -162,11 +166,19 @@ impl Background {
                 }
             })?);
         }
-        Ok(Background { workers })
+        let flushers = if opts.writeback_threads {
+            Some(crate::writeback::flusher::Flushers::start(fs)?)
+        } else {
+            None
+        };
+        Ok(Background { workers, flushers })
     }
 
     /// Stops the threads and waits for them (for a step one is running to end).
     pub fn stop(mut self) {
+        if let Some(f) = self.flushers.take() {
+            f.stop();
+        }
         for w in &mut self.workers {
             w.stop_and_join();
         }
@@ -287,6 +299,7 @@ mod tests {
         let opts = BackgroundOptions {
             checkpoint_interval: Some(Duration::from_millis(100)),
             gc: None,
+            writeback_threads: false,
         };
         let bg = Background::start(&fs, opts).unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -325,6 +338,7 @@ mod tests {
         let opts = BackgroundOptions {
             checkpoint_interval: None,
             gc: Some(times),
+            writeback_threads: false,
         };
         let bg = Background::start(&fs, opts).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -351,6 +365,7 @@ mod tests {
             let opts = BackgroundOptions {
                 checkpoint_interval: Some(Duration::from_secs(60)),
                 gc: Some(BgTimes::default()),
+                writeback_threads: false,
             };
             let mut sim = Simulated::new(opts, fs.now());
             let mut log = Vec::new();

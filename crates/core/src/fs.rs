@@ -80,6 +80,8 @@ pub(crate) struct ReadWrite {
     pub(crate) gc: Mutex<crate::gc::state::GcState>,
     /// 4 KiB blocks the users' writes covered (the WAF's denominator).
     pub(crate) user_blocks: std::sync::atomic::AtomicU64,
+    /// The flusher threads' control block ([`crate::writeback::flusher`]).
+    pub(crate) flush: crate::writeback::flusher::FlushControl,
 }
 
 /// How to open a file system.
@@ -609,6 +611,28 @@ impl Fs {
         self.mapper(&i).cluster_census(end)
     }
 
+    /// Where a file's blocks lie: runs of consecutive file blocks at consecutive
+    /// device blocks, as `(first file block, first device block, blocks)`, in file
+    /// order (FIEMAP's view; holes and `NEW_ADDR` reservations are not listed). For a
+    /// compressed file, plain clusters only. Blocks still in the page cache are listed
+    /// where the device holds them (if anywhere).
+    pub fn extents(&self, ino: Ino) -> Result<Vec<(u64, u64, u64)>> {
+        let i = self.inode(ino)?;
+        if i.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA) || i.inode.is_compressed() {
+            return Ok(Vec::new());
+        }
+        let end = i.inode.size.div_ceil(crate::device::BLOCK as u64);
+        let mut out: Vec<(u64, u64, u64)> = Vec::new();
+        self.mapper(&i).for_each_block(end, |fb, addr| {
+            match out.last_mut() {
+                Some((f, a, n)) if *f + *n == fb && *a + *n == addr => *n += 1,
+                _ => out.push((fb, addr, 1)),
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
     /// Target of a symbolic link.
     pub fn read_link(&self, ino: Ino) -> Result<Vec<u8>> {
         let i = self.inode(ino)?;
@@ -737,6 +761,7 @@ fn open_for_writing(
         open: crate::orphan::table::OpenInodes::new(crate::orphan::table::max_orphans(sb)),
         gc: Mutex::new(Default::default()),
         user_blocks: Default::default(),
+        flush: Default::default(),
     })
 }
 

@@ -25,7 +25,7 @@ use crate::writeback::context::Writeback;
 use crate::Ino;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 /// Dirty blocks in all past which they are written back (16 MiB).
 pub const DIRTY_PAGES_MAX: usize = 4096;
@@ -51,18 +51,41 @@ struct InodePages {
     dirtied_seq: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
     inodes: BTreeMap<Ino, InodePages>,
     total: usize,
     per_log: [u64; NR_LOGS],
+    /// Dirty pages of each writeback context's inodes.
+    per_context: Vec<u64>,
+    /// The context each inode was given when it first got dirty, kept when it is
+    /// clean again so that a file keeps its context (and its context's log) for its
+    /// life; forgotten when the inode is freed, all at once past [`AFFINITY_MAX`].
+    affinity: std::collections::HashMap<Ino, usize>,
     next_seq: u64,
 }
 
+/// Inodes whose writeback context is remembered at most (about 32 MiB).
+const AFFINITY_MAX: usize = 1 << 20;
+
+impl Default for Inner {
+    fn default() -> Inner {
+        Inner {
+            inodes: BTreeMap::new(),
+            total: 0,
+            per_log: [0; NR_LOGS],
+            per_context: vec![0],
+            affinity: Default::default(),
+            next_seq: 0,
+        }
+    }
+}
+
 impl Inner {
-    fn removed(&mut self, page: &DirtyPage) {
+    fn removed(&mut self, page: &DirtyPage, context: usize) {
         self.total -= 1;
         self.per_log[page.log as usize] -= 1;
+        self.per_context[context] -= 1;
     }
 
     /// Drops the entry of `ino` when it has no pages left.
@@ -77,7 +100,7 @@ impl Inner {
 #[derive(Default)]
 pub struct PageCache {
     inner: Mutex<Inner>,
-    writeback: Writeback,
+    writeback: RwLock<Arc<Writeback>>,
 }
 
 impl PageCache {
@@ -86,8 +109,25 @@ impl PageCache {
     }
 
     /// The writeback contexts and the policy that assigns inodes to them.
-    pub fn writeback(&self) -> &Writeback {
-        &self.writeback
+    pub fn writeback(&self) -> Arc<Writeback> {
+        self.writeback.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the writeback contexts and their policy; refused (false) while any
+    /// page is dirty, since every dirty inode must keep its context.
+    pub fn set_writeback(&self, wb: Writeback) -> bool {
+        let mut inner = self.lock();
+        if inner.total != 0 {
+            return false;
+        }
+        inner.per_context = vec![0; wb.contexts()];
+        *self.writeback.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(wb);
+        true
+    }
+
+    /// The writeback context of inode `ino` while it has dirty pages.
+    pub fn context_of_inode(&self, ino: Ino) -> Option<usize> {
+        self.lock().inodes.get(&ino).map(|p| p.context)
     }
 
     /// The dirty block `index` of inode `ino`, if any.
@@ -112,9 +152,25 @@ impl PageCache {
     /// Stores block `index` of `ino` as dirty (replacing an older dirty copy).
     pub fn put(&self, ino: Ino, index: u64, data: Vec<u8>, log: LogType) {
         debug_assert_eq!(data.len(), crate::device::BLOCK);
-        let context = self.writeback.context_of(ino);
+        let wb = self.writeback();
         let mut inner = self.lock();
         let seq = inner.next_seq;
+        let context = match inner.inodes.get(&ino) {
+            Some(p) => p.context,
+            None => match inner.affinity.get(&ino) {
+                Some(&c) if c < inner.per_context.len() => c,
+                _ => {
+                    let c = wb.context_of(ino, &inner.per_context);
+                    if inner.affinity.len() >= AFFINITY_MAX {
+                        inner.affinity.clear();
+                    }
+                    if inner.per_context.len() > 1 {
+                        inner.affinity.insert(ino, c);
+                    }
+                    c
+                }
+            },
+        };
         let entry = inner.inodes.entry(ino).or_insert_with(|| InodePages {
             pages: BTreeMap::new(),
             context,
@@ -127,19 +183,24 @@ impl PageCache {
         let old = entry.pages.insert(index, page);
         inner.next_seq += 1;
         if let Some(old) = old {
-            inner.removed(&old);
+            inner.removed(&old, context);
         }
         inner.total += 1;
         inner.per_log[log as usize] += 1;
+        inner.per_context[context] += 1;
     }
 
     /// Drops the dirty block `index` of `ino`; true if there was one.
     pub fn remove(&self, ino: Ino, index: u64) -> bool {
         let mut inner = self.lock();
-        let Some(old) = inner.inodes.get_mut(&ino).and_then(|p| p.pages.remove(&index)) else {
+        let Some((old, context)) = inner
+            .inodes
+            .get_mut(&ino)
+            .and_then(|p| Some((p.pages.remove(&index)?, p.context)))
+        else {
             return false;
         };
-        inner.removed(&old);
+        inner.removed(&old, context);
         inner.tidy(ino);
         true
     }
@@ -156,8 +217,12 @@ impl PageCache {
         if !same {
             return false;
         }
-        if let Some(old) = inner.inodes.get_mut(&ino).and_then(|p| p.pages.remove(&index)) {
-            inner.removed(&old);
+        if let Some((old, context)) = inner
+            .inodes
+            .get_mut(&ino)
+            .and_then(|p| Some((p.pages.remove(&index)?, p.context)))
+        {
+            inner.removed(&old, context);
         }
         inner.tidy(ino);
         true
@@ -170,6 +235,7 @@ impl PageCache {
             return Vec::new();
         };
         let keys: Vec<u64> = p.pages.range(range).map(|(k, _)| *k).collect();
+        let context = p.context;
         let mut gone = Vec::with_capacity(keys.len());
         for k in &keys {
             if let Some(old) = p.pages.remove(k) {
@@ -177,15 +243,18 @@ impl PageCache {
             }
         }
         for old in &gone {
-            inner.removed(old);
+            inner.removed(old, context);
         }
         inner.tidy(ino);
         keys
     }
 
-    /// Drops every dirty block of `ino` and returns their indexes.
+    /// Drops every dirty block of `ino` and returns their indexes (the inode is
+    /// being freed: its writeback context is forgotten too).
     pub fn remove_inode(&self, ino: Ino) -> Vec<u64> {
-        self.remove_range(ino, 0..u64::MAX)
+        let gone = self.remove_range(ino, 0..u64::MAX);
+        self.lock().affinity.remove(&ino);
+        gone
     }
 
     /// Dirty blocks in all.

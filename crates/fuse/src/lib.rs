@@ -127,6 +127,7 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
         let work = uf2fs_core::background::BackgroundOptions {
             checkpoint_interval: opts.checkpoint_interval,
             gc: Some(uf2fs_core::BgTimes::default()),
+            writeback_threads: true,
         };
         Some(uf2fs_core::background::Background::start(&fs, work)?)
     };

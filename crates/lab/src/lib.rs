@@ -18,6 +18,7 @@ pub mod setup;
 pub mod size;
 pub mod volume;
 pub mod workload;
+pub mod writeback;
 pub mod zipf;
 
 pub use batch::{pairs, run_all, Event, Pair};

@@ -215,11 +215,31 @@ impl Fs {
         self.inode(ino)
     }
 
-    /// Keeps the page cache within [`DIRTY_PAGES_MAX`]: past it the writeback contexts
-    /// write everything back.
-    fn balance_dirty_pages(&self) -> Result<()> {
-        if self.rw()?.pages.len() > DIRTY_PAGES_MAX {
-            self.writeback()?;
+    /// Keeps the page cache within [`DIRTY_PAGES_MAX`]. With flusher threads
+    /// ([`crate::writeback::flusher`]): past
+    /// [`crate::writeback::flusher::DIRTY_BACKGROUND_PAGES`] the writer wakes them and
+    /// goes on, past the limit it waits for them to bring the count back under it.
+    /// Without, past the limit the writer runs the writeback contexts itself.
+    pub(crate) fn balance_dirty_pages(&self) -> Result<()> {
+        let rw = self.rw()?;
+        let flush = &rw.flush;
+        if !flush.running() {
+            if rw.pages.len() > DIRTY_PAGES_MAX {
+                self.writeback()?;
+            }
+            return Ok(());
+        }
+        if rw.pages.len() > crate::writeback::flusher::DIRTY_BACKGROUND_PAGES {
+            flush.kick_all();
+        }
+        while rw.pages.len() > DIRTY_PAGES_MAX {
+            rw.check_failed()?;
+            if !flush.running() {
+                self.writeback()?;
+                break;
+            }
+            flush.kick_all();
+            flush.wait_progress();
         }
         Ok(())
     }
@@ -329,7 +349,13 @@ impl Op<'_> {
         drop_extent(&mut i, first, last);
         self.t.store_inode(i)?;
         if self.t.pages.inode_len(ino) > DIRTY_PAGES_PER_INODE_MAX {
-            crate::writeback::write_inode_pages(&self.t, ino)?;
+            // With flusher threads, the inode's context writes it (the writer goes
+            // on); without, the writer does, here.
+            if self.rw.flush.running() {
+                self.rw.flush.kick_all();
+            } else {
+                crate::writeback::write_inode_pages(&self.t, ino)?;
+            }
         }
         Ok(())
     }

@@ -64,6 +64,12 @@ impl Fs {
             g.data_blocks_moved, g.node_blocks_moved
         );
         let _ = writeln!(s, "gc checkpoints:      {}", g.checkpoints);
+        if let Some((policy, contexts)) = self.writeback_setup() {
+            let stats = self.writeback_stats();
+            let pages: Vec<String> = stats.iter().map(|c| c.pages.to_string()).collect();
+            let _ = writeln!(s, "writeback:           {contexts} contexts, policy {policy}");
+            let _ = writeln!(s, "  pages by context:  {}", pages.join(" "));
+        }
         let pacing = self.gc_pacing()?;
         let p = self.pacing_stats()?;
         match pacing.pacing {

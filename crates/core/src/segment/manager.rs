@@ -21,6 +21,9 @@ mod victims;
 pub use space::{SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
 pub use victims::SectionInfo;
 
+/// `CurSeg::segno` of a closed stream log.
+const CLOSED: u32 = u32::MAX;
+
 /// 0 for a data segment type, 1 for a node one.
 fn kind_of(seg_type: u8) -> usize {
     usize::from(seg_type >= LogType::HotNode as u8)
@@ -104,6 +107,12 @@ pub struct SegmentManager {
     /// Blocks invalidated in data and in node segments since open.
     invalidated: [u64; 2],
     logs: [CurSeg; NR_LOGS],
+    /// Warm data logs of writeback contexts 1, 2, ... (stream logs; context 0 writes
+    /// the warm data log above). Not recorded by checkpoints: closed before each one
+    /// ([`SegmentManager::prepare_checkpoint`]), their segments left as any written
+    /// segment; `segno` is [`CLOSED`] while closed. Log index `NR_LOGS + k` is stream
+    /// `k + 1`'s.
+    streams: Vec<CurSeg>,
     /// The logs written to (`active_logs`): block classes fold onto them.
     active_logs: ActiveLogs,
     valid_blocks: u64,
@@ -148,6 +157,7 @@ impl SegmentManager {
             clock_ticks: 0,
             invalidated: [0; 2],
             logs,
+            streams: Vec::new(),
             active_logs: ActiveLogs::default(),
             clock: Clock {
                 at_open_secs: cps.cp.elapsed_time,
@@ -207,9 +217,65 @@ impl SegmentManager {
         Ok(())
     }
 
-    /// The log whose segment is `segno`, if any.
+    /// The log whose segment is `segno`, if any (an index of [`SegmentManager::cur`]).
     fn current_log(&self, segno: u32) -> Option<usize> {
-        self.logs.iter().position(|l| l.segno == segno)
+        self.logs
+            .iter()
+            .chain(&self.streams)
+            .position(|l| l.segno == segno && l.segno != CLOSED)
+    }
+
+    /// Log `li`: one of the six for `li < NR_LOGS`, else stream log `li - NR_LOGS`.
+    fn cur(&self, li: usize) -> &CurSeg {
+        if li < NR_LOGS {
+            &self.logs[li]
+        } else {
+            &self.streams[li - NR_LOGS]
+        }
+    }
+
+    fn cur_mut(&mut self, li: usize) -> &mut CurSeg {
+        if li < NR_LOGS {
+            &mut self.logs[li]
+        } else {
+            &mut self.streams[li - NR_LOGS]
+        }
+    }
+
+    /// The segment type and summary type of log `li` (stream logs hold warm data).
+    fn log_type(li: usize) -> LogType {
+        LogType::ALL.get(li).copied().unwrap_or(LogType::WarmData)
+    }
+
+    /// Open segments of every log, the six and the open stream logs.
+    fn open_segments(&self) -> impl Iterator<Item = &CurSeg> {
+        self.logs
+            .iter()
+            .chain(self.streams.iter().filter(|l| l.segno != CLOSED))
+    }
+
+    /// Number of stream logs (writeback contexts beyond the first): 0 by default.
+    pub fn set_streams(&mut self, n: usize) {
+        while self.streams.len() < n {
+            self.streams.push(CurSeg {
+                segno: CLOSED,
+                next_blkoff: BLOCKS_PER_SEG as u16,
+                alloc_type: ALLOC_LFS,
+                sum: Vec::new(),
+            });
+        }
+    }
+
+    /// [`SegmentManager::alloc_block`] for writeback context `stream`: a warm data
+    /// block of context 1 or more goes to that context's own log, so that files
+    /// written by different contexts do not interleave in one segment; anything else
+    /// (and every block of context 0) goes where `alloc_block` puts it.
+    pub fn alloc_block_for(&mut self, dev: &dyn BlockDevice, log: LogType, stream: usize, sum: Summary) -> Result<u64> {
+        let folded = self.active_logs.log_for(log);
+        if stream == 0 || folded != LogType::WarmData || stream > self.streams.len() {
+            return self.alloc_block(dev, log, sum);
+        }
+        self.alloc_in(dev, NR_LOGS + stream - 1, sum)
     }
 
     /// Segment number and block offset of a main-area block address.
@@ -231,14 +297,18 @@ impl SegmentManager {
     /// its summary block written to its SSA slot. Returns the block address.
     pub fn alloc_block(&mut self, dev: &dyn BlockDevice, log: LogType, sum: Summary) -> Result<u64> {
         let log = self.active_logs.log_for(log);
-        let li = log as usize;
-        if self.logs[li].alloc_type != ALLOC_LFS || self.logs[li].next_blkoff as u32 >= BLOCKS_PER_SEG {
-            self.new_segment(dev, log)?;
+        self.alloc_in(dev, log as usize, sum)
+    }
+
+    /// [`SegmentManager::alloc_block`] from log `li` (see [`SegmentManager::cur`]).
+    fn alloc_in(&mut self, dev: &dyn BlockDevice, li: usize, sum: Summary) -> Result<u64> {
+        if self.cur(li).alloc_type != ALLOC_LFS || self.cur(li).next_blkoff as u32 >= BLOCKS_PER_SEG {
+            self.new_segment(dev, li)?;
         }
         // The block about to be taken fills the segment: the log moves on right after it
         // (as the kernel's logs do), so make sure it can before changing anything. A log
         // then never rests on a full segment and a checkpoint never needs a new one.
-        let fills = self.logs[li].next_blkoff as u32 + 1 == BLOCKS_PER_SEG;
+        let fills = self.cur(li).next_blkoff as u32 + 1 == BLOCKS_PER_SEG;
         if fills {
             self.pick_segment(li)?;
         }
@@ -247,8 +317,7 @@ impl SegmentManager {
         }
         self.clock_ticks = (self.clock_ticks + 1) % CLOCK_EVERY;
         let now = self.clock_now;
-        let cur = &mut self.logs[li];
-        let (segno, off) = (cur.segno, cur.next_blkoff as u32);
+        let (segno, off) = (self.cur(li).segno, self.cur(li).next_blkoff as u32);
         let e = &mut self.sit[segno as usize];
         let before = e.valid_blocks as u64;
         if !e.set_valid(off, true) {
@@ -263,13 +332,15 @@ impl SegmentManager {
         self.allocated += 1;
         let w = &mut self.written_at[segno as usize];
         *w = (*w * before + self.allocated) / (before + 1);
+        let kind = kind_of(e.seg_type);
+        let cur = self.cur_mut(li);
         cur.sum[off as usize] = sum;
         cur.next_blkoff += 1;
         self.dirty.insert(segno);
         self.valid_blocks += 1;
-        self.valid_kind[kind_of(e.seg_type)] += 1;
+        self.valid_kind[kind] += 1;
         if fills {
-            self.new_segment(dev, log)?;
+            self.new_segment(dev, li)?;
         }
         Ok(self.geo.main_blkaddr + segno as u64 * BLOCKS_PER_SEG as u64 + off as u64)
     }
@@ -280,7 +351,7 @@ impl SegmentManager {
         let li = self
             .current_log(segno)
             .ok_or_else(|| Error::Invalid(format!("block {blkaddr:#x} is not in an active log's segment")))?;
-        let log = &mut self.logs[li];
+        let log = self.cur_mut(li);
         if off as usize >= log.sum_in_use() {
             return Err(Error::Invalid(format!(
                 "block {blkaddr:#x} has not been allocated from its log yet"
@@ -317,13 +388,15 @@ impl SegmentManager {
 
     /// Moves `log` to a free segment: the next one of its section if free, else the
     /// first segment of a wholly free section (searching on from the current one).
-    fn new_segment(&mut self, dev: &dyn BlockDevice, log: LogType) -> Result<()> {
-        let li = log as usize;
-        let old = self.logs[li].segno;
+    fn new_segment(&mut self, dev: &dyn BlockDevice, li: usize) -> Result<()> {
+        let log = Self::log_type(li);
+        let old = self.cur(li).segno;
         let next = self.pick_segment(li)?;
-        self.write_summary(dev, li)?;
-        if self.sit[old as usize].valid_blocks == 0 {
-            self.prefree.insert(old);
+        if old != CLOSED {
+            self.write_summary(dev, li)?;
+            if self.sit[old as usize].valid_blocks == 0 {
+                self.prefree.insert(old);
+            }
         }
         debug_assert!(self.free.is_free(next));
         self.free.set_used(next, true);
@@ -336,7 +409,7 @@ impl SegmentManager {
             mtime_secs: self.clock.now_secs(self.allocated),
         };
         self.dirty.insert(next);
-        self.logs[li] = CurSeg {
+        *self.cur_mut(li) = CurSeg {
             segno: next,
             next_blkoff: 0,
             alloc_type: ALLOC_LFS,
@@ -346,35 +419,48 @@ impl SegmentManager {
     }
 
     fn pick_segment(&self, li: usize) -> Result<u32> {
-        let old = self.logs[li].segno;
-        if let Some(s) = self.free.next_free_in_section(old) {
-            return Ok(s);
-        }
         let g = self.geo;
         let sections = g.segments.div_ceil(g.segs_per_sec);
-        let start = (old / g.segs_per_sec + 1) % sections.max(1);
+        let start = match self.cur(li).segno {
+            // A stream log opening starts its search in a region of its own: stream k
+            // of n at k/(n+1) of the main area past the warm data log, so that logs
+            // filling at once take sections apart from one another and each file
+            // stays contiguous across its segments (allocation groups, as XFS's).
+            CLOSED => {
+                let k = (li - NR_LOGS + 1) as u64;
+                let n = self.streams.len() as u64 + 1;
+                let warm = (self.logs[LogType::WarmData as usize].segno / g.segs_per_sec) as u64;
+                ((warm + k * sections as u64 / n) % sections.max(1) as u64) as u32
+            }
+            old => {
+                if let Some(s) = self.free.next_free_in_section(old) {
+                    return Ok(s);
+                }
+                (old / g.segs_per_sec + 1) % sections.max(1)
+            }
+        };
         // Keep logs in zones of their own when zones hold several sections.
         let zone_of = |sec: u32| sec / g.secs_per_zone;
-        let others: Vec<u32> = (0..NR_LOGS)
-            .filter(|&i| i != li)
-            .map(|i| zone_of(self.logs[i].segno / g.segs_per_sec))
+        let others: Vec<u32> = (0..NR_LOGS + self.streams.len())
+            .filter(|&i| i != li && self.cur(i).segno != CLOSED)
+            .map(|i| zone_of(self.cur(i).segno / g.segs_per_sec))
             .collect();
         let own_zone = |sec: u32| g.secs_per_zone == 1 || !others.contains(&zone_of(sec));
         let sec = self
             .free
             .find_free_section(start, &own_zone)
             .or_else(|| self.free.find_free_section(start, &|_| true))
-            .ok_or_else(|| Error::NoSpace(format!("no free section for the {:?} log", LogType::ALL[li])))?;
+            .ok_or_else(|| Error::NoSpace(format!("no free section for the {:?} log", Self::log_type(li))))?;
         Ok(sec * g.segs_per_sec)
     }
 
     /// Writes log `li`'s summary block to its segment's SSA slot.
     fn write_summary(&self, dev: &dyn BlockDevice, li: usize) -> Result<()> {
-        let log = &self.logs[li];
+        let log = self.cur(li);
         let block = SummaryBlock {
             entries: log.sum.clone(),
             journal: Vec::new(),
-            entry_type: LogType::ALL[li].sum_type(),
+            entry_type: Self::log_type(li).sum_type(),
         }
         .encode()
         .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
@@ -464,12 +550,26 @@ impl SegmentManager {
 
     /// Before a checkpoint: a log whose segment is full moves on, so that no log is
     /// recorded at offset 512.
+    /// Stream logs close: their summaries go to their SSA slots and their segments
+    /// stay as written (a checkpoint records only the six logs).
     pub(crate) fn prepare_checkpoint(&mut self, dev: &dyn BlockDevice) -> Result<()> {
         for log in LogType::ALL {
             if self.logs[log as usize].alloc_type == ALLOC_LFS
                 && self.logs[log as usize].next_blkoff as u32 >= BLOCKS_PER_SEG
             {
-                self.new_segment(dev, log)?;
+                self.new_segment(dev, log as usize)?;
+            }
+        }
+        for k in 0..self.streams.len() {
+            let segno = self.streams[k].segno;
+            if segno == CLOSED {
+                continue;
+            }
+            self.write_summary(dev, NR_LOGS + k)?;
+            self.streams[k].segno = CLOSED;
+            self.streams[k].next_blkoff = BLOCKS_PER_SEG as u16;
+            if self.sit[segno as usize].valid_blocks == 0 {
+                self.prefree.insert(segno);
             }
         }
         Ok(())

@@ -5,13 +5,15 @@
 use crate::Ino;
 use std::sync::{Mutex, PoisonError};
 
-/// Chooses the writeback context of an inode (a policy value: the lab will compare
-/// several on identical workloads).
+/// Chooses the writeback context of an inode (a policy value: the lab compares several
+/// on identical workloads). Asked once per inode when its first page gets dirty; the
+/// inode stays with that context until it is clean again.
 pub trait WritebackPolicy: Send + Sync {
-    /// A short name for reports.
+    /// A short name for reports (as `-o writeback_policy=` spells it).
     fn name(&self) -> &'static str;
-    /// The context (`0..contexts`) that writes inode `ino`'s pages.
-    fn context_of(&self, ino: Ino, contexts: usize) -> usize;
+    /// The context that writes inode `ino`'s pages; `loads` holds the dirty pages of
+    /// each context now (its length is the number of contexts).
+    fn context_of(&self, ino: Ino, loads: &[u64]) -> usize;
 }
 
 /// Every inode in context 0.
@@ -23,10 +25,56 @@ impl WritebackPolicy for SingleContext {
         "single"
     }
 
-    fn context_of(&self, _ino: Ino, _contexts: usize) -> usize {
+    fn context_of(&self, _ino: Ino, _loads: &[u64]) -> usize {
         0
     }
 }
+
+/// The seed's policy: inode number modulo the number of contexts. Fixed for an inode
+/// whatever the load, so a file always goes through the same context; a few big files
+/// whose numbers share a residue land on one context while others idle.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InoHash;
+
+impl WritebackPolicy for InoHash {
+    fn name(&self) -> &'static str {
+        "ino-hash"
+    }
+
+    fn context_of(&self, ino: Ino, loads: &[u64]) -> usize {
+        ino as usize % loads.len().max(1)
+    }
+}
+
+/// uf2fs's policy: an inode that gets dirty goes to the context with the fewest dirty
+/// pages (the lowest-numbered one among equals), and keeps it while it stays dirty, so
+/// its pages are still written by one context, in order. Big files no longer pile up on
+/// one context because of their numbers, and small files spread evenly.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LeastLoaded;
+
+impl WritebackPolicy for LeastLoaded {
+    fn name(&self) -> &'static str {
+        "least-loaded"
+    }
+
+    fn context_of(&self, _ino: Ino, loads: &[u64]) -> usize {
+        (0..loads.len()).min_by_key(|&c| (loads[c], c)).unwrap_or(0)
+    }
+}
+
+/// The policy named `name` (`single`, `ino-hash`, `least-loaded`).
+pub fn policy_by_name(name: &str) -> Option<Box<dyn WritebackPolicy>> {
+    match name {
+        "single" => Some(Box::new(SingleContext)),
+        "ino-hash" => Some(Box::new(InoHash)),
+        "least-loaded" => Some(Box::new(LeastLoaded)),
+        _ => None,
+    }
+}
+
+/// Names of the policies [`policy_by_name`] knows.
+pub const POLICY_NAMES: [&str; 3] = ["single", "ino-hash", "least-loaded"];
 
 /// What one writeback context has done.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,6 +85,8 @@ pub struct WritebackStats {
     pub inodes: u64,
     /// Pages (blocks) it wrote.
     pub pages: u64,
+    /// Microseconds its flusher thread spent writing (0 without threads).
+    pub busy_us: u64,
 }
 
 /// One writeback context: its counters (its queue is the page cache's list of the
@@ -75,9 +125,10 @@ impl Writeback {
         }
     }
 
-    /// The context of inode `ino` (the policy's choice, kept within range).
-    pub fn context_of(&self, ino: Ino) -> usize {
-        self.policy.context_of(ino, self.contexts.len()) % self.contexts.len()
+    /// The context for inode `ino` with `loads` dirty pages per context (the policy's
+    /// choice, kept within range).
+    pub fn context_of(&self, ino: Ino, loads: &[u64]) -> usize {
+        self.policy.context_of(ino, loads) % self.contexts.len()
     }
 
     /// Number of contexts.
@@ -101,28 +152,25 @@ impl Writeback {
 
 #[cfg(test)]
 mod tests {
-    use crate::writeback::context::{Writeback, WritebackPolicy, WritebackStats};
-    use crate::Ino;
-
-    struct ByParity;
-    impl WritebackPolicy for ByParity {
-        fn name(&self) -> &'static str {
-            "parity"
-        }
-        fn context_of(&self, ino: Ino, contexts: usize) -> usize {
-            ino as usize % contexts
-        }
-    }
+    use crate::writeback::context::{policy_by_name, InoHash, LeastLoaded, Writeback, WritebackStats, POLICY_NAMES};
 
     #[test]
     fn policies_choose_contexts() {
         let one = Writeback::default();
         assert_eq!(
-            (one.contexts(), one.context_of(77), one.policy_name()),
+            (one.contexts(), one.context_of(77, &[5]), one.policy_name()),
             (1, 0, "single")
         );
-        let two = Writeback::new(Box::new(ByParity), 2);
-        assert_eq!((two.context_of(4), two.context_of(7)), (0, 1));
-        assert_eq!(two.stats(), vec![WritebackStats::default(); 2]);
+        let hash = Writeback::new(Box::new(InoHash), 2);
+        assert_eq!((hash.context_of(4, &[0, 9]), hash.context_of(7, &[0, 9])), (0, 1));
+        assert_eq!(hash.stats(), vec![WritebackStats::default(); 2]);
+        let least = Writeback::new(Box::new(LeastLoaded), 3);
+        assert_eq!(least.context_of(4, &[7, 2, 5]), 1);
+        assert_eq!(least.context_of(4, &[3, 3, 3]), 0);
+        assert_eq!(least.context_of(4, &[3, 0, 0]), 1);
+        for name in POLICY_NAMES {
+            assert_eq!(policy_by_name(name).unwrap().name(), name);
+        }
+        assert!(policy_by_name("fastest").is_none());
     }
 }

@@ -18,8 +18,12 @@
 //! not yet written.
 
 pub(crate) mod context;
+pub mod flusher;
 
-pub use context::{SingleContext, Writeback, WritebackContext, WritebackPolicy, WritebackStats};
+pub use context::{
+    policy_by_name, InoHash, LeastLoaded, SingleContext, Writeback, WritebackContext, WritebackPolicy, WritebackStats,
+    POLICY_NAMES,
+};
 
 use crate::device::WriteKind;
 use crate::inode::InodeMut;
@@ -32,6 +36,9 @@ use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
+
+/// Most writeback contexts a file system takes (`-o writeback_contexts=`).
+pub const MAX_WRITEBACK_CONTEXTS: usize = 64;
 
 /// Blocks gathered into one device write at most (1 MiB).
 const RUN_BLOCKS_MAX: usize = 256;
@@ -79,6 +86,7 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
     if pages.is_empty() {
         return Ok(0);
     }
+    let context = t.pages.context_of_inode(ino).unwrap_or(0);
     let mut inode = t.load_inode(ino)?;
     let in_inode = inode.inode.addrs_per_inode() as u64;
     let mut run = Run::new();
@@ -93,7 +101,7 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
         let group_end = first - loc.slot as u64 + capacity;
         let n = pages[i..].iter().take_while(|(index, _)| *index < group_end).count();
         let group = &pages[i..i + n];
-        inode_changed |= write_group(t, &mut inode, &loc, group, &mut run)?;
+        inode_changed |= write_group(t, &mut inode, &loc, group, &mut run, context)?;
         let (fofs, _, len) = inode.inode.ext;
         if len != 0 && first < fofs as u64 + len as u64 && group[n - 1].0 >= fofs as u64 {
             inode.inode.ext = (0, 0, 0);
@@ -108,7 +116,9 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
         t.store_inode(inode)?;
     }
     let wb = t.pages.writeback();
-    wb.contexts[wb.context_of(ino)].add(1, pages.len() as u64);
+    if let Some(c) = wb.contexts.get(context) {
+        c.add(1, pages.len() as u64);
+    }
     Ok(pages.len())
 }
 
@@ -121,6 +131,7 @@ fn write_group<'a>(
     loc: &Loc,
     group: &'a [(u64, DirtyPage)],
     run: &mut Run<'a>,
+    context: usize,
 ) -> Result<bool> {
     let ino = inode.ino;
     let version = t.nodes.nat_entry(t.dev, loc.nid)?.version;
@@ -156,9 +167,9 @@ fn write_group<'a>(
                         "dirty block {index} of inode {ino} has no address"
                     )))
                 }
-                NEW_ADDR => s.alloc_reserved_block(t.dev, page.log, sum)?,
+                NEW_ADDR => s.alloc_reserved_block_for(t.dev, page.log, context, sum)?,
                 old => {
-                    let a = s.alloc_block(t.dev, page.log, sum)?;
+                    let a = s.alloc_block_for(t.dev, page.log, context, sum)?;
                     s.invalidate(old as u64)?;
                     a
                 }
@@ -241,6 +252,36 @@ impl Fs {
             }
         }
         Ok(written)
+    }
+
+    /// Gives the file system `contexts` writeback contexts (1 to
+    /// [`MAX_WRITEBACK_CONTEXTS`]) under `policy`, before anything is written (right
+    /// after the open, before [`crate::background::Background::start`] starts their
+    /// threads). Refused while pages are dirty.
+    pub fn set_writeback(&self, contexts: usize, policy: Box<dyn WritebackPolicy>) -> Result<()> {
+        if !(1..=MAX_WRITEBACK_CONTEXTS).contains(&contexts) {
+            return Err(Error::Invalid(format!(
+                "{contexts} writeback contexts: 1 to {MAX_WRITEBACK_CONTEXTS}"
+            )));
+        }
+        let rw = self.rw()?;
+        if rw.flush.running() || !rw.pages.set_writeback(Writeback::new(policy, contexts)) {
+            return Err(Error::Invalid(
+                "writeback contexts can change only before anything is written".into(),
+            ));
+        }
+        // Contexts 1.. write warm data to logs of their own.
+        rw.segs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_streams(contexts - 1);
+        Ok(())
+    }
+
+    /// The writeback policy's name and the number of contexts (read-write only).
+    pub fn writeback_setup(&self) -> Option<(&'static str, usize)> {
+        let wb = self.rw().ok()?.pages.writeback();
+        Some((wb.policy_name(), wb.contexts()))
     }
 
     /// Counters of the writeback contexts (read-write only; empty otherwise).

@@ -111,7 +111,19 @@ impl SegmentManager {
     /// Writes a reserved block: [`SegmentManager::alloc_block`], with the reservation
     /// consumed once the block is taken.
     pub fn alloc_reserved_block(&mut self, dev: &dyn BlockDevice, log: LogType, sum: Summary) -> Result<u64> {
-        let addr = self.alloc_block(dev, log, sum)?;
+        self.alloc_reserved_block_for(dev, log, 0, sum)
+    }
+
+    /// [`SegmentManager::alloc_reserved_block`] for writeback context `stream` (see
+    /// [`SegmentManager::alloc_block_for`]).
+    pub fn alloc_reserved_block_for(
+        &mut self,
+        dev: &dyn BlockDevice,
+        log: LogType,
+        stream: usize,
+        sum: Summary,
+    ) -> Result<u64> {
+        let addr = self.alloc_block_for(dev, log, stream, sum)?;
         self.release_new_blocks(1);
         Ok(addr)
     }
@@ -140,10 +152,18 @@ impl SegmentManager {
             )));
         }
         let per_log = self.active_logs.fold(&need.per_log);
+        // Each stream log (a writeback context's own warm data log) may open a
+        // section of its own for the warm data pending.
+        let streams = if per_log[LogType::WarmData as usize] > 0 {
+            self.streams.len() as u32
+        } else {
+            0
+        };
         let wanted: u32 = LogType::ALL
             .iter()
             .map(|&log| self.sections_for(log, per_log[log as usize]))
-            .sum();
+            .sum::<u32>()
+            + streams;
         let free = self.free.free_sections();
         let standing_in = if self.space.prefree_is_room && keep_secs > 0 && free >= wanted + PREFREE_ROOM_FLOOR_SECS {
             self.prefree_section_gain()

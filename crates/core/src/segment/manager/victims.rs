@@ -43,7 +43,7 @@ impl SegmentManager {
     pub fn visit_victim_candidates(&self, mut visit: impl FnMut(SectionInfo)) {
         let spsec = self.geo.segs_per_sec;
         let capacity = spsec * BLOCKS_PER_SEG;
-        let mut log_secs: Vec<u32> = self.logs.iter().map(|l| l.segno / spsec).collect();
+        let mut log_secs: Vec<u32> = self.open_segments().map(|l| l.segno / spsec).collect();
         log_secs.sort_unstable();
         for secno in 0..self.section_count() {
             if log_secs.binary_search(&secno).is_ok() {
@@ -173,7 +173,7 @@ impl SegmentManager {
             .map(|z| {
                 let first = z * zone_segs;
                 let segs = first..first + zone_segs;
-                if let Some(log) = self.logs.iter().find(|l| segs.contains(&l.segno)) {
+                if let Some(log) = self.open_segments().find(|l| segs.contains(&l.segno)) {
                     return (log.segno - first) as u64 * BLOCKS_PER_SEG as u64 + log.next_blkoff as u64;
                 }
                 if segs.clone().all(|s| self.sit[s as usize].valid_blocks == 0) {
