@@ -8,7 +8,7 @@
 # `-o rw,gc_pacing=P,gc_latency_target_us=T`; fio lays out FILES files that fill the volume
 # to FILL% of what statfs offers (sequential 1 MiB writes, not measured); then the measured
 # job: random 4 KiB writes over those files (norandommap, file_service_type=random,
-# psync, iodepth 1, one thread, direct=1 so each write reaches uf2fs, fixed randseed:
+# psync, iodepth 1, one thread, direct=1 (--direct) so each write reaches uf2fs, fixed randseed:
 # the same offsets for every pacer), IO times the volume's size in all, with crc32c in
 # every block and the last version of every block read back and checked at the end
 # (--verify=crc32c --do_verify=1 --verify_fatal=1). Reported from fio's JSON: write
@@ -21,7 +21,7 @@
 # machine hit all of them alike).
 #
 # usage: scripts/bench-pacing-fio.sh [--size SIZE] [--fill PERCENT] [--io N] [--files N]
-#                                    [--pacers LIST] [--target-us N] [--reps N]
+#                                    [--pacers LIST] [--target-us N] [--direct 0|1] [--reps N]
 #                                    [--work DIR] [--out FILE]
 #   --size       image size (default 256M)
 #   --fill       share of the space statfs offers filled before the overwrites (default 90)
@@ -29,6 +29,8 @@
 #   --files      files fio spreads the writes over (default 4)
 #   --pacers     comma-separated gc_pacing values (default off,seed,adaptive)
 #   --target-us  gc_latency_target_us (default 1000)
+#   --direct     1 (default): O_DIRECT overwrites; 0: buffered (the kernel's page cache
+#                sends them to uf2fs in its own time)
 #   --reps       rounds (default 1)
 #   --work       image, mountpoint, logs (default /var/tmp/uf2fs-pacing-fio); cleaned after
 #   --out        also write the Markdown report to FILE
@@ -42,7 +44,7 @@ repo="$(dirname "$here")"
 . "$here/lib/fs-targets.sh"
 export PATH="$PATH:/usr/sbin:/sbin"
 
-size=256M; fill=90; io=3; files=4; pacers="off,seed,adaptive"; target_us=1000; reps=1
+size=256M; fill=90; io=3; files=4; pacers="off,seed,adaptive"; target_us=1000; direct=1; reps=1
 work=/var/tmp/uf2fs-pacing-fio; out=""
 cmdline="scripts/bench-pacing-fio.sh $*"
 usage() { sed -n '/^# usage:/,/^# Defaults:/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
     --files) files="$2"; shift 2 ;;
     --pacers) pacers="$2"; shift 2 ;;
     --target-us) target_us="$2"; shift 2 ;;
+    --direct) direct="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -63,6 +66,7 @@ while [ $# -gt 0 ]; do
 done
 for n in "$fill" "$io" "$files" "$target_us" "$reps"; do [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || usage; done
 [ "$fill" -lt 100 ] || usage
+[[ "$direct" =~ ^[01]$ ]] || usage
 for p in ${pacers//,/ }; do
     case "$p" in off | seed | adaptive) ;; *) fst_log "bench-pacing-fio: unknown pacer $p"; usage ;; esac
 done
@@ -122,7 +126,7 @@ run_one() { # ROUND PACER
     # fio keeps its verify state in the current directory.
     cd "$work/verify"
     fst_run 3600 "$work/fio-$tag.log" fio "${job[@]}" --rw=randwrite \
-        --direct=1 --norandommap --randseed=20261122 --io_size=$((io * bytes)) \
+        --direct="$direct" --norandommap --randseed=20261122 --io_size=$((io * bytes)) \
         --verify=crc32c --do_verify=1 --verify_fatal=1 \
         --percentile_list=50:99:99.9:99.99 --output-format=json --output="$work/fio-$tag.json" ||
         { fst_log "bench-pacing-fio: the overwrites failed (see $work/fio-$tag.log, $work/fio-$tag.json)"; exit 1; }
@@ -174,7 +178,7 @@ report="$work/report.md"
     echo "have run at the same time). Load average (1/5/15 min) at the start: $load_start; at the end: $load_end."
     echo
     echo "Volume: $size image, filled to $fill% of what statfs offers, $io x its size of random 4 KiB"
-    echo "direct overwrites with crc32c verification, gc_latency_target_us=$target_us. clat in µs."
+    echo "overwrites (direct=$direct) with crc32c verification, gc_latency_target_us=$target_us. clat in µs."
     echo
     echo "| round | pacer | fill % | IOPS | MB/s | p50 | p99 | p99.9 | p99.99 | max | WAF | fg gc calls | paced steps | writer finishes | MiB verified |"
     echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
