@@ -108,6 +108,9 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         let policy = uf2fs_core::writeback::policy_by_name(&options.writeback_policy)
             .with_context(|| format!("writeback policy {}", options.writeback_policy))?;
         fs.set_writeback(options.writeback_contexts, policy)?;
+        // Before the mount starts the background work: the paced cleaner's thread
+        // runs only when this is not `off`.
+        fs.set_gc_pacing(options.gc_pacing)?;
         fs
     };
     let mountpoint = std::fs::canonicalize(&request.mountpoint)

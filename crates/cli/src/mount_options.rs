@@ -8,7 +8,7 @@
 //! access times; `sync`, `dirsync`: it does not make every change durable at once).
 
 use std::time::Duration;
-use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, GcPolicy, Settings};
+use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, GcPacing, GcPolicy, PacingSettings, Settings};
 
 /// The kernel's periodic checkpoint interval (sysfs `cp_interval`), uf2fs's default.
 pub const DEFAULT_CP_INTERVAL_SECS: u64 = 60;
@@ -44,7 +44,15 @@ pub struct ParsedMountOptions {
     /// `writeback_policy=NAME`: which context writes an inode (`single`, `ino-hash`,
     /// `least-loaded`; default [`DEFAULT_WRITEBACK_POLICY`]).
     pub writeback_policy: String,
+    /// `gc_pacing=off|seed|adaptive` and `gc_latency_target_us=N` (the adaptive
+    /// pacer's aim, in microseconds): the paced cleaner (docs/gc-pacing.md); `off`
+    /// (default) runs no paced cleaner.
+    pub gc_pacing: PacingSettings,
 }
+
+/// The largest `gc_latency_target_us` (one second): a step longer than that is no
+/// longer a small step (and steps stop growing at one segment anyway).
+pub const MAX_GC_LATENCY_TARGET_US: u64 = 1_000_000;
 
 /// The writeback policy of mounts that do not choose one.
 pub const DEFAULT_WRITEBACK_POLICY: &str = "least-loaded";
@@ -69,6 +77,7 @@ impl Default for ParsedMountOptions {
             gc_policy: None,
             writeback_contexts: default_writeback_contexts(),
             writeback_policy: DEFAULT_WRITEBACK_POLICY.to_string(),
+            gc_pacing: PacingSettings::default(),
         }
     }
 }
@@ -162,6 +171,20 @@ fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), Str
             parsed.writeback_policy = value.to_string()
         }
         "writeback_policy" => return bad_value(&format!("one of {}", uf2fs_core::writeback::POLICY_NAMES.join(", "))),
+        "gc_pacing" => match value.parse::<GcPacing>() {
+            Ok(pacing) => parsed.gc_pacing.pacing = pacing,
+            Err(_) => return bad_value("off, seed or adaptive"),
+        },
+        "gc_latency_target_us" => match value.parse::<u64>() {
+            Ok(us) if (1..=MAX_GC_LATENCY_TARGET_US).contains(&us) => {
+                parsed.gc_pacing.latency_target = Duration::from_micros(us)
+            }
+            _ => {
+                return bad_value(&format!(
+                    "a number of microseconds from 1 to {MAX_GC_LATENCY_TARGET_US}"
+                ))
+            }
+        },
         "cp_interval" => match value.parse::<u32>() {
             Ok(0) => parsed.cp_interval = None,
             Ok(secs) => parsed.cp_interval = Some(Duration::from_secs(secs.into())),
@@ -194,6 +217,55 @@ mod tests {
         );
         let e = parse(&["gc_policy=fastest"]).unwrap_err();
         assert!(e.contains("gc_policy must be one of greedy"), "{e}");
+    }
+
+    #[test]
+    fn gc_pacing() {
+        let d = parse(&[]).unwrap().gc_pacing;
+        assert_eq!(d, PacingSettings::default());
+        assert_eq!(d.pacing, GcPacing::Off);
+        for (name, pacing) in [
+            ("off", GcPacing::Off),
+            ("seed", GcPacing::Seed),
+            ("adaptive", GcPacing::Adaptive),
+        ] {
+            let p = parse(&[&format!("gc_pacing={name}")]).unwrap().gc_pacing;
+            assert_eq!(p, PacingSettings { pacing, ..d });
+        }
+        let p = parse(&["gc_latency_target_us=250,gc_pacing=adaptive"])
+            .unwrap()
+            .gc_pacing;
+        assert_eq!(p.pacing, GcPacing::Adaptive);
+        assert_eq!(p.latency_target, Duration::from_micros(250));
+        assert_eq!(
+            parse(&["gc_latency_target_us=1000000"])
+                .unwrap()
+                .gc_pacing
+                .latency_target,
+            Duration::from_secs(1)
+        );
+        for option in ["gc_pacing=on", "gc_pacing=", "gc_pacing=Adaptive"] {
+            let e = parse(&[option]).unwrap_err();
+            assert_eq!(
+                e,
+                format!("mount option '{option}': gc_pacing must be off, seed or adaptive")
+            );
+        }
+        for option in [
+            "gc_latency_target_us=0",
+            "gc_latency_target_us=1000001",
+            "gc_latency_target_us=-5",
+            "gc_latency_target_us=1ms",
+            "gc_latency_target_us=",
+        ] {
+            let e = parse(&[option]).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "mount option '{option}': gc_latency_target_us must be a number of microseconds from 1 to 1000000"
+                )
+            );
+        }
     }
 
     #[test]

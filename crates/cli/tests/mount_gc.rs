@@ -11,9 +11,11 @@
 //! last one; the hashes can), and every untouched file still has its seeded contents;
 //! unmount, fsck clean, offline hashes once more.
 //!
-//! Three runs: the default policy (greedy) with `-o background_gc=on`, where the
+//! Four runs: the default policy (greedy) with `-o background_gc=on`, where the
 //! remount stays idle until the background cleaner's first wake-up (30 s) so that what
-//! it moves is verified too; `-o gc_policy=default`; `-o gc_policy=prefer-data-v2`.
+//! it moves is verified too; `-o gc_policy=default`; `-o gc_policy=prefer-data-v2`;
+//! `-o gc_pacing=adaptive`, where `uf2fs status` must also count steps of the paced
+//! cleaner's thread (none without it).
 //!
 //! Needs /dev/fuse, fusermount3, fio, sha256sum and f2fs-tools. Without one of them the
 //! test prints why and passes, unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which
@@ -185,7 +187,26 @@ fn gc_calls(report: &str) -> Option<(u64, u64)> {
     Some((*nums.first()?, *nums.get(1)?))
 }
 
+/// The paced steps taken (`paced steps: N (...)`) from the status report.
+fn paced_steps(report: &str) -> Option<u64> {
+    let line = report.lines().find(|l| l.starts_with("paced steps:"))?;
+    line.split(|c: char| !c.is_ascii_digit()).find_map(|w| w.parse().ok())
+}
+
+/// What the status report after the overwrites must show.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Foreground GC ran (when this uf2fs serves a report).
+    ForegroundGc,
+    /// The paced cleaner's thread took steps (the report is required).
+    PacedSteps,
+}
+
 fn run(name: &str, options: &str, wait_for_background: bool, volume: u64) {
+    run_expecting(name, options, wait_for_background, volume, Expect::ForegroundGc)
+}
+
+fn run_expecting(name: &str, options: &str, wait_for_background: bool, volume: u64, expect: Expect) {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools"), ("fio", "fio"), ("sha256sum", "coreutils")]) {
         return;
     }
@@ -246,11 +267,27 @@ fn run(name: &str, options: &str, wait_for_background: bool, volume: u64) {
     let hashes = hashes_on_mount(&dir, &names);
     check_untouched(&mnt, &untouched, "after the overwrites");
     let report = status(&mnt);
-    if let Some((fg, _)) = report.as_deref().and_then(gc_calls) {
-        assert!(
-            fg > 0,
-            "no foreground GC for 3x the volume at {used_percent}%: {report:?}"
-        );
+    match expect {
+        Expect::ForegroundGc => {
+            if let Some((fg, _)) = report.as_deref().and_then(gc_calls) {
+                assert!(
+                    fg > 0,
+                    "no foreground GC for 3x the volume at {used_percent}%: {report:?}"
+                );
+            }
+        }
+        Expect::PacedSteps => {
+            let report = report.as_deref().expect("uf2fs status of the mount");
+            assert!(
+                report.contains(&format!("gc pacing:           {}", name)),
+                "the pacer is not the one asked for: {report}"
+            );
+            let steps = paced_steps(report).unwrap_or_else(|| panic!("no paced steps line: {report}"));
+            assert!(
+                steps > 0,
+                "the paced cleaner took no step for 3x the volume at {used_percent}%: {report}"
+            );
+        }
     }
     let (ok, log) = m.unmount();
     assert!(ok, "uf2fs mount -f did not exit 0 after fusermount3 -u; log: {log}");
@@ -310,6 +347,19 @@ fn gc_policy_default_keeps_every_file() {
     // Half the volume (and so half the writes) for the other policies: the same
     // checks, on a budget (CI runs every test).
     run("default", "gc_policy=default", false, VOLUME / 2);
+}
+
+/// `gc_pacing=adaptive`: the paced cleaner's thread takes steps ahead of the writers
+/// (`uf2fs status` counts them), and every check above holds.
+#[test]
+fn gc_pacing_adaptive_takes_paced_steps_and_keeps_every_file() {
+    run_expecting(
+        "adaptive",
+        "gc_pacing=adaptive,gc_latency_target_us=1000",
+        false,
+        VOLUME / 2,
+        Expect::PacedSteps,
+    );
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Background work of a read-write file system, in the core so that a mount and a
 //! simulation run the same rules: the periodic checkpoint
-//! ([`Fs::checkpoint_if_due`]) and the background cleaner
-//! ([`Fs::background_gc_step`], F2FS's GC thread). Both read the file system's clock
-//! ([`crate::clock`]).
+//! ([`Fs::checkpoint_if_due`]), the background cleaner ([`Fs::background_gc_step`],
+//! F2FS's GC thread) and the paced cleaner ([`Fs::paced_gc_step`], `gc_pacing=`). They
+//! read the file system's clock ([`crate::clock`]).
 //!
 //! - [`Background::start`] runs them on threads that sleep real time (a mount: the FUSE
 //!   crate only starts and stops them). [`Background::stop`] (also on drop) wakes and
@@ -13,7 +13,7 @@
 //! - [`Simulated`] runs them at the times a [`crate::clock::ManualClock`] reaches, on
 //!   the caller's thread, deterministically (the lab, tests).
 
-use crate::gc::{BgCleaner, BgTimes};
+use crate::gc::{BgCleaner, BgTimes, GcPacing};
 use crate::{BackgroundGc, Fs, Result};
 use std::io;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -25,6 +25,9 @@ use std::time::Duration;
 pub const CHECKPOINT_TICK_MAX: Duration = Duration::from_secs(1);
 /// Shortest time between checks for a due checkpoint.
 pub const CHECKPOINT_TICK_MIN: Duration = Duration::from_millis(10);
+
+/// How long the paced cleaner waits after a step found no room to move blocks to.
+pub const PACED_NO_SPACE_WAIT: Duration = Duration::from_millis(100);
 
 /// Time between checks for a due checkpoint with `interval`: a quarter of it, within
 /// [`CHECKPOINT_TICK_MIN`] and [`CHECKPOINT_TICK_MAX`], so a checkpoint is at most a
@@ -44,6 +47,10 @@ pub struct BackgroundOptions {
     /// One flusher thread per writeback context ([`crate::writeback::flusher`]):
     /// writers return once their pages are cached, and contexts write in parallel.
     pub writeback_threads: bool,
+    /// The paced cleaner's thread ([`Fs::paced_gc_step`], sleeping what each step
+    /// returns), started only when the pacer chosen with [`Fs::set_gc_pacing`] before
+    /// [`Background::start`] is not `off`: under `off` nothing more runs.
+    pub paced_gc: bool,
 }
 
 impl Fs {
@@ -135,8 +142,9 @@ pub struct Background {
 }
 
 impl Background {
-    /// Starts what `opts` asks for on `fs` (opened read-write): the checkpoint thread
-    /// and the background cleaner (not under `background_gc=off`).
+    /// Starts what `opts` asks for on `fs` (opened read-write): the checkpoint thread,
+    /// the background cleaner (not under `background_gc=off`), the paced cleaner (not
+    /// under `gc_pacing=off`) and the flushers.
     pub fn start(fs: &Arc<Fs>, opts: BackgroundOptions) -> io::Result<Background> {
         let mut workers = Vec::new();
         if let Some(interval) = opts.checkpoint_interval.filter(|i| !i.is_zero()) {
@@ -161,6 +169,27 @@ impl Background {
                     Ok(_) => Some(cleaner.wait()),
                     Err(err) => {
                         eprintln!("uf2fs: background garbage collection failed: {err}; further changes will fail");
+                        None
+                    }
+                }
+            })?);
+        }
+        let pacing = if opts.paced_gc {
+            fs.gc_pacing().map_err(io::Error::other)?.pacing
+        } else {
+            GcPacing::Off
+        };
+        if pacing != GcPacing::Off {
+            let fs = Arc::clone(fs);
+            workers.push(Worker::start("uf2fs-paced-gc", Duration::ZERO, move || {
+                match fs.paced_gc_step() {
+                    Ok(wake) => Some(wake.wait),
+                    // No room for a step's moved blocks: the file system is not failed
+                    // (writers get ENOSPC themselves); look again once deletes may have
+                    // made room.
+                    Err(err) if err.is_no_space() => Some(PACED_NO_SPACE_WAIT),
+                    Err(err) => {
+                        eprintln!("uf2fs: paced garbage collection failed: {err}; further changes will fail");
                         None
                     }
                 }
@@ -243,7 +272,7 @@ mod tests {
     use crate::background::{checkpoint_tick, Background, BackgroundOptions, Simulated};
     use crate::clock::ManualClock;
     use crate::device::MemDevice;
-    use crate::gc::BgTimes;
+    use crate::gc::{BgTimes, GcPacing, PacingSettings};
     use crate::mkfs::{mkfs, MkfsOptions};
     use crate::{Fs, OpenOptions};
     use std::sync::Arc;
@@ -300,6 +329,7 @@ mod tests {
             checkpoint_interval: Some(Duration::from_millis(100)),
             gc: None,
             writeback_threads: false,
+            paced_gc: false,
         };
         let bg = Background::start(&fs, opts).unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -339,6 +369,7 @@ mod tests {
             checkpoint_interval: None,
             gc: Some(times),
             writeback_threads: false,
+            paced_gc: false,
         };
         let bg = Background::start(&fs, opts).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -351,6 +382,54 @@ mod tests {
         bg.stop();
         assert!(started.elapsed() < Duration::from_secs(1));
         check_file(&fs, ino);
+    }
+
+    /// The paced cleaner's thread runs only when a pacer is chosen, takes steps and
+    /// empties victims on its own (a start margin wider than the volume: it starts at
+    /// once), and leaves the data intact.
+    #[test]
+    fn the_paced_thread_steps_only_under_a_pacer_and_stops_promptly() {
+        let opts = BackgroundOptions {
+            checkpoint_interval: None,
+            gc: None,
+            writeback_threads: false,
+            paced_gc: true,
+        };
+        let wide = |pacing| PacingSettings {
+            pacing,
+            start_margin: 1000,
+            ..PacingSettings::default()
+        };
+        // Off: no thread (nothing to stop, and no step ever taken).
+        let off = fs("paced-off", 128);
+        let ino = half_valid_file(&off);
+        off.set_gc_pacing(wide(GcPacing::Off)).unwrap();
+        let bg = Background::start(&off, opts).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        bg.stop();
+        assert_eq!(off.pacing_stats().unwrap().steps, 0);
+        assert_eq!(off.gc_stats().unwrap().sections_freed, 0);
+        check_file(&off, ino);
+        for pacing in [GcPacing::Seed, GcPacing::Adaptive] {
+            let fs = fs(pacing.name(), 128);
+            let ino = half_valid_file(&fs);
+            fs.set_gc_pacing(wide(pacing)).unwrap();
+            let bg = Background::start(&fs, opts).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while fs.pacing_stats().unwrap().sections_freed == 0 {
+                assert!(
+                    Instant::now() < deadline,
+                    "{pacing}: no paced victim emptied within 20 s"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            bg.stop();
+            let p = fs.pacing_stats().unwrap();
+            assert!(p.steps > 0 && p.victims > 0, "{pacing}: {p:?}");
+            check_file(&fs, ino);
+            fs.write_checkpoint().unwrap();
+            check_file(&fs, ino);
+        }
     }
 
     /// The kernel's sleeps (30 s to 5 min, 5 s of idleness) on a simulated clock: no
@@ -366,6 +445,7 @@ mod tests {
                 checkpoint_interval: Some(Duration::from_secs(60)),
                 gc: Some(BgTimes::default()),
                 writeback_threads: false,
+                paced_gc: false,
             };
             let mut sim = Simulated::new(opts, fs.now());
             let mut log = Vec::new();

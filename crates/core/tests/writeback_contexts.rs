@@ -40,6 +40,7 @@ fn run(tag: &str, contexts: usize, policy: &str, writers: u64, files: u64, size:
             checkpoint_interval: None,
             gc: None,
             writeback_threads: true,
+            paced_gc: false,
         },
     )
     .unwrap();

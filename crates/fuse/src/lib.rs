@@ -120,7 +120,8 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     if let Ok(resolved) = resolved {
         readahead::raise(&resolved);
     }
-    // The core's background work: periodic checkpoints and the cleaner.
+    // The core's background work: periodic checkpoints, the cleaner, the paced
+    // cleaner (when a pacer was chosen with `set_gc_pacing`), the flushers.
     let background = if opts.read_only {
         None
     } else {
@@ -128,6 +129,7 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
             checkpoint_interval: opts.checkpoint_interval,
             gc: Some(uf2fs_core::BgTimes::default()),
             writeback_threads: true,
+            paced_gc: true,
         };
         Some(uf2fs_core::background::Background::start(&fs, work)?)
     };

@@ -184,6 +184,7 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
         checkpoint_interval: None,
         gc: None,
         writeback_threads: true,
+        paced_gc: false,
     };
     let bg = uf2fs_core::background::Background::start(&fs, opts).map_err(|e| e.to_string())?;
     let before = fs.write_counts();
