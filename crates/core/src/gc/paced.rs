@@ -91,6 +91,27 @@ impl Fs {
                 slept: false,
             });
         }
+        // Nothing in progress and room to spare: idle, found without the exclusive
+        // checkpoint lock (taking it stops every operation, and an idle cleaner wakes
+        // often). The check is repeated under the lock before any step.
+        let (in_progress, pass_loop) = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            (g.pacer.victim.is_some(), g.pass_loop)
+        };
+        if !in_progress && self.room_slack(rw, pass_loop, settings.start_margin).0 >= settings.start_margin {
+            let now = clock.now();
+            let user = rw.user_blocks.load(Ordering::Relaxed);
+            rw.gc
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pacer
+                .sample_rate(now, user);
+            return Ok(PacedWake {
+                outcome: PacedOutcome::Idle,
+                wait: settings.idle_poll,
+                slept: false,
+            });
+        }
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
         let start = clock.now();
