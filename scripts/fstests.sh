@@ -102,12 +102,12 @@ for t in "${tests[@]}"; do
     # A test not run also ends with "Passed all 0 tests": look for that first.
     if grep -q "^Not run:" <<<"$out"; then
         verdict=notrun; notrun=$((notrun + 1))
-        why="$(grep -m1 "\[not run\]" <<<"$out" | sed 's/.*\[not run\] *//')"
+        why="$(grep -m1 "\[not run\]" <<<"$out" | sed 's/.*\[not run\] *//' || true)"
     elif grep -q "^Passed all" <<<"$out"; then
         verdict=pass; pass=$((pass + 1)); why=""
     else
         verdict=fail; fail=$((fail + 1))
-        why="$(grep -m1 -E "^ *(\+[^+]|output mismatch|_check|.*not run)" <<<"$out" | sed 's/^ *//' | cut -c1-120)"
+        why="$(grep -m1 -E "^ *(\+[^+]|output mismatch|_check|.*not run)" <<<"$out" | sed 's/^ *//' | cut -c1-120 || true)"
     fi
     # Unmounted, and the uf2fs process done with its last checkpoint (it holds the
     # image's lock until then), before fsck reads the image.

@@ -43,5 +43,6 @@ pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 pub use fs::{Fs, FsInfo, OpenOptions};
 pub use gc::{Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPolicy, GcStats};
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
+pub use namei::Creator;
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, Settings};
-pub use xattr::{XATTR_CREATE, XATTR_REPLACE};
+pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

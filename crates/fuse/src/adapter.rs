@@ -14,7 +14,7 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
     WriteFlags,
 };
-use uf2fs_core::{DirEntry, Fs, Ino, SetAttr, Stat, Timestamp};
+use uf2fs_core::{Creator, DirEntry, Fs, Ino, SetAttr, Stat, Timestamp};
 
 use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
@@ -22,7 +22,7 @@ use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
 use crate::lookups::Lookups;
 use crate::open_files::OpenFiles;
-use crate::{kernel, read_buf, xattr};
+use crate::{caller, kernel, read_buf, xattr};
 
 /// How long the kernel may cache attributes and names. Every change goes through the
 /// kernel (which updates or drops what it cached), so this only bounds staleness if
@@ -569,25 +569,16 @@ impl Filesystem for F2fsFuse {
         }
     }
 
-    fn mknod(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let made = self.make(parent, |fs, dir| {
-            fs.mknod(dir, name.as_bytes(), mode, split_rdev(rdev), req.uid(), req.gid())
+            fs.mknod_as(dir, name.as_bytes(), mode, split_rdev(rdev), creator(req, umask))
         });
         reply_entry(reply, made);
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let made = self.make(parent, |fs, dir| {
-            fs.mkdir(dir, name.as_bytes(), mode & 0o7777, req.uid(), req.gid())
+            fs.mkdir_as(dir, name.as_bytes(), mode & 0o7777, creator(req, umask))
         });
         reply_entry(reply, made);
     }
@@ -677,12 +668,12 @@ impl Filesystem for F2fsFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
         let made = self.make(parent, |fs, dir| {
-            let stat = fs.create(dir, name.as_bytes(), mode, req.uid(), req.gid())?;
+            let stat = fs.create_as(dir, name.as_bytes(), mode, creator(req, umask))?;
             fs.open_file(stat.ino)?;
             self.files.opened(stat.ino);
             Ok(stat)
@@ -697,10 +688,13 @@ impl Filesystem for F2fsFuse {
     }
 
     /// Permission checks (who may write `trusted.*`, `user.*` only on files and
-    /// directories) were the VFS's; the core applies F2FS's names and limits.
+    /// directories, who may set an ACL) were the VFS's; the core applies F2FS's names
+    /// and limits. An access ACL set by a caller outside the file's group clears
+    /// set-group-ID, as `posix_acl_update_mode` does (the kernel's flag for it needs
+    /// FUSE_SETXATTR_EXT, which fuser does not parse, so the adapter decides).
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -710,7 +704,13 @@ impl Filesystem for F2fsFuse {
     ) {
         let result = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
-            let flags = xattr::set_flags(flags, position)?;
+            let mut flags = xattr::set_flags(flags, position)?;
+            if name.as_bytes() == xattr::ACL_ACCESS.as_bytes() {
+                let gid = self.fs.stat(ino).or_errno()?.gid;
+                if !caller::in_group_or_capable(req, gid) {
+                    flags |= uf2fs_core::XATTR_ACL_KILL_SGID;
+                }
+            }
             self.fs.set_xattr(ino, name.as_bytes(), value, flags).or_errno()
         });
         reply_empty(reply, result);
@@ -757,6 +757,17 @@ impl Filesystem for F2fsFuse {
     ) {
         // ENOSYS on a writable mount: the kernel then copies through read and write.
         reply.error(self.writable().err().unwrap_or(Errno::ENOSYS));
+    }
+}
+
+/// The creator of a new inode: the caller's fsuid and fsgid, and its umask (the
+/// kernel leaves the umask to the file system under FUSE_DONT_MASK: the core applies
+/// it only where no default ACL does).
+fn creator(req: &Request, umask: u32) -> Creator {
+    Creator {
+        uid: req.uid(),
+        gid: req.gid(),
+        umask,
     }
 }
 

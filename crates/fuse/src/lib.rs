@@ -29,6 +29,7 @@
 
 mod adapter;
 mod attr;
+mod caller;
 mod dir_handles;
 mod errors;
 mod inode_map;

@@ -1,7 +1,7 @@
 //! Compressed files: decoding F2FS's compressed clusters (LZO, LZO-RLE, LZ4, LZ4HC and
 //! Zstandard), and a small cache of decoded clusters.
 //!
-//! Owns no on-disk state. [`crate::data::Mapper`] finds a cluster's blocks through the
+//! Owns no on-disk state. `crate::data::Mapper` finds a cluster's blocks through the
 //! node tree, reads them and hands them here; this module checks the cluster header
 //! (`uf2fs_format::cluster`), the checksum when the file keeps one, and that the
 //! cluster decodes to exactly its size, as the kernel's `f2fs_decompress_cluster`
