@@ -54,6 +54,10 @@ for tool in fusermount3 fsck.f2fs xfs_io; do
     command -v "$tool" >/dev/null || die "$tool is missing (apt-get install fuse3 f2fs-tools xfsprogs)"
 done
 fstests="$(realpath "$fstests")"
+for user in fsgqa fsgqa2; do
+    id "$user" >/dev/null 2>&1 \
+        || echo "fstests.sh: no user $user: the tests that switch to it will not run (useradd -m -U $user)" >&2
+done
 
 if [ ! -x "$fstests/ltp/fsstress" ] || [ ! -x "$fstests/src/xfsctl" ]; then
     echo "building fstests in $fstests"

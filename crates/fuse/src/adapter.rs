@@ -5,16 +5,16 @@ use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    INodeNo, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
 };
-use uf2fs_core::{Creator, DirEntry, Fs, Ino, SetAttr, Stat, Timestamp};
+use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, SetAttr, Stat, Timestamp};
 
 use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
@@ -56,6 +56,9 @@ pub(crate) struct F2fsFuse {
     /// The kernel's lookup counts and the core handles they keep (see
     /// [`crate::lookups`]).
     pub(crate) lookups: Lookups,
+    /// The session's channel for telling the kernel of changes it did not ask for (set
+    /// once the session exists: [`F2fsFuse::notifier_slot`]).
+    notifier: Arc<OnceLock<Notifier>>,
 }
 
 impl F2fsFuse {
@@ -69,7 +72,13 @@ impl F2fsFuse {
             dirs: DirHandles::new(OPEN_DIRS_MAX),
             files: OpenFiles::default(),
             lookups: Lookups::default(),
+            notifier: Arc::default(),
         }
+    }
+
+    /// Where [`crate::mount`] puts the session's notifier, once the session exists.
+    pub(crate) fn notifier_slot(&self) -> Arc<OnceLock<Notifier>> {
+        Arc::clone(&self.notifier)
     }
 
     /// `Ok` on a read-write mount, `EROFS` on a read-only one.
@@ -161,18 +170,60 @@ impl F2fsFuse {
     }
 
     /// setattr: the size through the core's truncate, then the other attributes.
-    fn set_attr(&self, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
+    fn set_attr(&self, req: &Request, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
         self.writable()?;
         let ino = self.inos.to_core(node)?;
+        let mut attrs = attrs.clone();
         if let Some(size) = size {
+            // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
+            // older rule); take Linux's from what it would leave.
+            let stat = self.fs.stat(ino).or_errno()?;
+            let mode = attrs.mode.unwrap_or(stat.mode) & 0o7777;
+            if stat.kind == FileKind::File {
+                if let Some(kept) = caller::mode_after_modify(req, mode, stat.gid) {
+                    attrs.mode = Some(kept);
+                }
+            }
             self.fs.truncate(ino, size).or_errno()?;
         }
+        let attrs = &attrs;
         let stat = if *attrs == SetAttr::default() {
             self.fs.stat(ino).or_errno()?
         } else {
             self.fs.setattr(ino, attrs).or_errno()?
         };
         Ok(self.entry(&stat).0)
+    }
+
+    /// Drops the set-ID bits of regular file `ino` that Linux drops before the caller of
+    /// `req` changes its data (a write, fallocate or hole punch: the VFS's
+    /// `file_remove_privs`). The kernel asks for this itself, but by the rule FUSE keeps
+    /// (set-group-ID only on group-executable files), not the one F2FS gets from the VFS
+    /// (also when the caller is outside the file's group); this makes up the difference,
+    /// and has the kernel drop the attributes of `node` it cached (it refreshes only the
+    /// size and times after such a request).
+    fn drop_privs(&self, req: &Request, node: INodeNo, ino: Ino) -> Result<(), Errno> {
+        if req.uid() == 0 {
+            return Ok(());
+        }
+        let stat = self.fs.stat(ino).or_errno()?;
+        if stat.kind != FileKind::File {
+            return Ok(());
+        }
+        if let Some(kept) = caller::mode_after_modify(req, stat.mode & 0o7777, stat.gid) {
+            let attrs = SetAttr {
+                mode: Some(kept),
+                ..SetAttr::default()
+            };
+            self.fs.setattr(ino, &attrs).or_errno()?;
+            if let Some(notifier) = self.notifier.get() {
+                // Attributes only (a negative offset): the kernel may hold the pages of
+                // a write in progress locked. A failure leaves the cache stale until
+                // its TTL, as before.
+                let _ = notifier.inval_inode(node, -1, 0);
+            }
+        }
+        Ok(())
     }
 
     /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then a checkpoint).
@@ -538,7 +589,7 @@ impl Filesystem for F2fsFuse {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -563,7 +614,7 @@ impl Filesystem for F2fsFuse {
             mtime: mtime.map(timestamp_or_now),
             ctime: ctime.map(timestamp),
         };
-        match self.set_attr(ino, size, &attrs) {
+        match self.set_attr(req, ino, size, &attrs) {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(errno) => reply.error(errno),
         }
@@ -641,7 +692,7 @@ impl Filesystem for F2fsFuse {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -652,7 +703,9 @@ impl Filesystem for F2fsFuse {
         reply: ReplyWrite,
     ) {
         let written = self.writable().and_then(|()| {
-            let ino = self.inos.to_core(ino)?;
+            let node = ino;
+            let ino = self.inos.to_core(node)?;
+            self.drop_privs(req, node, ino)?;
             self.fs.write(ino, offset, data).or_errno()
         });
         match written {
@@ -726,7 +779,7 @@ impl Filesystem for F2fsFuse {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -735,8 +788,10 @@ impl Filesystem for F2fsFuse {
         reply: ReplyEmpty,
     ) {
         let result = self.writable().and_then(|()| {
-            let ino = self.inos.to_core(ino)?;
+            let node = ino;
+            let ino = self.inos.to_core(node)?;
             let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
+            self.drop_privs(req, node, ino)?;
             self.fs.fallocate(ino, offset, length, mode).or_errno()
         });
         reply_empty(reply, result);
