@@ -619,3 +619,37 @@ fn the_mount_helper_remounts_read_only_and_back() {
     let out = uf2fs().run(["cat".as_ref(), img.as_os_str(), "/after".as_ref()]);
     assert_eq!(out.assert_ok(), b"written after\n");
 }
+
+/// `SEEK_DATA` and `SEEK_HOLE` through the kernel answer from the node tree, as Linux
+/// F2FS does (a FUSE file system that does not answer them makes the whole file data).
+#[test]
+fn seek_data_and_hole_find_the_holes() {
+    if !fuse_available(&[]) {
+        return;
+    }
+    use nix::unistd::{lseek, Whence};
+    let Volume { tmp, img, mnt } = fresh_volume("mount-seek-", "64M");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &[]);
+    let p = mnt.join("sparse");
+    let f = fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .read(true)
+        .open(&p)
+        .unwrap();
+    nix::sys::uio::pwrite(&f, &[7u8; 4096], 1 << 20).unwrap();
+    f.set_len(4 << 20).unwrap();
+    let fd = &f;
+    assert_eq!(lseek(fd, 0, Whence::SeekData), Ok(1 << 20));
+    assert_eq!(lseek(fd, 0, Whence::SeekHole), Ok(0));
+    assert_eq!(lseek(fd, 1 << 20, Whence::SeekHole), Ok((1 << 20) + 4096));
+    assert_eq!(
+        lseek(fd, (1 << 20) + 4096, Whence::SeekData),
+        Err(nix::errno::Errno::ENXIO)
+    );
+    assert_eq!(lseek(fd, 4 << 20, Whence::SeekHole), Err(nix::errno::Errno::ENXIO));
+    drop(f);
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+}

@@ -38,6 +38,7 @@ pub use api::{
 };
 pub use checkpoint::periodic::CheckpointDue;
 pub use checkpoint::write::CheckpointReport;
+pub use data::Seek;
 pub use error::{show_name, Error, Result};
 pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 pub use fs::{Fs, FsInfo, OpenOptions};

@@ -13,7 +13,7 @@ mod support;
 use std::path::Path;
 use support::*;
 use uf2fs_core::device::{CrashDevice, MemDevice};
-use uf2fs_core::{Error, Fs, OpenOptions, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_core::{Error, Fs, OpenOptions, Seek, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 
 /// Addresses per direct node.
 const D: u64 = 1018;
@@ -217,6 +217,65 @@ fn sload_sequence(v: Variant, tmp: &Path) {
     w.apply("small", FileOp::Truncate(1));
     w.apply("empty", FileOp::Truncate(0));
     w.finish(&format!("{v:?}: sload files"));
+}
+
+/// `SEEK_DATA` and `SEEK_HOLE` as Linux F2FS answers them (`f2fs_seek_block`): blocks
+/// with addresses are data, and reserved ones (`NEW_ADDR`) only while a dirty page waits
+/// for them; only blocks without an address are holes, so preallocated blocks are
+/// neither; missing nodes are skipped whole; inline files are all data; `None`
+/// (`ENXIO`) at or past the end. The same answers after a checkpoint and on a read-only
+/// reopen (written pages then have addresses).
+#[test]
+fn seek_data_and_hole_as_f2fs_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = Variant::Uf2fs(EXTRA);
+    let img = image(tmp.path(), "seek.img", v, GIB);
+    let far = addrs_per_inode(v) + 2 * D + 5 * D;
+    let mut w = World::open(&img);
+    w.create("inline");
+    w.write("inline", 0, 100);
+    w.create("sparse");
+    // Data at block 5, a preallocated range 40..50 (one block of it written), data in
+    // a direct node under the first indirect node, and a hole to the end.
+    w.write("sparse", 5 * B, B as usize);
+    w.apply("sparse", FileOp::Allocate(40 * B, 10 * B, false));
+    w.write("sparse", 45 * B + 10, 20);
+    w.write("sparse", far * B, 2 * B as usize);
+    w.apply("sparse", FileOp::Truncate((far + 10) * B));
+    let size = (far + 10) * B;
+    let check = |fs: &Fs, what: &str| {
+        let seek = |name: &str, off: u64, whence| {
+            let ino = fs.lookup(fs.root(), name.as_bytes()).unwrap();
+            fs.seek(ino, off, whence).unwrap()
+        };
+        let data = |name, off| seek(name, off, Seek::Data);
+        let hole = |name, off| seek(name, off, Seek::Hole);
+        assert_eq!(data("inline", 0), Some(0), "{what}");
+        assert_eq!(data("inline", 99), Some(99), "{what}");
+        assert_eq!(hole("inline", 7), Some(100), "{what}");
+        assert_eq!(data("inline", 100), None, "{what}");
+        assert_eq!(hole("inline", 100), None, "{what}");
+        assert_eq!(data("sparse", 0), Some(5 * B), "{what}");
+        assert_eq!(data("sparse", 5 * B + 7), Some(5 * B + 7), "{what}");
+        assert_eq!(hole("sparse", 0), Some(0), "{what}");
+        assert_eq!(hole("sparse", 5 * B + 3), Some(6 * B), "{what}");
+        // Preallocated blocks are not data (only the written one is) and not holes.
+        assert_eq!(data("sparse", 6 * B), Some(45 * B), "{what}");
+        assert_eq!(hole("sparse", 40 * B), Some(50 * B), "{what}");
+        assert_eq!(data("sparse", 46 * B), Some(far * B), "{what}");
+        assert_eq!(hole("sparse", far * B + 1), Some((far + 2) * B), "{what}");
+        assert_eq!(data("sparse", (far + 2) * B), None, "{what}");
+        assert_eq!(hole("sparse", size - 1), Some(size - 1), "{what}");
+        assert_eq!(hole("sparse", size), None, "{what}");
+        assert_eq!(data("sparse", u64::MAX), None, "{what}");
+        let root = fs.root();
+        assert_eq!(fs.seek(root, 0, Seek::Data).unwrap_err().errno(), 22, "{what}");
+    };
+    check(&w.fs, "dirty pages");
+    w.fs.write_checkpoint().unwrap();
+    check(&w.fs, "after a checkpoint");
+    w.finish("seek");
+    check(&Fs::open(&img, &[]).unwrap(), "read-only reopen");
 }
 
 #[test]

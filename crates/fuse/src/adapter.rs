@@ -11,10 +11,10 @@ use std::time::{Duration, SystemTime};
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, SetAttr, Stat, Timestamp};
+use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, Seek, SetAttr, Stat, Timestamp};
 
 use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
@@ -795,6 +795,26 @@ impl Filesystem for F2fsFuse {
             self.fs.fallocate(ino, offset, length, mode).or_errno()
         });
         reply_empty(reply, result);
+    }
+
+    /// `SEEK_DATA` and `SEEK_HOLE` (the kernel answers the other kinds itself).
+    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+        let found = (|| {
+            let whence = match whence {
+                libc::SEEK_DATA => Seek::Data,
+                libc::SEEK_HOLE => Seek::Hole,
+                _ => return Err(Errno::EINVAL),
+            };
+            let offset = u64::try_from(offset).map_err(|_| Errno::ENXIO)?;
+            let ino = self.inos.to_core(ino)?;
+            let found = self.fs.seek(ino, offset, whence).or_errno()?;
+            let found = found.ok_or(Errno::ENXIO)?;
+            i64::try_from(found).map_err(|_| Errno::ENXIO)
+        })();
+        match found {
+            Ok(offset) => reply.offset(offset),
+            Err(errno) => reply.error(errno),
+        }
     }
 
     fn copy_file_range(
