@@ -40,7 +40,7 @@ pub use checkpoint::periodic::CheckpointDue;
 pub use checkpoint::write::CheckpointReport;
 pub use data::Seek;
 pub use error::{show_name, Error, Result};
-pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
 pub use fs::{Fs, FsInfo, OpenOptions};
 pub use gc::{Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPolicy, GcStats};
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};

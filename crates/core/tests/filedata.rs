@@ -13,7 +13,9 @@ mod support;
 use std::path::Path;
 use support::*;
 use uf2fs_core::device::{CrashDevice, MemDevice};
-use uf2fs_core::{Error, Fs, OpenOptions, Seek, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_core::{Error, Fs, Ino, OpenOptions, Seek, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
+use uf2fs_format::node::Inode;
 
 /// Addresses per direct node.
 const D: u64 = 1018;
@@ -278,6 +280,79 @@ fn seek_data_and_hole_as_f2fs_answers() {
     check(&Fs::open(&img, &[]).unwrap(), "read-only reopen");
 }
 
+/// The inode block of `ino` as written (after a checkpoint) and its address slots.
+fn raw_slots(fs: &Fs, ino: Ino, n: usize) -> (Inode, Vec<u32>) {
+    let block = fs.read_raw_block(fs.node_blkaddr(ino).unwrap()).unwrap();
+    let inode = Inode::decode(&block, fs.superblock()).unwrap();
+    let slots = (0..n).map(|s| inode.addr(&block, s)).collect();
+    (inode, slots)
+}
+
+/// fallocate ZERO_RANGE as F2FS's `f2fs_zero_range` leaves a file: the partial blocks
+/// at the ends written with zeros (a hole's block allocated), every whole block of the
+/// range a reservation (`NEW_ADDR`, the written block given back, `i_blocks` as
+/// before), the size grown to the range's end unless KEEP_SIZE (which marks the inode
+/// instead), an inline file converted; reads give zeros there, SEEK_DATA skips the
+/// reservations; fsck clean.
+#[test]
+fn zero_range_as_f2fs_leaves_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = Variant::Uf2fs(EXTRA);
+    let img = image(tmp.path(), "zero.img", v, 256 * MIB);
+    let mut w = World::open(&img);
+    w.create("f");
+    w.write("f", 0, 8 * B as usize);
+    w.fs.write_checkpoint().unwrap();
+    let ino = w.ino("f");
+    let (before, _) = raw_slots(&w.fs, ino, 12);
+    // From the middle of block 1 to the middle of block 5, and past the end into a hole
+    // (block 10 half covered) with KEEP_SIZE.
+    w.apply("f", FileOp::Zero(B + 100, 4 * B, false));
+    w.apply("f", FileOp::Zero(7 * B, 3 * B + 10, true));
+    w.fs.write_checkpoint().unwrap();
+    let (after, slots) = raw_slots(&w.fs, ino, 12);
+    let written = |a: u32| a != NULL_ADDR && a != NEW_ADDR;
+    assert!(written(slots[0]) && written(slots[1]) && written(slots[5]), "{slots:?}");
+    assert_eq!(&slots[2..5], &[NEW_ADDR; 3], "{slots:?}");
+    assert!(written(slots[6]), "{slots:?}");
+    assert_eq!(&slots[7..10], &[NEW_ADDR; 3], "{slots:?}");
+    assert!(
+        written(slots[10]),
+        "the partial block past the end is written: {slots:?}"
+    );
+    assert_eq!(slots[11], NULL_ADDR);
+    assert_eq!(after.size, 8 * B, "KEEP_SIZE kept the size");
+    assert_ne!(after.advise & 0x10, 0, "FADVISE_KEEP_SIZE_BIT");
+    // 8 data blocks before; now 9 (blocks 0..=10 less none: 8 kept or reserved,
+    // blocks 8, 9 reserved, 10 written).
+    assert_eq!(after.blocks, before.blocks + 3);
+    assert_eq!(w.fs.seek(ino, B, Seek::Data).unwrap(), Some(B));
+    assert_eq!(w.fs.seek(ino, 2 * B, Seek::Data).unwrap(), Some(5 * B));
+    assert_eq!(w.fs.seek(ino, 2 * B, Seek::Hole).unwrap(), Some(8 * B));
+    // Without KEEP_SIZE the size grows to the range's end.
+    w.apply("f", FileOp::Zero(20 * B, 10, false));
+    assert_eq!(w.fs.stat(ino).unwrap().size, 20 * B + 10);
+    // An inline file is converted, even for a range inside it.
+    w.create("small");
+    w.write("small", 0, 300);
+    w.apply("small", FileOp::Zero(10, 20, true));
+    w.fs.write_checkpoint().unwrap();
+    let (small, slots) = raw_slots(&w.fs, w.ino("small"), 1);
+    assert_eq!(small.inline & uf2fs_format::node::F2FS_INLINE_DATA, 0);
+    assert!(written(slots[0]), "{slots:?}");
+    assert_eq!(small.size, 300);
+    // Through the node tree: a range across a direct node boundary, twice (the second
+    // time over reservations), then written over.
+    let a = addrs_per_inode(v);
+    w.create("big");
+    w.write("big", (a - 3) * B, 10 * B as usize);
+    w.apply("big", FileOp::Zero((a - 2) * B, 6 * B, false));
+    w.apply("big", FileOp::Zero((a - 4) * B, 9 * B, false));
+    w.write("big", a * B + 7, 100);
+    w.apply("big", FileOp::Zero(3 * MIB, 2 * MIB + 5, false));
+    w.finish("zero range");
+}
+
 #[test]
 fn files_sload_wrote_are_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
@@ -380,7 +455,13 @@ fn refusals_change_nothing() {
     assert_eq!(errno(fs.truncate(dir, 0)), Some(21));
     assert_eq!(errno(fs.fallocate(ino, 0, 0, 0)), Some(22));
     assert_eq!(errno(fs.write(99_999, 0, b"x").map(|_| ())), Some(2));
-    for mode in [FALLOC_FL_PUNCH_HOLE, 0x10, 0x08 | FALLOC_FL_KEEP_SIZE, 0x20, 0x80] {
+    for mode in [
+        FALLOC_FL_PUNCH_HOLE,
+        0x10 | FALLOC_FL_PUNCH_HOLE,
+        0x08 | FALLOC_FL_KEEP_SIZE,
+        0x20,
+        0x80,
+    ] {
         match fs.fallocate(ino, 0, 4096, mode) {
             Err(e @ Error::Unsupported { .. }) => {
                 assert_eq!(e.errno(), 95);
@@ -480,6 +561,7 @@ mod random {
             2 => offset().prop_map(|s| Step::Op(FileOp::Truncate(s))),
             2 => (offset(), len()).prop_map(|(o, l)| Step::Op(FileOp::Punch(o, l))),
             1 => (offset(), len(), any::<bool>()).prop_map(|(o, l, k)| Step::Op(FileOp::Allocate(o, l, k))),
+            2 => (offset(), len(), any::<bool>()).prop_map(|(o, l, k)| Step::Op(FileOp::Zero(o, l, k))),
             2 => (offset(), len()).prop_map(|(o, l)| Step::Read(o, l)),
             1 => Just(Step::Checkpoint),
         ]
