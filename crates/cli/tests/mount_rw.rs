@@ -653,3 +653,35 @@ fn seek_data_and_hole_find_the_holes() {
     assert!(ok, "{log}");
     fsck::clean(&img, tmp.path());
 }
+
+/// A fallocate that runs out of space keeps the blocks it reserved and the size
+/// covering them, as Linux F2FS does (`expand_inode_data`), and the size the mount
+/// shows is that one, not the one the kernel cached before the failed request.
+#[test]
+fn a_failed_fallocate_shows_the_size_it_left() {
+    if !fuse_available(&[("fallocate", "util-linux")]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-falloc-enospc-", "256M");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &[]);
+    let p = mnt.join("big");
+    fs::write(&p, b"").unwrap();
+    assert_eq!(fs::metadata(&p).unwrap().len(), 0);
+    // More than is free: the first chunks (32 MiB each) fit, a later one does not.
+    let free = nix::sys::statvfs::statvfs(&mnt).unwrap();
+    let want = free.blocks_available() * free.fragment_size() + (64 << 20);
+    let out = Command::new("fallocate")
+        .args(["-l", &want.to_string()])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{want} bytes with fewer free");
+    let shown = fs::metadata(&p).unwrap().len();
+    assert!(shown > 0, "the size the failed fallocate left is shown");
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+    let out = uf2fs().run(["ls".as_ref(), "-l".as_ref(), img.as_os_str(), "/big".as_ref()]);
+    let listed = String::from_utf8_lossy(out.assert_ok());
+    assert!(listed.contains(&format!(" {shown} ")), "{listed}");
+}

@@ -353,6 +353,35 @@ fn zero_range_as_f2fs_leaves_a_file() {
     w.finish("zero range");
 }
 
+/// statfs and fallocate agree as on Linux F2FS (fstests generic/103 with FSTYP=f2fs):
+/// the free space statfs reports less 512 KiB and F2FS's node tree (one direct node per
+/// 1018 blocks: fstests leaves a thousandth of the space for it) can be fallocated in
+/// one file; the free space less only 512 KiB cannot (the nodes count as used blocks,
+/// as in F2FS), and what that failure reserved stays, with the size covering it.
+#[test]
+fn statfs_and_fallocate_agree_as_f2fs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = image(tmp.path(), "full.img", Variant::Uf2fs(EXTRA), GIB);
+    let mut w = World::open(&img);
+    let st = w.fs.statfs().unwrap();
+    let avail = st.blocks_avail * u64::from(st.block_size);
+    let kib = avail / 1024 - 512 - avail / 1_024_000;
+    w.create("fits");
+    w.apply("fits", FileOp::Allocate(0, kib * 1024, false));
+    let left = w.fs.statfs().unwrap().blocks_avail;
+    assert!(left * B < 2 * MIB, "{left} blocks left");
+    w.apply("fits", FileOp::Truncate(0));
+    w.fs.write_checkpoint().unwrap();
+    let avail = w.fs.statfs().unwrap().blocks_avail * B;
+    let ino = w.create("too_big");
+    let r = w.fs.fallocate(ino, 0, avail - 512 * 1024, 0);
+    assert_eq!(r.map_err(|e| e.errno()), Err(28), "ENOSPC");
+    let size = w.fs.stat(ino).unwrap().size;
+    assert!(size > avail / 2 && size % B == 0, "size {size} of {avail}");
+    w.files.get_mut("too_big").unwrap().1.size = size;
+    w.finish("statfs and fallocate");
+}
+
 #[test]
 fn files_sload_wrote_are_rewritten() {
     let tmp = tempfile::tempdir().unwrap();

@@ -216,14 +216,18 @@ impl F2fsFuse {
                 ..SetAttr::default()
             };
             self.fs.setattr(ino, &attrs).or_errno()?;
-            if let Some(notifier) = self.notifier.get() {
-                // Attributes only (a negative offset): the kernel may hold the pages of
-                // a write in progress locked. A failure leaves the cache stale until
-                // its TTL, as before.
-                let _ = notifier.inval_inode(node, -1, 0);
-            }
+            self.attrs_changed(node);
         }
         Ok(())
+    }
+
+    /// Has the kernel drop the attributes of `node` it cached, for a change it did not
+    /// ask for. Attributes only (a negative offset): the kernel may hold the pages of a
+    /// write in progress locked. A failure leaves the cache stale until its TTL.
+    fn attrs_changed(&self, node: INodeNo) {
+        if let Some(notifier) = self.notifier.get() {
+            let _ = notifier.inval_inode(node, -1, 0);
+        }
     }
 
     /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then a checkpoint).
@@ -792,7 +796,14 @@ impl Filesystem for F2fsFuse {
             let ino = self.inos.to_core(node)?;
             let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
             self.drop_privs(req, node, ino)?;
-            self.fs.fallocate(ino, offset, length, mode).or_errno()
+            let done = self.fs.fallocate(ino, offset, length, mode).or_errno();
+            if done.is_err() {
+                // A fallocate that runs out of space keeps what it reserved and the
+                // size covering it, as F2FS does; the kernel refreshes its cached size
+                // only after a success.
+                self.attrs_changed(node);
+            }
+            done
         });
         reply_empty(reply, result);
     }
