@@ -483,10 +483,12 @@ fn the_mount_helper_mounts_as_mount_8_calls_it() {
     }
 }
 
-/// fstests generic/683 and 684: an unprivileged fallocate (or hole punch) of a
-/// set-user-ID file clears the bit, and the set-group-ID bit of a group-executable
-/// one, as Linux F2FS does; root keeps them. (The kernel's FUSE fallocate asks for it
-/// with a SETATTR of the mode, which the mount must carry out.)
+/// fstests generic/683 and 684: an unprivileged fallocate, hole punch, write or
+/// truncate of a set-user-ID file clears the bit, and the set-group-ID bit when the
+/// file is group-executable or the caller is outside its group, as Linux F2FS does
+/// (the VFS's `setattr_should_drop_suidgid`); root keeps them. The kernel's FUSE side
+/// asks for the first part with a SETATTR of the mode; the mount does the rest and has
+/// the kernel drop the attributes it cached.
 #[test]
 fn unprivileged_fallocate_clears_setuid_and_setgid() {
     if !fuse_available(&[("setpriv", "util-linux"), ("fallocate", "util-linux")]) {
@@ -501,24 +503,39 @@ fn unprivileged_fallocate_clears_setuid_and_setgid() {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&mnt, fs::Permissions::from_mode(0o777)).unwrap();
     let mode_of = |name: &str| fs::metadata(mnt.join(name)).unwrap().permissions().mode() & 0o7777;
+    // (name, mode before, after, the caller's group (the file's is 0), command)
+    let falloc = &["fallocate", "-l", "8192"][..];
     let cases = [
-        ("suid", 0o4777, 0o0777, &["-l", "8192"][..]),
-        ("sgid-x", 0o2777, 0o0777, &["-l", "8192"][..]),
-        ("sgid-nox", 0o2767, 0o2767, &["-l", "8192"][..]),
-        ("both-punch", 0o6777, 0o0777, &["-p", "-o", "0", "-l", "4096"][..]),
+        ("suid", 0o4777, 0o0777, 65534, falloc),
+        ("sgid-x", 0o2777, 0o0777, 65534, falloc),
+        // Outside the group: dropped even without group execute (generic/683 test 1).
+        ("sgid-nox", 0o2767, 0o0767, 65534, falloc),
+        ("both-nox", 0o6666, 0o0666, 65534, falloc),
+        // In the group: kept without group execute (a mandatory-locking mark).
+        ("sgid-nox-member", 0o2767, 0o2767, 0, falloc),
+        ("sgid-x-member", 0o2777, 0o0777, 0, falloc),
+        (
+            "both-punch",
+            0o6777,
+            0o0777,
+            65534,
+            &["fallocate", "-p", "-o", "0", "-l", "4096"][..],
+        ),
+        ("write", 0o6666, 0o0666, 65534, &["sh", "-c", "echo more >> \"$0\""][..]),
+        ("truncate", 0o6666, 0o0666, 65534, &["truncate", "-s", "100"][..]),
     ];
-    for (name, before, after, args) in cases {
+    for (name, before, after, gid, command) in cases {
         let p = mnt.join(name);
         fs::write(&p, vec![1u8; 16384]).unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(before)).unwrap();
         assert_eq!(mode_of(name), before);
         let status = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "fallocate"])
-            .args(args)
+            .args(["--reuid=65534", &format!("--regid={gid}"), "--clear-groups"])
+            .args(command)
             .arg(&p)
             .status()
             .unwrap();
-        assert!(status.success(), "{name}: fallocate as nobody failed");
+        assert!(status.success(), "{name}: {command:?} as nobody failed");
         assert_eq!(mode_of(name), after, "{name}: mode {:o}", mode_of(name));
     }
     // Root keeps the bits.
@@ -601,4 +618,70 @@ fn the_mount_helper_remounts_read_only_and_back() {
     fsck::clean(&img, tmp.path());
     let out = uf2fs().run(["cat".as_ref(), img.as_os_str(), "/after".as_ref()]);
     assert_eq!(out.assert_ok(), b"written after\n");
+}
+
+/// `SEEK_DATA` and `SEEK_HOLE` through the kernel answer from the node tree, as Linux
+/// F2FS does (a FUSE file system that does not answer them makes the whole file data).
+#[test]
+fn seek_data_and_hole_find_the_holes() {
+    if !fuse_available(&[]) {
+        return;
+    }
+    use nix::unistd::{lseek, Whence};
+    let Volume { tmp, img, mnt } = fresh_volume("mount-seek-", "64M");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &[]);
+    let p = mnt.join("sparse");
+    let f = fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .read(true)
+        .open(&p)
+        .unwrap();
+    nix::sys::uio::pwrite(&f, &[7u8; 4096], 1 << 20).unwrap();
+    f.set_len(4 << 20).unwrap();
+    let fd = &f;
+    assert_eq!(lseek(fd, 0, Whence::SeekData), Ok(1 << 20));
+    assert_eq!(lseek(fd, 0, Whence::SeekHole), Ok(0));
+    assert_eq!(lseek(fd, 1 << 20, Whence::SeekHole), Ok((1 << 20) + 4096));
+    assert_eq!(
+        lseek(fd, (1 << 20) + 4096, Whence::SeekData),
+        Err(nix::errno::Errno::ENXIO)
+    );
+    assert_eq!(lseek(fd, 4 << 20, Whence::SeekHole), Err(nix::errno::Errno::ENXIO));
+    drop(f);
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+}
+
+/// A fallocate that runs out of space keeps the blocks it reserved and the size
+/// covering them, as Linux F2FS does (`expand_inode_data`), and the size the mount
+/// shows is that one, not the one the kernel cached before the failed request.
+#[test]
+fn a_failed_fallocate_shows_the_size_it_left() {
+    if !fuse_available(&[("fallocate", "util-linux")]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-falloc-enospc-", "256M");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &[]);
+    let p = mnt.join("big");
+    fs::write(&p, b"").unwrap();
+    assert_eq!(fs::metadata(&p).unwrap().len(), 0);
+    // More than is free: the first chunks (32 MiB each) fit, a later one does not.
+    let free = nix::sys::statvfs::statvfs(&mnt).unwrap();
+    let want = free.blocks_available() * free.fragment_size() + (64 << 20);
+    let out = Command::new("fallocate")
+        .args(["-l", &want.to_string()])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{want} bytes with fewer free");
+    let shown = fs::metadata(&p).unwrap().len();
+    assert!(shown > 0, "the size the failed fallocate left is shown");
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+    let out = uf2fs().run(["ls".as_ref(), "-l".as_ref(), img.as_os_str(), "/big".as_ref()]);
+    let listed = String::from_utf8_lossy(out.assert_ok());
+    assert!(listed.contains(&format!(" {shown} ")), "{listed}");
 }

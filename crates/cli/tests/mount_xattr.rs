@@ -177,3 +177,88 @@ fn xattrs_through_the_mount_pass_fsck_and_read_back() {
     check(&mnt, &model, "last remount");
     m.unmount();
 }
+
+/// An ACL in the Linux xattr format from (tag, perm, id) triples.
+fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for &(tag, perm, id) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
+/// Whether `cat FILE` succeeds as uid:gid 1000:1000 without supplementary groups.
+fn readable_by_1000(file: &Path) -> bool {
+    Command::new("setpriv")
+        .args(["--reuid=1000", "--regid=1000", "--clear-groups", "cat"])
+        .arg(file)
+        .output()
+        .expect("run setpriv (package util-linux)")
+        .status
+        .success()
+}
+
+/// POSIX ACLs as Linux F2FS has them, through the kernel (FUSE_POSIX_ACL): what is made
+/// under a default ACL takes it (the mode limited by the ACL, the umask ignored), and
+/// the kernel grants access by a named entry the mode bits do not show.
+#[test]
+fn posix_acls_are_inherited_and_enforced() {
+    if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) || !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-acl-", "64M");
+    // Let uid 1000 reach the mount point.
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &["-o", "allow_other"]);
+    fs::set_permissions(&mnt, fs::Permissions::from_mode(0o755)).unwrap();
+    let d = mnt.join("d");
+    fs::create_dir(&d).unwrap();
+    fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+    // The case: u::r-x,g::r--,o::--- makes open(0666) give r--r-----, whatever
+    // the umask.
+    set(
+        &d,
+        "system.posix_acl_default",
+        &acl(&[(1, 5, u32::MAX), (4, 4, u32::MAX), (0x20, 0, u32::MAX)]),
+    )
+    .unwrap();
+    // (The umask is the process's: this binary's other test checks no mode it sets.)
+    let umask = |bits| nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(bits));
+    umask(0o077);
+    fs::write(d.join("f"), b"x").unwrap();
+    fs::create_dir(d.join("sub")).unwrap();
+    umask(0o022);
+    let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o7777;
+    assert_eq!(mode(&d.join("f")), 0o440);
+    assert_eq!(mode(&d.join("sub")), 0o540);
+    assert!(xattr::get(d.join("sub"), "system.posix_acl_default").unwrap().is_some());
+    // Without a default ACL the umask applies.
+    fs::write(mnt.join("g"), b"x").unwrap();
+    assert_eq!(mode(&mnt.join("g")), 0o644);
+
+    // The kernel checks the ACL: owner-only bits, but user 1000 named with r--.
+    let secret = mnt.join("secret");
+    fs::write(&secret, b"for 1000").unwrap();
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!readable_by_1000(&secret));
+    let named = acl(&[
+        (1, 6, u32::MAX),
+        (2, 4, 1000),
+        (4, 0, u32::MAX),
+        (0x10, 4, u32::MAX),
+        (0x20, 0, u32::MAX),
+    ]);
+    set(&secret, "system.posix_acl_access", &named).unwrap();
+    assert_eq!(mode(&secret), 0o640);
+    assert!(readable_by_1000(&secret));
+    // chmod changes the mask: 1000 loses access again.
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!readable_by_1000(&secret));
+
+    let (ok, log) = m.unmount();
+    assert!(ok, "uf2fs mount -f did not exit 0; log: {log}");
+    fsck::clean(&img, tmp.path());
+}

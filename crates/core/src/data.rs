@@ -33,6 +33,15 @@ pub enum Chunk {
     },
 }
 
+/// What `lseek(2)` looks for from an offset: `SEEK_DATA` or `SEEK_HOLE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seek {
+    /// The next offset holding data.
+    Data,
+    /// The next offset in a hole (the end of the file counts as one).
+    Hole,
+}
+
 /// Maps file blocks to addresses for one inode.
 pub struct Mapper<'a> {
     /// Dirty data blocks of a read-write file system, read before the device.
@@ -195,6 +204,73 @@ impl Mapper<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether file block `fb` has a dirty page waiting to be written.
+    fn dirty(&self, fb: u64) -> bool {
+        self.pages.is_some_and(|p| p.get(self.inode.ino, fb).is_some())
+    }
+
+    /// `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE` from `offset`, as F2FS's
+    /// `f2fs_seek_block` answers it: a block with an address is data, and so is a
+    /// reserved one (`NEW_ADDR`) with a dirty page; only a block without an address
+    /// (`NULL_ADDR`, or no node) is a hole, so a preallocated block never written is
+    /// neither. The answer is at least `offset`; `None` (`ENXIO`) at or past the end of
+    /// the file, or when no data follows. Inline files are all data, and so (here, for
+    /// now) are compressed ones, as a file system without `SEEK_DATA` answers.
+    pub fn seek(&self, offset: u64, whence: Seek) -> Result<Option<u64>> {
+        let i = &self.inode.inode;
+        let size = i.size;
+        if offset >= size {
+            return Ok(None);
+        }
+        if i.has_inline(F2FS_INLINE_DATA) || i.is_compressed() {
+            return Ok(Some(match whence {
+                Seek::Data => offset,
+                Seek::Hole => size,
+            }));
+        }
+        let block = BLOCK as u64;
+        let found = |fb: u64| Some((fb * block).max(offset).min(size));
+        let end = size.div_ceil(block);
+        let mut fb = offset / block;
+        while fb < end {
+            match self.chunk(fb)? {
+                Chunk::Hole { end: e } => {
+                    if whence == Seek::Hole {
+                        return Ok(found(fb));
+                    }
+                    fb = e;
+                }
+                Chunk::Mapped {
+                    first,
+                    node,
+                    in_inode,
+                    slot,
+                    len,
+                } => {
+                    let stop = (first + len).min(end);
+                    for b in first..stop {
+                        let s = slot + (b - first) as usize;
+                        let a = self.raw_addr(&node, in_inode, s)?;
+                        let hit = match whence {
+                            Seek::Data if a == NEW_ADDR => self.dirty(b),
+                            // Checked as a read would check it.
+                            Seek::Data => self.addr_in(&node, in_inode, s)?.is_some(),
+                            Seek::Hole => a == NULL_ADDR,
+                        };
+                        if hit {
+                            return Ok(found(b));
+                        }
+                    }
+                    fb = stop;
+                }
+            }
+        }
+        Ok(match whence {
+            Seek::Data => None,
+            Seek::Hole => Some(size),
+        })
     }
 
     /// Reads file bytes at `offset` into `buf`; returns the count (short only at EOF).

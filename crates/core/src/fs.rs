@@ -23,7 +23,7 @@
 use crate::checkpoint::roll_forward::check_nothing_to_roll_forward;
 use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
-use crate::data::Mapper;
+use crate::data::{Mapper, Seek};
 use crate::device::{read_block, sparse, BlockDevice, ConcatDevice, FileDevice, SparseDevice};
 use crate::inode::InodeRef;
 use crate::node::NodeManager;
@@ -597,6 +597,28 @@ impl Fs {
         }
         i.check_decodable()?;
         self.mapper(&i).read(offset, buf)
+    }
+
+    /// `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE` (`whence`) from `offset` in regular
+    /// file `ino`, as Linux F2FS's `f2fs_seek_block` answers it: a block with an address
+    /// is data, and so is a reserved one (`NEW_ADDR`) with a dirty page; only a block
+    /// without an address is a hole, so a preallocated block never written is neither.
+    /// Inline files are all data, and so (for now) are compressed ones. Returns the
+    /// offset found (at least `offset`), or `None` for `ENXIO` (at or past the end of the
+    /// file, or no data after `offset`). Other kinds of inode are [`Error::Invalid`].
+    pub fn seek(&self, ino: Ino, offset: u64, whence: Seek) -> Result<Option<u64>> {
+        let _held = self
+            .rw
+            .as_ref()
+            .map(|rw| (read_lock(&rw.cp_lock), rw.locks.lock(&[ino])));
+        let i = self.inode(ino)?;
+        if i.kind()? != FileKind::File {
+            return Err(Error::Invalid(format!(
+                "SEEK_DATA/SEEK_HOLE on inode {ino}: not a regular file"
+            )));
+        }
+        i.check_decodable()?;
+        self.mapper(&i).seek(offset, whence)
     }
 
     /// How a compressed file is stored (its algorithm, cluster size, and how many of

@@ -38,12 +38,14 @@ pub use api::{
 };
 pub use checkpoint::periodic::CheckpointDue;
 pub use checkpoint::write::CheckpointReport;
+pub use data::Seek;
 pub use error::{show_name, Error, Result};
-pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
 pub use fs::{Fs, FsInfo, OpenOptions};
 pub use gc::{
     Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcStats, PacingSettings, PacingStats,
 };
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
+pub use namei::Creator;
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, Settings};
-pub use xattr::{XATTR_CREATE, XATTR_REPLACE};
+pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

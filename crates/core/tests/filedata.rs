@@ -13,7 +13,9 @@ mod support;
 use std::path::Path;
 use support::*;
 use uf2fs_core::device::{CrashDevice, MemDevice};
-use uf2fs_core::{Error, Fs, OpenOptions, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_core::{Error, Fs, Ino, OpenOptions, Seek, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
+use uf2fs_format::node::Inode;
 
 /// Addresses per direct node.
 const D: u64 = 1018;
@@ -219,6 +221,167 @@ fn sload_sequence(v: Variant, tmp: &Path) {
     w.finish(&format!("{v:?}: sload files"));
 }
 
+/// `SEEK_DATA` and `SEEK_HOLE` as Linux F2FS answers them (`f2fs_seek_block`): blocks
+/// with addresses are data, and reserved ones (`NEW_ADDR`) only while a dirty page waits
+/// for them; only blocks without an address are holes, so preallocated blocks are
+/// neither; missing nodes are skipped whole; inline files are all data; `None`
+/// (`ENXIO`) at or past the end. The same answers after a checkpoint and on a read-only
+/// reopen (written pages then have addresses).
+#[test]
+fn seek_data_and_hole_as_f2fs_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = Variant::Uf2fs(EXTRA);
+    let img = image(tmp.path(), "seek.img", v, GIB);
+    let far = addrs_per_inode(v) + 2 * D + 5 * D;
+    let mut w = World::open(&img);
+    w.create("inline");
+    w.write("inline", 0, 100);
+    w.create("sparse");
+    // Data at block 5, a preallocated range 40..50 (one block of it written), data in
+    // a direct node under the first indirect node, and a hole to the end.
+    w.write("sparse", 5 * B, B as usize);
+    w.apply("sparse", FileOp::Allocate(40 * B, 10 * B, false));
+    w.write("sparse", 45 * B + 10, 20);
+    w.write("sparse", far * B, 2 * B as usize);
+    w.apply("sparse", FileOp::Truncate((far + 10) * B));
+    let size = (far + 10) * B;
+    let check = |fs: &Fs, what: &str| {
+        let seek = |name: &str, off: u64, whence| {
+            let ino = fs.lookup(fs.root(), name.as_bytes()).unwrap();
+            fs.seek(ino, off, whence).unwrap()
+        };
+        let data = |name, off| seek(name, off, Seek::Data);
+        let hole = |name, off| seek(name, off, Seek::Hole);
+        assert_eq!(data("inline", 0), Some(0), "{what}");
+        assert_eq!(data("inline", 99), Some(99), "{what}");
+        assert_eq!(hole("inline", 7), Some(100), "{what}");
+        assert_eq!(data("inline", 100), None, "{what}");
+        assert_eq!(hole("inline", 100), None, "{what}");
+        assert_eq!(data("sparse", 0), Some(5 * B), "{what}");
+        assert_eq!(data("sparse", 5 * B + 7), Some(5 * B + 7), "{what}");
+        assert_eq!(hole("sparse", 0), Some(0), "{what}");
+        assert_eq!(hole("sparse", 5 * B + 3), Some(6 * B), "{what}");
+        // Preallocated blocks are not data (only the written one is) and not holes.
+        assert_eq!(data("sparse", 6 * B), Some(45 * B), "{what}");
+        assert_eq!(hole("sparse", 40 * B), Some(50 * B), "{what}");
+        assert_eq!(data("sparse", 46 * B), Some(far * B), "{what}");
+        assert_eq!(hole("sparse", far * B + 1), Some((far + 2) * B), "{what}");
+        assert_eq!(data("sparse", (far + 2) * B), None, "{what}");
+        assert_eq!(hole("sparse", size - 1), Some(size - 1), "{what}");
+        assert_eq!(hole("sparse", size), None, "{what}");
+        assert_eq!(data("sparse", u64::MAX), None, "{what}");
+        let root = fs.root();
+        assert_eq!(fs.seek(root, 0, Seek::Data).unwrap_err().errno(), 22, "{what}");
+    };
+    check(&w.fs, "dirty pages");
+    w.fs.write_checkpoint().unwrap();
+    check(&w.fs, "after a checkpoint");
+    w.finish("seek");
+    check(&Fs::open(&img, &[]).unwrap(), "read-only reopen");
+}
+
+/// The inode block of `ino` as written (after a checkpoint) and its address slots.
+fn raw_slots(fs: &Fs, ino: Ino, n: usize) -> (Inode, Vec<u32>) {
+    let block = fs.read_raw_block(fs.node_blkaddr(ino).unwrap()).unwrap();
+    let inode = Inode::decode(&block, fs.superblock()).unwrap();
+    let slots = (0..n).map(|s| inode.addr(&block, s)).collect();
+    (inode, slots)
+}
+
+/// fallocate ZERO_RANGE as F2FS's `f2fs_zero_range` leaves a file: the partial blocks
+/// at the ends written with zeros (a hole's block allocated), every whole block of the
+/// range a reservation (`NEW_ADDR`, the written block given back, `i_blocks` as
+/// before), the size grown to the range's end unless KEEP_SIZE (which marks the inode
+/// instead), an inline file converted; reads give zeros there, SEEK_DATA skips the
+/// reservations; fsck clean.
+#[test]
+fn zero_range_as_f2fs_leaves_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = Variant::Uf2fs(EXTRA);
+    let img = image(tmp.path(), "zero.img", v, 256 * MIB);
+    let mut w = World::open(&img);
+    w.create("f");
+    w.write("f", 0, 8 * B as usize);
+    w.fs.write_checkpoint().unwrap();
+    let ino = w.ino("f");
+    let (before, _) = raw_slots(&w.fs, ino, 12);
+    // From the middle of block 1 to the middle of block 5, and past the end into a hole
+    // (block 10 half covered) with KEEP_SIZE.
+    w.apply("f", FileOp::Zero(B + 100, 4 * B, false));
+    w.apply("f", FileOp::Zero(7 * B, 3 * B + 10, true));
+    w.fs.write_checkpoint().unwrap();
+    let (after, slots) = raw_slots(&w.fs, ino, 12);
+    let written = |a: u32| a != NULL_ADDR && a != NEW_ADDR;
+    assert!(written(slots[0]) && written(slots[1]) && written(slots[5]), "{slots:?}");
+    assert_eq!(&slots[2..5], &[NEW_ADDR; 3], "{slots:?}");
+    assert!(written(slots[6]), "{slots:?}");
+    assert_eq!(&slots[7..10], &[NEW_ADDR; 3], "{slots:?}");
+    assert!(
+        written(slots[10]),
+        "the partial block past the end is written: {slots:?}"
+    );
+    assert_eq!(slots[11], NULL_ADDR);
+    assert_eq!(after.size, 8 * B, "KEEP_SIZE kept the size");
+    assert_ne!(after.advise & 0x10, 0, "FADVISE_KEEP_SIZE_BIT");
+    // 8 data blocks before; now 9 (blocks 0..=10 less none: 8 kept or reserved,
+    // blocks 8, 9 reserved, 10 written).
+    assert_eq!(after.blocks, before.blocks + 3);
+    assert_eq!(w.fs.seek(ino, B, Seek::Data).unwrap(), Some(B));
+    assert_eq!(w.fs.seek(ino, 2 * B, Seek::Data).unwrap(), Some(5 * B));
+    assert_eq!(w.fs.seek(ino, 2 * B, Seek::Hole).unwrap(), Some(8 * B));
+    // Without KEEP_SIZE the size grows to the range's end.
+    w.apply("f", FileOp::Zero(20 * B, 10, false));
+    assert_eq!(w.fs.stat(ino).unwrap().size, 20 * B + 10);
+    // An inline file is converted, even for a range inside it.
+    w.create("small");
+    w.write("small", 0, 300);
+    w.apply("small", FileOp::Zero(10, 20, true));
+    w.fs.write_checkpoint().unwrap();
+    let (small, slots) = raw_slots(&w.fs, w.ino("small"), 1);
+    assert_eq!(small.inline & uf2fs_format::node::F2FS_INLINE_DATA, 0);
+    assert!(written(slots[0]), "{slots:?}");
+    assert_eq!(small.size, 300);
+    // Through the node tree: a range across a direct node boundary, twice (the second
+    // time over reservations), then written over.
+    let a = addrs_per_inode(v);
+    w.create("big");
+    w.write("big", (a - 3) * B, 10 * B as usize);
+    w.apply("big", FileOp::Zero((a - 2) * B, 6 * B, false));
+    w.apply("big", FileOp::Zero((a - 4) * B, 9 * B, false));
+    w.write("big", a * B + 7, 100);
+    w.apply("big", FileOp::Zero(3 * MIB, 2 * MIB + 5, false));
+    w.finish("zero range");
+}
+
+/// statfs and fallocate agree as on Linux F2FS (fstests generic/103 with FSTYP=f2fs):
+/// the free space statfs reports less 512 KiB and F2FS's node tree (one direct node per
+/// 1018 blocks: fstests leaves a thousandth of the space for it) can be fallocated in
+/// one file; the free space less only 512 KiB cannot (the nodes count as used blocks,
+/// as in F2FS), and what that failure reserved stays, with the size covering it.
+#[test]
+fn statfs_and_fallocate_agree_as_f2fs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = image(tmp.path(), "full.img", Variant::Uf2fs(EXTRA), GIB);
+    let mut w = World::open(&img);
+    let st = w.fs.statfs().unwrap();
+    let avail = st.blocks_avail * u64::from(st.block_size);
+    let kib = avail / 1024 - 512 - avail / 1_024_000;
+    w.create("fits");
+    w.apply("fits", FileOp::Allocate(0, kib * 1024, false));
+    let left = w.fs.statfs().unwrap().blocks_avail;
+    assert!(left * B < 2 * MIB, "{left} blocks left");
+    w.apply("fits", FileOp::Truncate(0));
+    w.fs.write_checkpoint().unwrap();
+    let avail = w.fs.statfs().unwrap().blocks_avail * B;
+    let ino = w.create("too_big");
+    let r = w.fs.fallocate(ino, 0, avail - 512 * 1024, 0);
+    assert_eq!(r.map_err(|e| e.errno()), Err(28), "ENOSPC");
+    let size = w.fs.stat(ino).unwrap().size;
+    assert!(size > avail / 2 && size % B == 0, "size {size} of {avail}");
+    w.files.get_mut("too_big").unwrap().1.size = size;
+    w.finish("statfs and fallocate");
+}
+
 #[test]
 fn files_sload_wrote_are_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
@@ -321,7 +484,13 @@ fn refusals_change_nothing() {
     assert_eq!(errno(fs.truncate(dir, 0)), Some(21));
     assert_eq!(errno(fs.fallocate(ino, 0, 0, 0)), Some(22));
     assert_eq!(errno(fs.write(99_999, 0, b"x").map(|_| ())), Some(2));
-    for mode in [FALLOC_FL_PUNCH_HOLE, 0x10, 0x08 | FALLOC_FL_KEEP_SIZE, 0x20, 0x80] {
+    for mode in [
+        FALLOC_FL_PUNCH_HOLE,
+        0x10 | FALLOC_FL_PUNCH_HOLE,
+        0x08 | FALLOC_FL_KEEP_SIZE,
+        0x20,
+        0x80,
+    ] {
         match fs.fallocate(ino, 0, 4096, mode) {
             Err(e @ Error::Unsupported { .. }) => {
                 assert_eq!(e.errno(), 95);
@@ -421,6 +590,7 @@ mod random {
             2 => offset().prop_map(|s| Step::Op(FileOp::Truncate(s))),
             2 => (offset(), len()).prop_map(|(o, l)| Step::Op(FileOp::Punch(o, l))),
             1 => (offset(), len(), any::<bool>()).prop_map(|(o, l, k)| Step::Op(FileOp::Allocate(o, l, k))),
+            2 => (offset(), len(), any::<bool>()).prop_map(|(o, l, k)| Step::Op(FileOp::Zero(o, l, k))),
             2 => (offset(), len()).prop_map(|(o, l)| Step::Read(o, l)),
             1 => Just(Step::Checkpoint),
         ]

@@ -14,8 +14,8 @@ mod model;
 mod world;
 
 use model::*;
-use uf2fs_core::{Error, Fs, XATTR_CREATE as CREATE, XATTR_REPLACE as REPLACE};
-use world::{image, kind, Variant, World, MIB, VARIANTS};
+use uf2fs_core::{Creator, Error, Fs, XATTR_ACL_KILL_SGID, XATTR_CREATE as CREATE, XATTR_REPLACE as REPLACE};
+use world::{fsck_clean, image, kind, raw_inode, Variant, World, MIB, VARIANTS};
 
 /// A value of `len` bytes from `seed`.
 fn value(seed: u64, len: usize) -> Vec<u8> {
@@ -161,7 +161,7 @@ fn flags_names_and_errors() {
         assert_eq!(w.change("/f", bad, Some(b"v"), 0), Err(EINVAL), "{bad:?}");
     }
     let ino = w.target("/f").ino;
-    assert_eq!(w.fs.set_xattr(ino, b"user.a", b"v", 4).unwrap_err().errno(), EINVAL);
+    assert_eq!(w.fs.set_xattr(ino, b"user.a", b"v", 8).unwrap_err().errno(), EINVAL);
     // Names are bytes: any but NUL-free checks are the caller's.
     w.set("/f", "user.\u{e9}t\u{e9}", b"utf-8");
     w.set("/f", "lustre.lov", b"lustre");
@@ -269,6 +269,126 @@ fn posix_acls_as_linux_stores_them() {
     let tmp = tempfile::tempdir().unwrap();
     for v in VARIANTS {
         acls(v, tmp.path());
+    }
+}
+
+/// What is made in a directory with a default ACL, as Linux F2FS makes it
+/// (`f2fs_acl_create`): the mode limited by the ACL instead of the umask, an access ACL
+/// unless the mode says it all, the default ACL passed on to directories, nothing for
+/// symlinks; and an access ACL set by a caller outside the group clearing
+/// set-group-ID.
+fn inheritance(v: Variant, tmp: &std::path::Path) {
+    let img = image(tmp, "inherit.img", v, 64 * MIB);
+    let fs = Fs::open_rw(&img, &[]).unwrap();
+    let access = b"system.posix_acl_access".as_slice();
+    let default = b"system.posix_acl_default".as_slice();
+    let who = |umask| Creator { uid: 0, gid: 0, umask };
+    let root = fs.root();
+    let perm = |ino| fs.stat(ino).unwrap().mode & 0o7777;
+    // The case: u::r-x,g::r--,o::--- and open(0666) under umask 022 gives
+    // r--r----- with no access ACL (the mode says it all).
+    let plain_default = acl(&[(1, 5, NOID), (4, 4, NOID), (0x20, 0, NOID)]);
+    let d = fs.mkdir(root, b"d", 0o755, 0, 0).unwrap().ino;
+    fs.set_xattr(d, default, &plain_default, 0).unwrap();
+    let f = fs.create_as(d, b"f", 0o666, who(0o022)).unwrap().ino;
+    assert_eq!(perm(f), 0o440, "{v:?}");
+    assert_eq!(fs.get_xattr(f, access).unwrap(), None);
+    assert_eq!(fs.get_xattr(f, default).unwrap(), None);
+    // Without a default ACL the umask applies.
+    let g = fs.create_as(root, b"g", 0o666, who(0o022)).unwrap().ino;
+    assert_eq!(perm(g), 0o644);
+    assert!(fs.list_xattrs(g).unwrap().is_empty());
+    // A named entry and a mask: the mask limits the group class, umask 077 is ignored.
+    let named_default = acl(&[
+        (1, 7, NOID),
+        (2, 4, 1000),
+        (4, 4, NOID),
+        (0x10, 5, NOID),
+        (0x20, 0, NOID),
+    ]);
+    let n = fs.mkdir(root, b"n", 0o755, 0, 0).unwrap().ino;
+    fs.set_xattr(n, default, &named_default, 0).unwrap();
+    let sub = fs.mkdir_as(n, b"sub", 0o777, who(0o077)).unwrap().ino;
+    assert_eq!(perm(sub), 0o750);
+    let sub_access = acl(&[
+        (1, 7, NOID),
+        (2, 4, 1000),
+        (4, 4, NOID),
+        (0x10, 5, NOID),
+        (0x20, 0, NOID),
+    ]);
+    assert_eq!(fs.get_xattr(sub, access).unwrap(), Some(sub_access.clone()));
+    assert_eq!(fs.get_xattr(sub, default).unwrap(), Some(named_default.clone()));
+    let fifo = fs.mknod_as(n, b"p", 0o010666, (0, 0), who(0o077)).unwrap().ino;
+    assert_eq!(perm(fifo), 0o640);
+    let fifo_access = acl(&[
+        (1, 6, NOID),
+        (2, 4, 1000),
+        (4, 4, NOID),
+        (0x10, 4, NOID),
+        (0x20, 0, NOID),
+    ]);
+    assert_eq!(fs.get_xattr(fifo, access).unwrap(), Some(fifo_access.clone()));
+    assert_eq!(fs.get_xattr(fifo, default).unwrap(), None);
+    let link = fs.symlink(n, b"l", b"p", 0, 0).unwrap().ino;
+    assert_eq!(perm(link), 0o777);
+    assert!(fs.list_xattrs(link).unwrap().is_empty());
+    // Grandchildren inherit through the copied default ACL.
+    let deep = fs.create_as(sub, b"deep", 0o600, who(0)).unwrap().ino;
+    assert_eq!(perm(deep), 0o600);
+    assert!(fs.get_xattr(deep, access).unwrap().is_some());
+    // A default ACL too big for the inline area: the new inode's ACLs take an xattr
+    // node, counted in its blocks.
+    let many: Vec<(u16, u16, u32)> = std::iter::once((1, 7, NOID))
+        .chain((0..150).map(|i| (2, 4, 2000 + i)))
+        .chain([(4, 5, NOID), (0x10, 7, NOID), (0x20, 5, NOID)])
+        .collect();
+    let big = fs.mkdir(root, b"big", 0o755, 0, 0).unwrap().ino;
+    fs.set_xattr(big, default, &acl(&many), 0).unwrap();
+    let big_dir = fs.mkdir_as(big, b"sub", 0o755, who(0)).unwrap().ino;
+    let big_file = fs.create_as(big, b"file", 0o644, who(0)).unwrap().ino;
+    fs.write_checkpoint().unwrap();
+    for ino in [big_dir, big_file] {
+        let raw = raw_inode(&fs, ino);
+        assert_ne!(raw.xattr_nid, 0, "{v:?}: ACLs of inode {ino} in an xattr node");
+        assert_eq!(raw.blocks, 2);
+    }
+    // set-group-ID: kept for a caller in the group, cleared otherwise.
+    let s = fs.create(root, b"s", 0o2755, 0, 0).unwrap().ino;
+    let rwx = acl(&[(1, 7, NOID), (4, 7, NOID), (0x20, 7, NOID)]);
+    fs.set_xattr(s, access, &rwx, 0).unwrap();
+    assert_eq!(perm(s), 0o2777);
+    fs.set_xattr(
+        s,
+        access,
+        &acl(&[(1, 7, NOID), (4, 5, NOID), (0x20, 5, NOID)]),
+        XATTR_ACL_KILL_SGID,
+    )
+    .unwrap();
+    assert_eq!(perm(s), 0o755);
+    // Elsewhere the flag does nothing.
+    fs.set_xattr(s, b"user.x", b"1", XATTR_ACL_KILL_SGID).unwrap();
+
+    fs.unmount().unwrap();
+    fsck_clean(&img, &format!("{v:?}: inherited ACLs"));
+    let ro = Fs::open(&img, &[]).unwrap();
+    let get = |path: &str, name: &[u8]| {
+        let ino = ro.resolve(path.as_bytes(), false).unwrap();
+        (ro.stat(ino).unwrap().mode & 0o7777, ro.get_xattr(ino, name).unwrap())
+    };
+    assert_eq!(get("/d/f", access), (0o440, None));
+    assert_eq!(get("/n/sub", access), (0o750, Some(sub_access)));
+    assert_eq!(get("/n/sub", default), (0o750, Some(named_default)));
+    assert_eq!(get("/n/p", access), (0o640, Some(fifo_access)));
+    assert_eq!(get("/big/file", access).1.map(|v| v.len()), Some(4 + 8 * 154));
+    assert_eq!(get("/s", access), (0o755, None));
+}
+
+#[test]
+fn default_acls_are_inherited_as_linux_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    for v in VARIANTS {
+        inheritance(v, tmp.path());
     }
 }
 

@@ -315,6 +315,39 @@ pub fn acl_mode(entries: &[AclEntry]) -> (u32, bool) {
     (mode, equivalent)
 }
 
+/// What a new inode takes from its directory's default ACL `default`, as Linux's
+/// `posix_acl_create_masq` works it out for requested permission bits `mode` (only
+/// `0o777` is looked at): the owner, other and (the mask when present, else the owning
+/// group) entries keep only the bits the mode asks for, and the mode keeps only the
+/// bits those entries grant. Returns the new access ACL, the new permission bits
+/// (`0o777` at most) and whether the ACL says no more than those bits (then Linux
+/// stores no access ACL).
+pub fn acl_create_masq(default: &[AclEntry], mode: u32) -> (Vec<AclEntry>, u32, bool) {
+    let mut acl = default.to_vec();
+    let mut bits = mode & 0o777;
+    let mut equivalent = true;
+    let has_mask = acl.iter().any(|e| e.tag == ACL_MASK);
+    // The class each entry limits: its shift in the mode.
+    let shift = |tag: u16| match tag {
+        ACL_USER_OBJ => Some(6),
+        ACL_OTHER => Some(0),
+        ACL_MASK => Some(3),
+        ACL_GROUP_OBJ if !has_mask => Some(3),
+        _ => None,
+    };
+    for e in &mut acl {
+        if names_someone(e.tag) || e.tag == ACL_MASK {
+            equivalent = false;
+        }
+        if let Some(s) = shift(e.tag) {
+            let granted = u32::from(e.perm) & ((bits >> s) & 7);
+            e.perm = (u32::from(e.perm) & !7 | granted) as u16;
+            bits = (bits & !(7 << s)) | (granted << s);
+        }
+    }
+    (acl, bits, equivalent)
+}
+
 /// The ACL after a change of mode to `mode`, as Linux's `posix_acl_chmod` makes it: the
 /// owner, other and (the mask when present, else the owning group) entries take the
 /// mode's bits.

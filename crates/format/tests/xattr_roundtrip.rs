@@ -137,6 +137,22 @@ proptest! {
     }
 
     #[test]
+    fn create_masq_gives_the_mode_and_a_valid_acl(entries in acl(), mode in 0u32..0o1000) {
+        let (made, bits, equivalent) = acl_create_masq(&entries, mode);
+        prop_assert!(validate_acl(&made).is_ok());
+        // The new mode is what the new ACL grants, never more than was asked.
+        prop_assert_eq!(acl_mode(&made).0, bits);
+        prop_assert_eq!(bits & !mode, 0);
+        prop_assert_eq!(equivalent, acl_mode(&entries).1);
+        // Named entries are kept as they are.
+        for (a, b) in entries.iter().zip(&made) {
+            if matches!(a.tag, ACL_USER | ACL_GROUP) {
+                prop_assert_eq!(a, b);
+            }
+        }
+    }
+
+    #[test]
     fn parsers_never_panic(bytes in vec(any::<u8>(), 0..400)) {
         let _ = parse_xattrs(&bytes);
         let _ = parse_acl_xattr(&bytes);
@@ -144,6 +160,42 @@ proptest! {
         let _ = xattr_to_acl(&bytes);
         let _ = acl_to_xattr(&bytes);
     }
+}
+
+#[test]
+fn create_masq_as_linux() {
+    let e = |tag, perm, id| AclEntry { tag, perm, id };
+    let u = ACL_UNDEFINED_ID;
+    // A default ACL u::r-x,g::r--,o::--- and open(0666): r--r----- (the case).
+    let plain = [e(ACL_USER_OBJ, 5, u), e(ACL_GROUP_OBJ, 4, u), e(ACL_OTHER, 0, u)];
+    let (made, bits, equivalent) = acl_create_masq(&plain, 0o666);
+    assert_eq!((bits, equivalent), (0o440, true));
+    assert_eq!(
+        made,
+        [e(ACL_USER_OBJ, 4, u), e(ACL_GROUP_OBJ, 4, u), e(ACL_OTHER, 0, u)]
+    );
+    // With a named user and a mask, the mask (not the owning group) limits the group
+    // class: u::rwx,u:101:rwx,g::r-x,m::rwx,o::r-x and mkdir(0750) gives rwxr-x---
+    // with m::r-x and the owning group untouched.
+    let named = [
+        e(ACL_USER_OBJ, 7, u),
+        e(ACL_USER, 7, 101),
+        e(ACL_GROUP_OBJ, 5, u),
+        e(ACL_MASK, 7, u),
+        e(ACL_OTHER, 5, u),
+    ];
+    let (made, bits, equivalent) = acl_create_masq(&named, 0o750);
+    assert_eq!((bits, equivalent), (0o750, false));
+    assert_eq!(
+        made,
+        [
+            e(ACL_USER_OBJ, 7, u),
+            e(ACL_USER, 7, 101),
+            e(ACL_GROUP_OBJ, 5, u),
+            e(ACL_MASK, 5, u),
+            e(ACL_OTHER, 0, u)
+        ]
+    );
 }
 
 #[test]

@@ -5,16 +5,16 @@ use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    INodeNo, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use uf2fs_core::{DirEntry, Fs, Ino, SetAttr, Stat, Timestamp};
+use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, Seek, SetAttr, Stat, Timestamp};
 
 use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
 use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
@@ -22,7 +22,7 @@ use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
 use crate::lookups::Lookups;
 use crate::open_files::OpenFiles;
-use crate::{kernel, read_buf, xattr};
+use crate::{caller, kernel, read_buf, xattr};
 
 /// How long the kernel may cache attributes and names. Every change goes through the
 /// kernel (which updates or drops what it cached), so this only bounds staleness if
@@ -56,6 +56,9 @@ pub(crate) struct F2fsFuse {
     /// The kernel's lookup counts and the core handles they keep (see
     /// [`crate::lookups`]).
     pub(crate) lookups: Lookups,
+    /// The session's channel for telling the kernel of changes it did not ask for (set
+    /// once the session exists: [`F2fsFuse::notifier_slot`]).
+    notifier: Arc<OnceLock<Notifier>>,
 }
 
 impl F2fsFuse {
@@ -69,7 +72,13 @@ impl F2fsFuse {
             dirs: DirHandles::new(OPEN_DIRS_MAX),
             files: OpenFiles::default(),
             lookups: Lookups::default(),
+            notifier: Arc::default(),
         }
+    }
+
+    /// Where [`crate::mount`] puts the session's notifier, once the session exists.
+    pub(crate) fn notifier_slot(&self) -> Arc<OnceLock<Notifier>> {
+        Arc::clone(&self.notifier)
     }
 
     /// `Ok` on a read-write mount, `EROFS` on a read-only one.
@@ -161,18 +170,64 @@ impl F2fsFuse {
     }
 
     /// setattr: the size through the core's truncate, then the other attributes.
-    fn set_attr(&self, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
+    fn set_attr(&self, req: &Request, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
         self.writable()?;
         let ino = self.inos.to_core(node)?;
+        let mut attrs = attrs.clone();
         if let Some(size) = size {
+            // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
+            // older rule); take Linux's from what it would leave.
+            let stat = self.fs.stat(ino).or_errno()?;
+            let mode = attrs.mode.unwrap_or(stat.mode) & 0o7777;
+            if stat.kind == FileKind::File {
+                if let Some(kept) = caller::mode_after_modify(req, mode, stat.gid) {
+                    attrs.mode = Some(kept);
+                }
+            }
             self.fs.truncate(ino, size).or_errno()?;
         }
+        let attrs = &attrs;
         let stat = if *attrs == SetAttr::default() {
             self.fs.stat(ino).or_errno()?
         } else {
             self.fs.setattr(ino, attrs).or_errno()?
         };
         Ok(self.entry(&stat).0)
+    }
+
+    /// Drops the set-ID bits of regular file `ino` that Linux drops before the caller of
+    /// `req` changes its data (a write, fallocate or hole punch: the VFS's
+    /// `file_remove_privs`). The kernel asks for this itself, but by the rule FUSE keeps
+    /// (set-group-ID only on group-executable files), not the one F2FS gets from the VFS
+    /// (also when the caller is outside the file's group); this makes up the difference,
+    /// and has the kernel drop the attributes of `node` it cached (it refreshes only the
+    /// size and times after such a request).
+    fn drop_privs(&self, req: &Request, node: INodeNo, ino: Ino) -> Result<(), Errno> {
+        if req.uid() == 0 {
+            return Ok(());
+        }
+        let stat = self.fs.stat(ino).or_errno()?;
+        if stat.kind != FileKind::File {
+            return Ok(());
+        }
+        if let Some(kept) = caller::mode_after_modify(req, stat.mode & 0o7777, stat.gid) {
+            let attrs = SetAttr {
+                mode: Some(kept),
+                ..SetAttr::default()
+            };
+            self.fs.setattr(ino, &attrs).or_errno()?;
+            self.attrs_changed(node);
+        }
+        Ok(())
+    }
+
+    /// Has the kernel drop the attributes of `node` it cached, for a change it did not
+    /// ask for. Attributes only (a negative offset): the kernel may hold the pages of a
+    /// write in progress locked. A failure leaves the cache stale until its TTL.
+    fn attrs_changed(&self, node: INodeNo) {
+        if let Some(notifier) = self.notifier.get() {
+            let _ = notifier.inval_inode(node, -1, 0);
+        }
     }
 
     /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then a checkpoint).
@@ -538,7 +593,7 @@ impl Filesystem for F2fsFuse {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -563,31 +618,22 @@ impl Filesystem for F2fsFuse {
             mtime: mtime.map(timestamp_or_now),
             ctime: ctime.map(timestamp),
         };
-        match self.set_attr(ino, size, &attrs) {
+        match self.set_attr(req, ino, size, &attrs) {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn mknod(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let made = self.make(parent, |fs, dir| {
-            fs.mknod(dir, name.as_bytes(), mode, split_rdev(rdev), req.uid(), req.gid())
+            fs.mknod_as(dir, name.as_bytes(), mode, split_rdev(rdev), creator(req, umask))
         });
         reply_entry(reply, made);
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let made = self.make(parent, |fs, dir| {
-            fs.mkdir(dir, name.as_bytes(), mode & 0o7777, req.uid(), req.gid())
+            fs.mkdir_as(dir, name.as_bytes(), mode & 0o7777, creator(req, umask))
         });
         reply_entry(reply, made);
     }
@@ -650,7 +696,7 @@ impl Filesystem for F2fsFuse {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -661,7 +707,9 @@ impl Filesystem for F2fsFuse {
         reply: ReplyWrite,
     ) {
         let written = self.writable().and_then(|()| {
-            let ino = self.inos.to_core(ino)?;
+            let node = ino;
+            let ino = self.inos.to_core(node)?;
+            self.drop_privs(req, node, ino)?;
             self.fs.write(ino, offset, data).or_errno()
         });
         match written {
@@ -677,12 +725,12 @@ impl Filesystem for F2fsFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
         let made = self.make(parent, |fs, dir| {
-            let stat = fs.create(dir, name.as_bytes(), mode, req.uid(), req.gid())?;
+            let stat = fs.create_as(dir, name.as_bytes(), mode, creator(req, umask))?;
             fs.open_file(stat.ino)?;
             self.files.opened(stat.ino);
             Ok(stat)
@@ -697,10 +745,13 @@ impl Filesystem for F2fsFuse {
     }
 
     /// Permission checks (who may write `trusted.*`, `user.*` only on files and
-    /// directories) were the VFS's; the core applies F2FS's names and limits.
+    /// directories, who may set an ACL) were the VFS's; the core applies F2FS's names
+    /// and limits. An access ACL set by a caller outside the file's group clears
+    /// set-group-ID, as `posix_acl_update_mode` does (the kernel's flag for it needs
+    /// FUSE_SETXATTR_EXT, which fuser does not parse, so the adapter decides).
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -710,7 +761,13 @@ impl Filesystem for F2fsFuse {
     ) {
         let result = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
-            let flags = xattr::set_flags(flags, position)?;
+            let mut flags = xattr::set_flags(flags, position)?;
+            if name.as_bytes() == xattr::ACL_ACCESS.as_bytes() {
+                let gid = self.fs.stat(ino).or_errno()?.gid;
+                if !caller::in_group_or_capable(req, gid) {
+                    flags |= uf2fs_core::XATTR_ACL_KILL_SGID;
+                }
+            }
             self.fs.set_xattr(ino, name.as_bytes(), value, flags).or_errno()
         });
         reply_empty(reply, result);
@@ -726,7 +783,7 @@ impl Filesystem for F2fsFuse {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -735,11 +792,40 @@ impl Filesystem for F2fsFuse {
         reply: ReplyEmpty,
     ) {
         let result = self.writable().and_then(|()| {
-            let ino = self.inos.to_core(ino)?;
+            let node = ino;
+            let ino = self.inos.to_core(node)?;
             let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
-            self.fs.fallocate(ino, offset, length, mode).or_errno()
+            self.drop_privs(req, node, ino)?;
+            let done = self.fs.fallocate(ino, offset, length, mode).or_errno();
+            if done.is_err() {
+                // A fallocate that runs out of space keeps what it reserved and the
+                // size covering it, as F2FS does; the kernel refreshes its cached size
+                // only after a success.
+                self.attrs_changed(node);
+            }
+            done
         });
         reply_empty(reply, result);
+    }
+
+    /// `SEEK_DATA` and `SEEK_HOLE` (the kernel answers the other kinds itself).
+    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+        let found = (|| {
+            let whence = match whence {
+                libc::SEEK_DATA => Seek::Data,
+                libc::SEEK_HOLE => Seek::Hole,
+                _ => return Err(Errno::EINVAL),
+            };
+            let offset = u64::try_from(offset).map_err(|_| Errno::ENXIO)?;
+            let ino = self.inos.to_core(ino)?;
+            let found = self.fs.seek(ino, offset, whence).or_errno()?;
+            let found = found.ok_or(Errno::ENXIO)?;
+            i64::try_from(found).map_err(|_| Errno::ENXIO)
+        })();
+        match found {
+            Ok(offset) => reply.offset(offset),
+            Err(errno) => reply.error(errno),
+        }
     }
 
     fn copy_file_range(
@@ -757,6 +843,17 @@ impl Filesystem for F2fsFuse {
     ) {
         // ENOSYS on a writable mount: the kernel then copies through read and write.
         reply.error(self.writable().err().unwrap_or(Errno::ENOSYS));
+    }
+}
+
+/// The creator of a new inode: the caller's fsuid and fsgid, and its umask (the
+/// kernel leaves the umask to the file system under FUSE_DONT_MASK: the core applies
+/// it only where no default ACL does).
+fn creator(req: &Request, umask: u32) -> Creator {
+    Creator {
+        uid: req.uid(),
+        gid: req.gid(),
+        umask,
     }
 }
 

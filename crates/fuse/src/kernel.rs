@@ -1,4 +1,9 @@
-//! What the adapter asks of the kernel at FUSE_INIT: large reads and cached metadata.
+//! What the adapter asks of the kernel at FUSE_INIT: large reads, cached metadata and
+//! POSIX ACLs. With FUSE_POSIX_ACL the kernel checks permissions against the ACLs (read
+//! through getxattr and cached) and leaves the rest to the file system: inheriting
+//! default ACLs, the mode an ACL implies and the ACL a chmod implies (the core does
+//! these as F2FS does). FUSE_DONT_MASK sends the umask beside the unmasked mode, since
+//! a default ACL replaces the umask.
 
 use fuser::{InitFlags, KernelConfig};
 
@@ -14,6 +19,8 @@ fn wanted_capabilities() -> InitFlags {
         | InitFlags::FUSE_READDIRPLUS_AUTO
         | InitFlags::FUSE_CACHE_SYMLINKS
         | InitFlags::FUSE_PARALLEL_DIROPS
+        | InitFlags::FUSE_POSIX_ACL
+        | InitFlags::FUSE_DONT_MASK
 }
 
 /// Configure the connection for a read-only file system with fast sequential reads.

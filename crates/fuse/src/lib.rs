@@ -29,6 +29,7 @@
 
 mod adapter;
 mod attr;
+mod caller;
 mod dir_handles;
 mod errors;
 mod inode_map;
@@ -116,7 +117,9 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     let config = session_config(opts);
     let fs = Arc::new(fs);
     let adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
+    let notifier = adapter.notifier_slot();
     let session = fuser::Session::new(adapter, mountpoint, &config)?;
+    let _ = notifier.set(session.notifier());
     if let Ok(resolved) = resolved {
         readahead::raise(&resolved);
     }

@@ -8,6 +8,9 @@
 use fuser::{Errno, ReplyXattr};
 use uf2fs_core::{Xattr, XATTR_CREATE, XATTR_REPLACE};
 
+/// The name of the access ACL.
+pub(crate) const ACL_ACCESS: &str = "system.posix_acl_access";
+
 /// The core's flags for a `setxattr` with `flags` (`XATTR_CREATE`, `XATTR_REPLACE`) at
 /// `position`: any other flag, or a position (macOS resource forks only), is `EINVAL`.
 pub(crate) fn set_flags(flags: i32, position: u32) -> Result<u32, Errno> {

@@ -1,5 +1,5 @@
 //! File data operations of a read-write file system (F2FS's file.c): write, truncate,
-//! fallocate (allocate, keep size, punch hole) and fsync, on top of the block-range
+//! fallocate (allocate, keep size, punch hole, zero range) and fsync, on top of the block-range
 //! code ([`blocks`]), inline data ([`inline`]) and the page cache.
 //!
 //! Each runs as one or more namespace-style operations ([`crate::ops::Op`]): `cp_lock`
@@ -13,6 +13,7 @@
 //! | write     | [`WRITE_CHUNK_BLOCKS`] blocks   | make room (checkpoint prefree sections, else foreground GC) once and retry; then smaller chunks down to one block; then a short write (the bytes written are whole, `i_size` covers them), or `NoSpace` when nothing was written |
 //! | fallocate | [`ALLOC_CHUNK_BLOCKS`] blocks   | make room once and retry; then `NoSpace`, the blocks reserved so far kept (and `i_size` covering them without `KEEP_SIZE`) |
 //! | punch     | [`PUNCH_CHUNK_BLOCKS`] blocks   | may use the reserved sections (it frees space) |
+//! | zero range | [`ALLOC_CHUNK_BLOCKS`] blocks  | as fallocate; the partial blocks at the ends first, `i_size` last |
 //! | truncate  | one operation                   | may use the reserved sections             |
 //!
 //! Data blocks go to the warm data log, the cold one for files with the cold advise
@@ -42,6 +43,9 @@ pub const PUNCH_CHUNK_BLOCKS: u64 = 64 * blocks::D;
 pub const FALLOC_FL_KEEP_SIZE: u32 = 0x01;
 /// `fallocate` mode bit: deallocate the range; needs `KEEP_SIZE` (`FALLOC_FL_PUNCH_HOLE`).
 pub const FALLOC_FL_PUNCH_HOLE: u32 = 0x02;
+/// `fallocate` mode bit: make the range read as zeros, its blocks reserved
+/// (`FALLOC_FL_ZERO_RANGE`); `KEEP_SIZE` may go with it.
+pub const FALLOC_FL_ZERO_RANGE: u32 = 0x10;
 
 /// Names of the Linux `fallocate` mode bits, for refusals.
 const FALLOC_NAMES: [(u32, &str); 7] = [
@@ -175,7 +179,12 @@ impl Fs {
     /// [`FALLOC_FL_KEEP_SIZE`] does the same without changing the size;
     /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` frees the range's blocks and zeroes
     /// the partial blocks at its ends (nothing when `offset` is at or past the end of
-    /// file). Other modes are [`Error::Unsupported`]. mtime and ctime become now.
+    /// file); [`FALLOC_FL_ZERO_RANGE`] (with or without `KEEP_SIZE`) does what F2FS's
+    /// `f2fs_zero_range` does: the partial blocks at the ends are written with zeros
+    /// where the range covers them (allocated if they were holes), every whole block of
+    /// the range becomes a reservation (`NEW_ADDR`: its written block freed, a hole
+    /// reserved), and `i_size` grows to the range's end unless `KEEP_SIZE` says not to.
+    /// Other modes are [`Error::Unsupported`]. mtime and ctime become now.
     pub fn fallocate(&self, ino: Ino, offset: u64, len: u64, mode: u32) -> Result<()> {
         if len == 0 {
             return Err(Error::Invalid(format!("fallocate of 0 bytes on inode {ino}")));
@@ -186,11 +195,14 @@ impl Fs {
         match mode {
             0 | FALLOC_FL_KEEP_SIZE => self.allocate(ino, offset, end, mode == FALLOC_FL_KEEP_SIZE),
             m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => self.punch(ino, offset, end),
+            m if m & !FALLOC_FL_KEEP_SIZE == FALLOC_FL_ZERO_RANGE => {
+                self.zero_range(ino, offset, end, m & FALLOC_FL_KEEP_SIZE != 0)
+            }
             m => Err(Error::Unsupported {
                 feature: "fallocate mode",
                 detail: format!(
-                    "mode {m:#x} ({}) on inode {ino}: uf2fs allocates (0, KEEP_SIZE) and punches holes \
-                     (PUNCH_HOLE|KEEP_SIZE) only",
+                    "mode {m:#x} ({}) on inode {ino}: uf2fs allocates (0, KEEP_SIZE), punches holes \
+                     (PUNCH_HOLE|KEEP_SIZE) and zeroes ranges (ZERO_RANGE, KEEP_SIZE) only",
                     mode_names(m)
                 ),
             }),
@@ -266,6 +278,38 @@ impl Fs {
             }
         }
         Ok(())
+    }
+
+    /// Zeroes bytes `offset..end` (fallocate `ZERO_RANGE`): the partial blocks at the
+    /// ends in a first operation, the whole blocks in chunks, then `i_size`.
+    fn zero_range(&self, ino: Ino, offset: u64, end: u64, keep_size: bool) -> Result<()> {
+        let (first, last) = self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.zero_start(ino, offset, end);
+            op.end(r)
+        })?;
+        let mut index = first;
+        let mut reclaims = 0;
+        while index < last {
+            let stop = last.min(index + ALLOC_CHUNK_BLOCKS);
+            let mut op = self.begin_op()?;
+            let r = op.zero_chunk(ino, index, stop);
+            match op.end(r) {
+                Ok(()) => {
+                    index = stop;
+                    reclaims = 0;
+                }
+                Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
+                    reclaims += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.zero_finish(ino, end, keep_size);
+            op.end(r)
+        })
     }
 
     /// Punches bytes `offset..end`, in chunks; the first also zeroes partial blocks.
@@ -495,6 +539,102 @@ impl Op<'_> {
         touch(&mut i);
         self.t.store_inode(i)?;
         Ok((first < last).then_some((first, last)))
+    }
+
+    /// Starts a zero range of bytes `offset..end`: converts an inline file and writes
+    /// zeros over the parts of the partial blocks at both ends the range covers (as
+    /// F2FS's `fill_zero`, which allocates a hole's block); returns the whole blocks
+    /// still to zero (possibly none).
+    fn zero_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<(u64, u64)> {
+        let rw = self.rw;
+        let _g = rw.locks.lock(&[ino]);
+        let mut i = self.load_file(ino)?;
+        if end > i.inode.max_file_bytes() {
+            return Err(Error::FileTooBig(format!(
+                "fallocate to byte {end} of inode {ino}; F2FS files end at {}",
+                i.inode.max_file_bytes()
+            )));
+        }
+        let (head, tail) = (offset / B, end / B);
+        let (off_head, off_tail) = ((offset % B) as usize, (end % B) as usize);
+        // The partial blocks: (index, from, to).
+        let mut parts = Vec::new();
+        if head == tail {
+            parts.push((head, off_head, off_tail));
+        } else {
+            if off_head != 0 {
+                parts.push((head, off_head, BLOCK_SIZE));
+            }
+            if off_tail != 0 {
+                parts.push((tail, 0, off_tail));
+            }
+        }
+        let log = data_log(&i, self.t.segs);
+        let view = inline::converted_view(&i);
+        let block0 = u64::from(inline::conversion_makes_block(&i));
+        let mut extra = need([0, 0, 0, 0, 1, 0], block0);
+        extra.per_log[log as usize] += block0;
+        let mut nids = 0;
+        for &(index, _, _) in &parts {
+            let plan = blocks::plan_range(&self.t, &view, index, index + 1)?;
+            extra = extra.plus(&range_need(&plan, log, 1, 0));
+            nids += (plan.new_direct + plan.new_indirect) as usize;
+        }
+        self.ensure_room(extra, nids)?;
+        self.commit();
+        inline::convert(&mut self.t, &mut i, log)?;
+        for (index, from, to) in parts {
+            blocks::reserve_range(&mut self.t, &mut i, index, index + 1)?;
+            let mut b = self.t.read_block(&i, index)?.unwrap_or_else(|| vec![0; BLOCK_SIZE]);
+            b[from..to].fill(0);
+            self.t.pages.put(ino, index, b, log);
+        }
+        drop_extent(&mut i, head, end.div_ceil(B));
+        self.t.store_inode(i)?;
+        let first = offset.div_ceil(B);
+        Ok((first, tail.max(first)))
+    }
+
+    /// One chunk of a zero range, as F2FS's `f2fs_do_zero_range`: every block of
+    /// `first..end` becomes a reservation (`NEW_ADDR`): written blocks are freed,
+    /// holes reserved, dirty pages dropped.
+    fn zero_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
+        let rw = self.rw;
+        let _g = rw.locks.lock(&[ino]);
+        let mut i = self.load_file(ino)?;
+        let log = data_log(&i, self.t.segs);
+        let plan = blocks::plan_range(&self.t, &i, first, end)?;
+        // Every block ends up reserved: the written ones too (their old blocks are
+        // free only after the next checkpoint).
+        let extra = range_need(&plan, log, 0, (end - first) - plan.holes);
+        self.ensure_room(extra, (plan.new_direct + plan.new_indirect) as usize)?;
+        self.commit();
+        self.t.pages.remove_range(ino, first..end);
+        let dropped = blocks::clear_range(&self.t, &mut i, first, end)?;
+        i.inode.blocks = i.inode.blocks.saturating_sub(dropped);
+        blocks::reserve_range(&mut self.t, &mut i, first, end)?;
+        drop_extent(&mut i, first, end);
+        self.t.store_inode(i)
+    }
+
+    /// Ends a zero range of bytes up to `end`: `i_size` grows to `end`, or with
+    /// `keep_size` the inode is marked as holding reservations past its end; mtime and
+    /// ctime become now.
+    fn zero_finish(&mut self, ino: Ino, end: u64, keep_size: bool) -> Result<()> {
+        let rw = self.rw;
+        let _g = rw.locks.lock(&[ino]);
+        let mut i = self.load_file(ino)?;
+        self.ensure_room(need([0, 0, 0, 0, 1, 0], 0), 0)?;
+        self.commit();
+        if end > i.inode.size {
+            if keep_size {
+                i.inode.advise |= FADVISE_KEEP_SIZE_BIT;
+            } else {
+                i.inode.size = end;
+            }
+        }
+        touch(&mut i);
+        self.t.store_inode(i)
     }
 
     /// One chunk of a punch: the addresses of blocks `first..end` dropped (their

@@ -6,6 +6,8 @@ use super::{check_name, dentry, is_dots, Op};
 use crate::device::BLOCK;
 use crate::inode::{now, InodeMut};
 use crate::segment::LogType;
+use crate::xattr::acl;
+use crate::xattr::write::{layout, Loaded};
 use crate::{Error, FileKind, Fs, Ino, Result, Stat};
 use uf2fs_format::node::{F2FS_DATA_EXIST, F2FS_INLINE_DATA};
 
@@ -13,6 +15,26 @@ use uf2fs_format::node::{F2FS_DATA_EXIST, F2FS_INLINE_DATA};
 const S_ISGID: u32 = 0o2000;
 /// Permission bits of a mode.
 const PERM_MASK: u32 = 0o7777;
+
+/// Who makes a new inode: its owner, and the umask that applies to the requested
+/// permissions when the directory has no default ACL (with one, the ACL limits them
+/// instead, as on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Creator {
+    /// Owner (the caller's fsuid).
+    pub uid: u32,
+    /// Group (the caller's fsgid; the directory's group when it is set-group-ID).
+    pub gid: u32,
+    /// The caller's umask (only `0o777` counts).
+    pub umask: u32,
+}
+
+impl Creator {
+    /// A creator with no umask: the caller has applied its own.
+    fn masked(uid: u32, gid: u32) -> Creator {
+        Creator { uid, gid, umask: 0 }
+    }
+}
 
 /// What a new inode holds besides its fields.
 #[derive(Clone, Copy)]
@@ -41,27 +63,46 @@ fn encode_rdev(major: u32, minor: u32) -> Result<(u32, u32)> {
 impl Fs {
     /// Creates regular file `name` in directory `dir` with permission bits `mode`
     /// (file type bits, if any, must say regular file), owned by `uid`:`gid` (the
-    /// directory's group when it is set-group-ID). The caller applies its umask.
+    /// directory's group when it is set-group-ID). The caller applies its umask; a
+    /// default ACL on `dir` is inherited ([`Fs::create_as`]).
     pub fn create(&self, dir: Ino, name: &[u8], mode: u32, uid: u32, gid: u32) -> Result<Stat> {
+        self.create_as(dir, name, mode, Creator::masked(uid, gid))
+    }
+
+    /// [`Fs::create`] for `who`: as F2FS does, a default ACL on `dir` is inherited (the
+    /// new inode's access ACL, and the mode limited by it) and the umask is applied only
+    /// when there is none.
+    pub fn create_as(&self, dir: Ino, name: &[u8], mode: u32, who: Creator) -> Result<Stat> {
         let ty = mode & 0o170000;
         if ty != 0 && ty != FileKind::File.mode_bits() {
             return Err(Error::Invalid(format!(
                 "create with mode {mode:#o}: not a regular file"
             )));
         }
-        self.make(dir, name, FileKind::File, mode, uid, gid, Contents::None)
+        self.make(dir, name, FileKind::File, mode, who, Contents::None)
     }
 
     /// Creates directory `name` in `dir` (inline dentries, "." and ".."), as
     /// [`Fs::create`]; the parent's link count grows by one.
     pub fn mkdir(&self, dir: Ino, name: &[u8], mode: u32, uid: u32, gid: u32) -> Result<Stat> {
-        self.make(dir, name, FileKind::Dir, mode, uid, gid, Contents::None)
+        self.mkdir_as(dir, name, mode, Creator::masked(uid, gid))
+    }
+
+    /// [`Fs::mkdir`] for `who`, as [`Fs::create_as`]; the new directory also takes
+    /// `dir`'s default ACL as its own.
+    pub fn mkdir_as(&self, dir: Ino, name: &[u8], mode: u32, who: Creator) -> Result<Stat> {
+        self.make(dir, name, FileKind::Dir, mode, who, Contents::None)
     }
 
     /// Creates a special file (or a regular one) `name` in `dir`: `mode` carries the file
     /// type (fifo, socket, character or block device, regular file) and permissions;
     /// `rdev` is (major, minor) for devices, ignored otherwise.
     pub fn mknod(&self, dir: Ino, name: &[u8], mode: u32, rdev: (u32, u32), uid: u32, gid: u32) -> Result<Stat> {
+        self.mknod_as(dir, name, mode, rdev, Creator::masked(uid, gid))
+    }
+
+    /// [`Fs::mknod`] for `who`, as [`Fs::create_as`].
+    pub fn mknod_as(&self, dir: Ino, name: &[u8], mode: u32, rdev: (u32, u32), who: Creator) -> Result<Stat> {
         let kind = FileKind::from_mode(mode)
             .ok_or_else(|| Error::Invalid(format!("mknod with mode {mode:#o}: no file type")))?;
         let contents = match kind {
@@ -71,7 +112,7 @@ impl Fs {
                 return Err(Error::Invalid(format!("mknod makes no {kind:?}; use mkdir or symlink")))
             }
         };
-        self.make(dir, name, kind, mode, uid, gid, contents)
+        self.make(dir, name, kind, mode, who, contents)
     }
 
     /// Creates symbolic link `name` in `dir` pointing at `target` (1 to 4095 bytes, no
@@ -86,7 +127,14 @@ impl Fs {
         if target.contains(&0) {
             return Err(Error::Invalid("symlink target contains NUL".into()));
         }
-        self.make(dir, name, FileKind::Symlink, 0o777, uid, gid, Contents::Target(target))
+        self.make(
+            dir,
+            name,
+            FileKind::Symlink,
+            0o777,
+            Creator::masked(uid, gid),
+            Contents::Target(target),
+        )
     }
 
     /// Adds name `new_name` in `new_dir` for inode `ino` (not a directory); its link
@@ -103,17 +151,7 @@ impl Fs {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn make(
-        &self,
-        dir: Ino,
-        name: &[u8],
-        kind: FileKind,
-        mode: u32,
-        uid: u32,
-        gid: u32,
-        contents: Contents,
-    ) -> Result<Stat> {
+    fn make(&self, dir: Ino, name: &[u8], kind: FileKind, mode: u32, who: Creator, contents: Contents) -> Result<Stat> {
         check_name(name)?;
         if is_dots(name) {
             return Err(Error::Exists(crate::error::show_name(name)));
@@ -124,7 +162,7 @@ impl Fs {
         let mode = kind.mode_bits() | (mode & PERM_MASK);
         self.with_room(|fs| {
             let mut op = fs.begin_op()?;
-            let r = op.make(dir, name, kind, (mode, uid, gid), contents);
+            let r = op.make(dir, name, kind, mode, who, contents);
             op.end(r)
         })
     }
@@ -132,17 +170,19 @@ impl Fs {
 
 impl Op<'_> {
     /// [`Fs::make`] under the directory's lock: the new inode first (so that whoever
-    /// finds the entry can read it), then the entry, then the parent's times and links.
-    /// Returns the new inode's attributes, read while the lock keeps others from
-    /// removing it.
+    /// finds the entry can read it) with the ACLs it inherits, then the entry, then the
+    /// parent's times and links. Returns the new inode's attributes, read while the lock
+    /// keeps others from removing it.
     fn make(
         &mut self,
         dir: Ino,
         name: &[u8],
         kind: FileKind,
-        (mut mode, uid, mut gid): (u32, u32, u32),
+        mode: u32,
+        who: Creator,
         contents: Contents,
     ) -> Result<Stat> {
+        let (uid, mut gid) = (who.uid, who.gid);
         let rw = self.rw;
         let _g = rw.locks.lock(&[dir]);
         let mut d = self.load_dir(dir)?;
@@ -152,6 +192,7 @@ impl Op<'_> {
         if kind == FileKind::Dir && d.inode.links == u32::MAX {
             return Err(Error::TooManyLinks(format!("directory inode {dir}")));
         }
+        let (mut mode, acls) = acl::inherit(&self.t, &d, kind, mode, who.umask)?;
         if d.inode.mode as u32 & S_ISGID != 0 {
             gid = d.inode.gid;
             if kind == FileKind::Dir {
@@ -163,7 +204,11 @@ impl Op<'_> {
         extra.per_log[node_log] += 1;
         extra.per_log[LogType::WarmData as usize] += u64::from(kind == FileKind::Symlink);
         extra.new_blocks += 2;
-        self.ensure_room(extra, super::MAKE_NIDS)?;
+        // Inherited ACLs too large for the inline xattr area take an xattr node.
+        let xattr_node = usize::from(!acls.is_empty());
+        extra.per_log[node_log] += xattr_node as u64;
+        extra.new_blocks += xattr_node as u64;
+        self.ensure_room(extra, super::MAKE_NIDS + xattr_node)?;
         let ino = self.t.take_nid()?;
         let spec = NewInode {
             ino,
@@ -179,7 +224,25 @@ impl Op<'_> {
         if kind == FileKind::File {
             new.inode.advise |= temperature(self.fs.superblock(), name);
         }
+        let xattrs = if acls.is_empty() {
+            None
+        } else {
+            let none = Loaded {
+                list: Vec::new(),
+                node: None,
+            };
+            match layout(&new, &acls, none) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.t.nodes.release_nid(ino);
+                    return Err(e);
+                }
+            }
+        };
         self.commit();
+        if let Some(r) = xattrs {
+            r.apply(&mut self.t, &mut new)?;
+        }
         self.fill(&mut new, contents)?;
         dentry::add(&mut self.t, &mut d, name, ino, file_type(kind))?;
         let t = now();

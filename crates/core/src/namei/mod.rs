@@ -11,6 +11,8 @@
 //! keeps its last checkpoint.
 
 mod create;
+
+pub use create::Creator;
 pub(crate) mod dentry;
 pub(crate) mod locks;
 pub(crate) mod newinode;

@@ -1,9 +1,11 @@
 //! POSIX ACLs as Linux F2FS handles them (`posix_acl_xattr_set`, `set_posix_acl`,
-//! `__f2fs_set_acl`, `posix_acl_chmod`). An ACL arrives in the Linux xattr format and is
-//! stored in F2FS's compact one. Setting an access ACL also sets the permission bits it
-//! implies, and one that says no more than those bits is not stored at all; a default
-//! ACL belongs to directories only; symlinks take no ACL. The attribute flags
-//! (create/replace) do not apply, and removing a missing ACL succeeds.
+//! `__f2fs_set_acl`, `posix_acl_chmod`, `f2fs_acl_create`). An ACL arrives in the Linux
+//! xattr format and is stored in F2FS's compact one. Setting an access ACL also sets the
+//! permission bits it implies (and clears set-group-ID when asked to, for a caller
+//! outside the file's group), and one that says no more than those bits is not stored
+//! at all; a default ACL belongs to directories only and is inherited by what is made
+//! in them ([`inherit`]); symlinks take no ACL. The attribute flags (create/replace) do
+//! not apply, and removing a missing ACL succeeds.
 
 use super::name::AclKind;
 use super::write::{edit, layout, load, Rewrite};
@@ -11,7 +13,8 @@ use crate::inode::InodeMut;
 use crate::tree::Tree;
 use crate::{Error, FileKind, Result};
 use uf2fs_format::xattr::{
-    acl_chmod, acl_mode, encode_acl, parse_acl, parse_acl_xattr, validate_acl, INDEX_POSIX_ACL_ACCESS,
+    acl_chmod, acl_create_masq, acl_mode, encode_acl, parse_acl, parse_acl_xattr, validate_acl, RawXattr,
+    INDEX_POSIX_ACL_ACCESS, INDEX_POSIX_ACL_DEFAULT,
 };
 use uf2fs_format::FormatError;
 
@@ -108,4 +111,40 @@ pub fn after_chmod(t: &Tree, i: &InodeMut, mode: u32) -> Result<Option<Rewrite>>
         return Ok(None);
     }
     layout(i, &list, loaded).map(Some)
+}
+
+/// What a new inode of `kind` takes from directory `dir`, as F2FS's `f2fs_acl_create`
+/// works it out for requested permissions `mode`: with a default ACL on `dir`, the
+/// mode keeps only what that ACL grants ([`acl_create_masq`]; the umask is not
+/// applied), a new directory gets the default ACL too, and the inode an access ACL
+/// unless the mode says all of it; without one, the mode loses the umask. Symlinks
+/// take nothing. Returns the new mode and the inode's xattr list (default ACL first,
+/// then access ACL, the order F2FS writes them in).
+pub fn inherit(t: &Tree, dir: &InodeMut, kind: FileKind, mode: u32, umask: u32) -> Result<(u32, Vec<RawXattr>)> {
+    if kind == FileKind::Symlink {
+        return Ok((mode, Vec::new()));
+    }
+    let loaded = load(t, dir)?;
+    let Some(default) = loaded
+        .list
+        .into_iter()
+        .find(|x| x.index == INDEX_POSIX_ACL_DEFAULT && x.name.is_empty())
+    else {
+        return Ok((mode & !(umask & 0o777), Vec::new()));
+    };
+    let corrupt = |e: FormatError| Error::corrupt(format!("default ACL of inode {}", dir.ino), None, e.to_string());
+    let entries = parse_acl(&default.value).map_err(corrupt)?;
+    let (access, bits, equivalent) = acl_create_masq(&entries, mode);
+    let mut list = Vec::new();
+    if kind == FileKind::Dir {
+        list.push(default);
+    }
+    if !equivalent {
+        list.push(RawXattr {
+            index: INDEX_POSIX_ACL_ACCESS,
+            name: Vec::new(),
+            value: encode_acl(&access),
+        });
+    }
+    Ok(((mode & !0o777) | bits, list))
 }

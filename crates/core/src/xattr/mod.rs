@@ -27,6 +27,12 @@ pub const XATTR_CREATE: u32 = 1;
 /// [`Fs::set_xattr`] flag: fail with [`Error::NoAttribute`] when it does not (Linux's
 /// `XATTR_REPLACE`).
 pub const XATTR_REPLACE: u32 = 2;
+/// [`Fs::set_xattr`] flag for `system.posix_acl_access`: the caller is neither in the
+/// file's group nor privileged, so the mode the ACL sets loses set-group-ID (Linux's
+/// `posix_acl_update_mode`; FUSE's `FUSE_SETXATTR_ACL_KILL_SGID`). Ignored elsewhere.
+pub const XATTR_ACL_KILL_SGID: u32 = 4;
+/// Set-group-ID in a mode.
+const S_ISGID: u16 = 0o2000;
 
 impl Mapper<'_> {
     /// All user-visible extended attributes.
@@ -65,9 +71,9 @@ impl Fs {
     /// [`Error::OutOfRange`] (`ERANGE`); a value over 64 KiB, over the kernel's limit for
     /// the inode (its inline xattr area and one xattr node, less 28 bytes), or with no
     /// room left in that space is [`Error::AttributeTooBig`] (`E2BIG`). The change time
-    /// becomes now.
+    /// becomes now. [`XATTR_ACL_KILL_SGID`] says the caller may not keep set-group-ID.
     pub fn set_xattr(&self, ino: Ino, name: &[u8], value: &[u8], flags: u32) -> Result<()> {
-        if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
+        if flags & !(XATTR_CREATE | XATTR_REPLACE | XATTR_ACL_KILL_SGID) != 0 {
             return Err(Error::Invalid(format!("xattr flags {flags:#x}")));
         }
         let n = name::resolve(name)?;
@@ -101,11 +107,12 @@ impl Op<'_> {
         let _g = self.rw.locks.lock(&[ino]);
         // An inode without links may be an orphan still open: it keeps its attributes.
         let mut i = self.load(ino)?;
+        let kill_sgid = flags & XATTR_ACL_KILL_SGID != 0;
         let (stored, flags, mode) = match n.acl {
-            None => (value.map(<[u8]>::to_vec), flags, None),
+            None => (value.map(<[u8]>::to_vec), flags & !XATTR_ACL_KILL_SGID, None),
             Some(kind) => match acl::plan(kind, &i, value, &shown)? {
                 AclChange::Nothing => return Ok(()),
-                AclChange::Store { value, mode } => (value, 0, mode),
+                AclChange::Store { value, mode } => (value, 0, mode.map(|m| if kill_sgid { m & !S_ISGID } else { m })),
             },
         };
         let rewrite = write::prepare(&self.t, &i, n.index, n.suffix, stored.as_deref(), flags, &shown)?;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
-use uf2fs_core::{Fs, Ino, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+use uf2fs_core::{Fs, Ino, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
 
 #[path = "../common/oracle.rs"]
 mod oracle;
@@ -148,6 +148,15 @@ impl FileModel {
         }
     }
 
+    /// fallocate ZERO_RANGE: the range reads as zeros; the size grows to its end
+    /// unless `keep_size`.
+    pub fn zero_range(&mut self, offset: u64, len: u64, keep_size: bool) {
+        self.zero(offset, offset + len);
+        if !keep_size {
+            self.size = self.size.max(offset + len);
+        }
+    }
+
     pub fn allocate(&mut self, offset: u64, len: u64, keep_size: bool) {
         if !keep_size {
             self.size = self.size.max(offset + len);
@@ -207,6 +216,8 @@ pub enum FileOp {
     Truncate(u64),
     Punch(u64, u64),
     Allocate(u64, u64, bool),
+    /// fallocate ZERO_RANGE (offset, length, KEEP_SIZE).
+    Zero(u64, u64, bool),
 }
 
 /// Data of `len` bytes that depends on `seed` and the position (so misplaced blocks
@@ -291,6 +302,13 @@ impl World {
                     .fallocate(ino, *off, *len, mode)
                     .unwrap_or_else(|e| panic!("{name} {op:?}: {e}"));
                 model.allocate(*off, *len, *keep);
+            }
+            FileOp::Zero(off, len, keep) => {
+                let mode = FALLOC_FL_ZERO_RANGE | if *keep { FALLOC_FL_KEEP_SIZE } else { 0 };
+                self.fs
+                    .fallocate(ino, *off, *len, mode)
+                    .unwrap_or_else(|e| panic!("{name} {op:?}: {e}"));
+                model.zero_range(*off, *len, *keep);
             }
         }
     }
