@@ -3,6 +3,11 @@
 //! The walk is iterative (an explicit stack of tasks). Directories are created first and
 //! get their mode, owner and times in a `Finish` task popped after all their contents,
 //! so read-only directories can still be filled and their mtimes survive.
+//!
+//! Regular files (but hard-linked ones) are written by worker threads, one per core
+//! (at most [`MAX_WORKERS`]), while the walk goes on: creating and filling files in the
+//! host file system is where extraction spends its time. Directories' `Finish` tasks
+//! then wait until every worker is done, and run in the order the walk reached them.
 
 mod android;
 mod data;
@@ -121,6 +126,52 @@ enum Task {
     },
 }
 
+/// Most threads writing files at once.
+pub const MAX_WORKERS: usize = 8;
+
+/// A regular file for a worker to write.
+struct FileJob {
+    ino: Ino,
+    stat: Box<Stat>,
+    src: Vec<u8>,
+    dest: PathBuf,
+}
+
+/// Threads that write files ([`FileJob`]s); the first error stops the extraction.
+struct Workers<'s> {
+    tx: std::sync::mpsc::SyncSender<FileJob>,
+    failed: &'s std::sync::atomic::AtomicBool,
+}
+
+/// Writes one regular file: data, then owner, xattrs, mode and times.
+fn write_regular(
+    fs: &Fs,
+    meta: &mut metadata::MetadataWriter,
+    job: &FileJob,
+    force: bool,
+    buf: &mut [u8],
+) -> anyhow::Result<()> {
+    let mut file = create_file(&job.dest, force)?;
+    data::copy_data(fs, job.ino, &mut file, buf).with_context(|| format!("writing {}", escape_os(&job.dest)))?;
+    drop(file);
+    meta.apply(fs, job.ino, &job.stat, &job.dest)
+}
+
+/// Creates `dest` as a new empty file, owner-only. O_EXCL never follows a symlink
+/// planted at `dest`; only when something is there already is it looked at (and
+/// removed with `force`), so a fresh destination costs one system call per file.
+fn create_file(dest: &Path, force: bool) -> anyhow::Result<fs::File> {
+    let open = || OpenOptions::new().write(true).create_new(true).mode(0o600).open(dest);
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            dest::clear_slot(dest, force)?;
+            open()
+        }
+        r => r,
+    }
+    .with_context(|| format!("creating {}", escape_os(dest)))
+}
+
 /// State of one extraction.
 struct Extractor<'a> {
     fs: &'a Fs,
@@ -135,6 +186,8 @@ struct Extractor<'a> {
     links: HashMap<Ino, PathBuf>,
     /// Directories entered so far: a corrupt image could loop.
     dirs_seen: HashSet<Ino>,
+    /// With worker threads: directories whose metadata waits for them.
+    finishes: Vec<(Ino, Box<Stat>, Vec<u8>, PathBuf)>,
 }
 
 impl<'a> Extractor<'a> {
@@ -148,15 +201,98 @@ impl<'a> Extractor<'a> {
             buf: vec![0; data::CHUNK_BYTES],
             links: HashMap::new(),
             dirs_seen: HashSet::new(),
+            finishes: Vec::new(),
         }
     }
 
-    /// Pops tasks until the stack is empty.
+    /// Pops tasks until the stack is empty, with worker threads writing the files.
     fn run(&mut self) -> anyhow::Result<()> {
+        let n = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_WORKERS);
+        if n <= 1 {
+            return self.walk(None);
+        }
+        let fs = self.fs;
+        let force = self.force;
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let first_error: std::sync::Mutex<Option<anyhow::Error>> = std::sync::Mutex::new(None);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<FileJob>(256);
+        let rx = std::sync::Mutex::new(rx);
+        let walked = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..n)
+                .map(|_| {
+                    let (rx, failed, first_error) = (&rx, &failed, &first_error);
+                    scope.spawn(move || {
+                        let mut meta = metadata::MetadataWriter::new();
+                        let mut buf = vec![0u8; data::CHUNK_BYTES];
+                        loop {
+                            let job = match rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv() {
+                                Ok(job) => job,
+                                Err(_) => break,
+                            };
+                            if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                                continue;
+                            }
+                            if let Err(e) = write_regular(fs, &mut meta, &job, force, &mut buf) {
+                                let e = e.context(escape_bytes(&job.src));
+                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                first_error
+                                    .lock()
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                    .get_or_insert(e);
+                            }
+                        }
+                        meta
+                    })
+                })
+                .collect();
+            let walked = self.walk(Some(Workers { tx, failed: &failed }));
+            for h in handles {
+                match h.join() {
+                    Ok(meta) => self.meta.absorb(meta),
+                    Err(_) => failed.store(true, std::sync::atomic::Ordering::Relaxed),
+                }
+            }
+            walked
+        });
+        if let Some(e) = first_error
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            return Err(e);
+        }
+        walked?;
+        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+            bail!("a thread writing files failed");
+        }
+        // Every file is written: now the directories' own metadata, children first.
+        for (ino, stat, src, dest) in std::mem::take(&mut self.finishes) {
+            self.meta
+                .apply(self.fs, ino, &stat, &dest)
+                .with_context(|| escape_bytes(&src))?;
+        }
+        Ok(())
+    }
+
+    /// The walk: pops tasks until the stack is empty (or a worker failed). With
+    /// `workers`, regular files go to them and directories' metadata waits in
+    /// `finishes`; dropping `workers` at the end lets the threads finish.
+    fn walk(&mut self, workers: Option<Workers<'_>>) -> anyhow::Result<()> {
         while let Some(task) = self.stack.pop() {
+            if workers
+                .as_ref()
+                .is_some_and(|w| w.failed.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return Ok(());
+            }
             match task {
                 Task::Visit { ino, src, rel, dest } => {
-                    self.visit(ino, &src, &rel, dest).with_context(|| escape_bytes(&src))?;
+                    self.visit(ino, &src, &rel, dest, workers.as_ref())
+                        .with_context(|| escape_bytes(&src))?;
+                }
+                Task::Finish { ino, stat, src, dest } if workers.is_some() => {
+                    self.finishes.push((ino, stat, src, dest));
                 }
                 Task::Finish { ino, stat, src, dest } => {
                     self.meta
@@ -168,8 +304,16 @@ impl<'a> Extractor<'a> {
         Ok(())
     }
 
-    /// Copies one inode.
-    fn visit(&mut self, ino: Ino, src: &[u8], rel: &[u8], dest: PathBuf) -> anyhow::Result<()> {
+    /// Copies one inode (a regular file that is not hard-linked goes to `workers`, if
+    /// any).
+    fn visit(
+        &mut self,
+        ino: Ino,
+        src: &[u8],
+        rel: &[u8],
+        dest: PathBuf,
+        workers: Option<&Workers<'_>>,
+    ) -> anyhow::Result<()> {
         let stat = self.fs.stat(ino)?;
         if let Some(android) = &mut self.android {
             android.record(self.fs, ino, &stat, rel)?;
@@ -183,6 +327,19 @@ impl<'a> Extractor<'a> {
                 return fs::hard_link(first, &dest)
                     .with_context(|| format!("linking {} to {}", escape_os(&dest), escape_os(first)));
             }
+        }
+        if let (FileKind::File, 1, Some(w)) = (stat.kind, stat.nlink, workers) {
+            let job = FileJob {
+                ino,
+                stat: Box::new(stat),
+                src: src.to_vec(),
+                dest,
+            };
+            // A send fails only when every worker is gone (one panicked).
+            return w
+                .tx
+                .send(job)
+                .map_err(|_| anyhow!("the threads writing files are gone"));
         }
         let created = match stat.kind {
             FileKind::File => self.write_file(ino, &dest).map(|()| true)?,
@@ -236,14 +393,7 @@ impl<'a> Extractor<'a> {
 
     /// Creates a regular file with the inode's data (holes stay holes).
     fn write_file(&mut self, ino: Ino, dest: &Path) -> anyhow::Result<()> {
-        dest::clear_slot(dest, self.force)?;
-        // create_new: O_EXCL never follows a symlink planted at `dest`.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(dest)
-            .with_context(|| format!("creating {}", escape_os(dest)))?;
+        let mut file = create_file(dest, self.force)?;
         data::copy_data(self.fs, ino, &mut file, &mut self.buf).with_context(|| format!("writing {}", escape_os(dest)))
     }
 

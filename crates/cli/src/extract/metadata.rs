@@ -29,9 +29,9 @@ pub struct MetadataWriter {
     /// Device nodes not created, with the first one's path.
     skipped_nodes: u64,
     first_skipped: Option<String>,
-    /// Warnings held back until the extraction succeeds: a failed run prints only its
-    /// error line.
-    warnings: Vec<String>,
+    /// Warnings held back until the extraction succeeds (a failed run prints only its
+    /// error line), with the xattr namespace each is about.
+    warnings: Vec<(Vec<u8>, String)>,
 }
 
 impl MetadataWriter {
@@ -73,12 +73,13 @@ impl MetadataWriter {
         }
         let namespace = name.split(|&b| b == b'.').next().unwrap_or(name).to_vec();
         if self.warned_namespaces.insert(namespace.clone()) {
-            self.warnings.push(format!(
+            let warning = format!(
                 "cannot set {}.* xattrs here (first: {} on {}: {err}); continuing without them",
                 escape_bytes(&namespace),
                 escape_bytes(name),
                 escape_os(dest)
-            ));
+            );
+            self.warnings.push((namespace, warning));
         }
         Ok(())
     }
@@ -110,6 +111,20 @@ impl MetadataWriter {
         }
     }
 
+    /// Takes in what another writer (a worker thread's) gathered: its warnings for
+    /// namespaces not warned about yet, and its skipped nodes.
+    pub fn absorb(&mut self, other: MetadataWriter) {
+        for (namespace, warning) in other.warnings {
+            if self.warned_namespaces.insert(namespace.clone()) {
+                self.warnings.push((namespace, warning));
+            }
+        }
+        self.skipped_nodes += other.skipped_nodes;
+        if self.first_skipped.is_none() {
+            self.first_skipped = other.first_skipped;
+        }
+    }
+
     fn skip_node(&mut self, dest: &Path) {
         self.skipped_nodes += 1;
         if self.first_skipped.is_none() {
@@ -120,7 +135,7 @@ impl MetadataWriter {
     /// Prints the warnings gathered: one per refused xattr namespace, and one summing up
     /// the device nodes that were not created.
     pub fn print_warnings(&self) {
-        for warning in &self.warnings {
+        for (_, warning) in &self.warnings {
             print_warning(warning);
         }
         if let Some(first) = &self.first_skipped {
