@@ -153,8 +153,7 @@ fn write_regular(
 ) -> anyhow::Result<()> {
     let mut file = create_file(&job.dest, force)?;
     data::copy_data(fs, job.ino, &mut file, buf).with_context(|| format!("writing {}", escape_os(&job.dest)))?;
-    drop(file);
-    meta.apply(fs, job.ino, &job.stat, &job.dest)
+    meta.apply_file(fs, job.ino, &job.stat, &file, &job.dest)
 }
 
 /// Creates `dest` as a new empty file, owner-only. O_EXCL never follows a symlink

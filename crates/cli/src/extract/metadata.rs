@@ -65,6 +65,28 @@ impl MetadataWriter {
         set_times(dest, stat.atime, stat.mtime).with_context(|| format!("setting times of {}", escape_os(dest)))
     }
 
+    /// [`MetadataWriter::apply`] for a regular file through its open descriptor
+    /// (`fchown`, `fsetxattr`, `fchmod`, `futimens`): the same order and rules, without
+    /// a path lookup per call.
+    pub fn apply_file(&mut self, fs: &Fs, ino: Ino, stat: &Stat, file: &fs::File, dest: &Path) -> anyhow::Result<()> {
+        use std::os::fd::AsFd;
+        use xattr::FileExt;
+        if self.is_root {
+            std::os::unix::fs::fchown(file, Some(stat.uid), Some(stat.gid))
+                .with_context(|| format!("changing owner of {}", escape_os(dest)))?;
+        }
+        for x in fs.list_xattrs(ino)? {
+            if let Err(err) = file.set_xattr(OsStr::from_bytes(&x.name), &x.value) {
+                self.xattr_failed(&x.name, dest, err)?;
+            }
+        }
+        file.set_permissions(Permissions::from_mode(stat.mode & 0o7777))
+            .with_context(|| format!("setting mode of {}", escape_os(dest)))?;
+        nix::sys::stat::futimens(file.as_fd(), &timespec(stat.atime), &timespec(stat.mtime))
+            .map_err(io::Error::from)
+            .with_context(|| format!("setting times of {}", escape_os(dest)))
+    }
+
     /// A failed xattr: refused by the host → one warning per namespace; else an error.
     fn xattr_failed(&mut self, name: &[u8], dest: &Path, err: io::Error) -> anyhow::Result<()> {
         let refused = matches!(err.raw_os_error(), Some(libc::EPERM | libc::ENOTSUP | libc::EACCES));
