@@ -125,6 +125,11 @@ impl PageCache {
         true
     }
 
+    /// Dirty pages of each writeback context's inodes.
+    pub fn context_loads(&self) -> Vec<u64> {
+        self.lock().per_context.clone()
+    }
+
     /// The writeback context of inode `ino` while it has dirty pages.
     pub fn context_of_inode(&self, ino: Ino) -> Option<usize> {
         self.lock().inodes.get(&ino).map(|p| p.context)

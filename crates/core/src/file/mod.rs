@@ -136,7 +136,7 @@ impl Fs {
         let mut chunk_blocks = WRITE_CHUNK_BLOCKS;
         let mut reclaims = 0;
         while done < data.len() {
-            self.balance_dirty_pages()?;
+            self.balance_dirty_pages(ino)?;
             let pos = offset + done as u64;
             let room = (B - pos % B) + (chunk_blocks - 1) * B;
             let len = (data.len() - done).min(room as usize);
@@ -227,12 +227,12 @@ impl Fs {
         self.inode(ino)
     }
 
-    /// Keeps the page cache within [`DIRTY_PAGES_MAX`]. With flusher threads
-    /// ([`crate::writeback::flusher`]): past
-    /// [`crate::writeback::flusher::DIRTY_BACKGROUND_PAGES`] the writer wakes them and
-    /// goes on, past the limit it waits for them to bring the count back under it.
-    /// Without, past the limit the writer runs the writeback contexts itself.
-    pub(crate) fn balance_dirty_pages(&self) -> Result<()> {
+    /// Keeps the page cache within [`DIRTY_PAGES_MAX`] before a write to `ino`. With
+    /// flusher threads, by [`crate::writeback::flusher::throttle`]'s rules: wake the
+    /// contexts with work and go on, or wait while everything dirty is past the limit
+    /// or `ino`'s own context is past its share. Without, past the limit the writer
+    /// runs the writeback contexts itself.
+    pub(crate) fn balance_dirty_pages(&self, ino: Ino) -> Result<()> {
         let rw = self.rw()?;
         let flush = &rw.flush;
         if !flush.running() {
@@ -241,19 +241,28 @@ impl Fs {
             }
             return Ok(());
         }
-        if rw.pages.len() > crate::writeback::flusher::DIRTY_BACKGROUND_PAGES {
-            flush.kick_all();
-        }
-        while rw.pages.len() > DIRTY_PAGES_MAX {
+        loop {
+            let mine = rw.pages.context_of_inode(ino);
+            let t = crate::writeback::flusher::throttle(
+                rw.pages.len(),
+                &rw.pages.context_loads(),
+                mine,
+                DIRTY_PAGES_MAX,
+                DIRTY_PAGES_PER_INODE_MAX,
+            );
+            for &c in &t.wake {
+                flush.kick(c);
+            }
+            if !t.wait {
+                return Ok(());
+            }
             rw.check_failed()?;
             if !flush.running() {
                 self.writeback()?;
-                break;
+                return Ok(());
             }
-            flush.kick_all();
             flush.wait_progress();
         }
-        Ok(())
     }
 
     /// fallocate modes 0 and `KEEP_SIZE` over bytes `offset..end`, in chunks.

@@ -9,10 +9,12 @@
 //! [`Flushers`], started and stopped with a mount's other background work
 //! ([`crate::background::Background`]).
 //!
-//! Rules (see `Fs::balance_dirty_pages` in `file/mod.rs`): past
-//! [`DIRTY_BACKGROUND_PAGES`] dirty pages a writer wakes every context with work and
-//! goes on; past `DIRTY_PAGES_MAX` (16 MiB, `pagecache.rs`) it waits until the contexts
-//! bring the count back under it (Linux's `balance_dirty_pages` throttling). A context
+//! Rules ([`throttle`], applied by `Fs::balance_dirty_pages` in `file/mod.rs`): each
+//! context's share of the 16 MiB limit is the limit over the contexts (at least 4 MiB);
+//! a writer wakes the contexts past half their share (every context past
+//! [`DIRTY_BACKGROUND_PAGES`] in all) and goes on; it waits while everything dirty is
+//! past the limit, or while its own context is past its share (Linux's
+//! `balance_dirty_pages` throttling, per writeback context). A context
 //! writes an inode as any writeback does: under the inode's lock and `cp_lock` shared,
 //! so never beside a checkpoint, and never the same inode as another context. Without
 //! threads (the lab's single-threaded runs, tests, `uf2fs` commands) writers write back
@@ -27,6 +29,44 @@ use std::time::Duration;
 /// Dirty pages past which writers wake the flusher threads (8 MiB: half the hard
 /// limit, Linux's `dirty_background_ratio` against `dirty_ratio`).
 pub const DIRTY_BACKGROUND_PAGES: usize = crate::pagecache::DIRTY_PAGES_MAX / 2;
+
+/// What a writer does about the dirty pages (see [`throttle`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Throttle {
+    /// Contexts to wake.
+    pub wake: Vec<usize>,
+    /// Whether the writer waits (for the contexts it wakes) before writing.
+    pub wait: bool,
+}
+
+/// The dirty-page rules of a writer whose inode belongs to context `mine` (if its
+/// inode has dirty pages yet), with `total` dirty pages, `loads` of them per context,
+/// under a hard limit of `max` pages in all (Linux's `dirty_ratio` and per-writeback
+/// share, `balance_dirty_pages`):
+/// - each context's share of the limit is `max / contexts`, at least `floor`;
+/// - a context past half its share is woken, and every context past half the limit;
+/// - the writer waits while all contexts together are past `max`, or while its own
+///   context is past its share (a writer flooding one context waits for it, not the
+///   writers of other contexts).
+pub fn throttle(total: usize, loads: &[u64], mine: Option<usize>, max: usize, floor: usize) -> Throttle {
+    let n = loads.len().max(1);
+    let share = (max / n).max(floor) as u64;
+    let mut wake: Vec<usize> = if total > max / 2 {
+        (0..loads.len()).collect()
+    } else {
+        (0..loads.len()).filter(|&c| loads[c] > share / 2).collect()
+    };
+    let own_over = mine.is_some_and(|c| loads.get(c).is_some_and(|&l| l > share));
+    if let Some(c) = mine.filter(|_| own_over) {
+        if !wake.contains(&c) {
+            wake.push(c);
+        }
+    }
+    Throttle {
+        wake,
+        wait: total > max || own_over,
+    }
+}
 
 /// Longest a throttled writer waits before looking again (a flusher that failed or
 /// stopped must not leave it asleep).
@@ -67,6 +107,15 @@ impl FlushControl {
     pub fn kick_all(&self) {
         let mut s = self.lock();
         s.kicked.iter_mut().for_each(|k| *k = true);
+        self.work.notify_all();
+    }
+
+    /// Wakes context `c`.
+    pub fn kick(&self, c: usize) {
+        let mut s = self.lock();
+        if let Some(k) = s.kicked.get_mut(c) {
+            *k = true;
+        }
         self.work.notify_all();
     }
 
@@ -195,4 +244,96 @@ fn run_context(fs: &Fs, c: usize) -> Result<()> {
         s.busy_us += started.elapsed().as_micros() as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::writeback::flusher::{throttle, Throttle};
+
+    #[test]
+    fn writers_wait_for_their_own_context_or_the_whole_limit() {
+        // One context: its share is the limit; past half it is woken, past the
+        // limit the writer waits.
+        assert_eq!(
+            throttle(100, &[100], Some(0), 4096, 1024),
+            Throttle {
+                wake: vec![],
+                wait: false
+            }
+        );
+        assert_eq!(
+            throttle(3000, &[3000], Some(0), 4096, 1024),
+            Throttle {
+                wake: vec![0],
+                wait: false
+            }
+        );
+        assert_eq!(
+            throttle(5000, &[5000], Some(0), 4096, 1024),
+            Throttle {
+                wake: vec![0],
+                wait: true
+            }
+        );
+        // Four contexts, shares of 1024: context 0 floods past its share (the total
+        // still under half the limit). Its writer waits for it; a writer of context 1
+        // goes on; only context 0 is woken.
+        let loads = [1100, 100, 0, 0];
+        assert_eq!(
+            throttle(1200, &loads, Some(0), 4096, 1024),
+            Throttle {
+                wake: vec![0],
+                wait: true
+            }
+        );
+        assert_eq!(
+            throttle(1200, &loads, Some(1), 4096, 1024),
+            Throttle {
+                wake: vec![0],
+                wait: false
+            }
+        );
+        // Two contexts: past half the limit in all, every context is woken; the
+        // writer of the flooding context waits, the other does not.
+        assert_eq!(
+            throttle(2600, &[2500, 100], Some(0), 4096, 1024),
+            Throttle {
+                wake: vec![0, 1],
+                wait: true
+            }
+        );
+        assert_eq!(
+            throttle(2600, &[2500, 100], Some(1), 4096, 1024),
+            Throttle {
+                wake: vec![0, 1],
+                wait: false
+            }
+        );
+        // Past the whole limit everyone waits and every context is woken.
+        assert_eq!(
+            throttle(4200, &[2100, 2100], Some(1), 4096, 1024),
+            Throttle {
+                wake: vec![0, 1],
+                wait: true
+            }
+        );
+        // A writer whose inode is clean yet only waits for the whole limit.
+        assert_eq!(
+            throttle(1200, &loads, None, 4096, 1024),
+            Throttle {
+                wake: vec![0],
+                wait: false
+            }
+        );
+        // Eight contexts: the share never drops below the floor.
+        let loads = [1000, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            throttle(1000, &loads, Some(0), 4096, 1024),
+            Throttle {
+                wake: vec![0],
+                wait: false
+            }
+        );
+        assert!(throttle(1100, &[1100, 0, 0, 0, 0, 0, 0, 0], Some(0), 4096, 1024).wait);
+    }
 }
