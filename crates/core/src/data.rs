@@ -42,6 +42,16 @@ pub enum Seek {
     Hole,
 }
 
+/// Zeroes `buf[pos..]` up to the end of a hole: file blocks `fb..end`, `within` bytes
+/// into block `fb` (`end` may be `u64::MAX`, past the double-indirect range: the size
+/// saturates). Returns the new fill position.
+fn zero_hole(buf: &mut [u8], pos: usize, fb: u64, end: u64, within: u64) -> usize {
+    let hole = (end - fb).saturating_mul(BLOCK as u64) - within;
+    let bytes = hole.min((buf.len() - pos) as u64) as usize;
+    buf[pos..pos + bytes].fill(0);
+    pos + bytes
+}
+
 /// Maps file blocks to addresses for one inode.
 pub struct Mapper<'a> {
     /// Dirty data blocks of a read-write file system, read before the device.
@@ -323,12 +333,7 @@ impl Mapper<'_> {
             // Node blocks of a compressed file hold whole clusters, so the chunk
             // starting at the cluster's first block holds all of it.
             match self.chunk(index * cluster)? {
-                Chunk::Hole { end } => {
-                    let hole = (end - fb).saturating_mul(block) - at % block;
-                    let bytes = hole.min((buf.len() - pos) as u64) as usize;
-                    buf[pos..pos + bytes].fill(0);
-                    pos += bytes;
-                }
+                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, at % block),
                 Chunk::Mapped {
                     first,
                     node,
@@ -524,13 +529,7 @@ impl Mapper<'_> {
             let fb = at / BLOCK as u64;
             let within = (at % BLOCK as u64) as usize;
             match self.chunk(fb)? {
-                Chunk::Hole { end } => {
-                    // `end` may be u64::MAX (past the double-indirect range): saturate.
-                    let hole = (end - fb).saturating_mul(BLOCK as u64) - within as u64;
-                    let bytes = hole.min((buf.len() - pos) as u64) as usize;
-                    buf[pos..pos + bytes].fill(0);
-                    pos += bytes;
-                }
+                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, within as u64),
                 Chunk::Mapped {
                     first,
                     node,

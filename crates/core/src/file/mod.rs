@@ -269,22 +269,15 @@ impl Fs {
     fn allocate(&self, ino: Ino, offset: u64, end: u64, keep_size: bool) -> Result<()> {
         let (first, last) = (offset / B, end.div_ceil(B));
         let mut index = first;
-        let mut reclaims = 0;
         while index < last {
             let stop = last.min(index + ALLOC_CHUNK_BLOCKS);
-            let mut op = self.begin_op()?;
             let size_to = if keep_size { 0 } else { end.min(stop * B) };
-            let r = op.allocate_chunk(ino, index, stop, size_to, end);
-            match op.end(r) {
-                Ok(()) => {
-                    index = stop;
-                    reclaims = 0;
-                }
-                Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
-                    reclaims += 1;
-                }
-                Err(e) => return Err(e),
-            }
+            self.with_room(|fs| {
+                let mut op = fs.begin_op()?;
+                let r = op.allocate_chunk(ino, index, stop, size_to, end);
+                op.end(r)
+            })?;
+            index = stop;
         }
         Ok(())
     }
@@ -298,21 +291,14 @@ impl Fs {
             op.end(r)
         })?;
         let mut index = first;
-        let mut reclaims = 0;
         while index < last {
             let stop = last.min(index + ALLOC_CHUNK_BLOCKS);
-            let mut op = self.begin_op()?;
-            let r = op.zero_chunk(ino, index, stop);
-            match op.end(r) {
-                Ok(()) => {
-                    index = stop;
-                    reclaims = 0;
-                }
-                Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
-                    reclaims += 1;
-                }
-                Err(e) => return Err(e),
-            }
+            self.with_room(|fs| {
+                let mut op = fs.begin_op()?;
+                let r = op.zero_chunk(ino, index, stop);
+                op.end(r)
+            })?;
+            index = stop;
         }
         self.with_room(|fs| {
             let mut op = fs.begin_op()?;
