@@ -144,7 +144,10 @@ pub enum Command {
         /// cleans in the foreground way), atgc (age-threshold victim selection),
         /// mode=adaptive|lfs (uf2fs allocates LFS-only in both),
         /// checkpoint_merge|nocheckpoint_merge (concurrent fsyncs share one checkpoint;
-        /// default on), cp_interval=SECS (periodic checkpoints, default 60, 0 = off; the
+        /// default on), fsync_mode=posix|strict|nobarrier (posix, the default: fsync
+        /// of a regular file writes its data and nodes for roll-forward recovery
+        /// without a checkpoint; strict: a checkpoint per fsync; nobarrier: posix
+        /// without the device flush), cp_interval=SECS (periodic checkpoints, default 60, 0 = off; the
         /// kernel's sysfs knob). uf2fs's own: gc_policy=greedy|cost-benefit|atgc|
         /// prefer-data-v1|prefer-data-v2|weighted:D:N|default (how GC picks victims;
         /// default greedy, as Linux).

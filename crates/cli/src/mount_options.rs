@@ -8,7 +8,7 @@
 //! access times; `sync`, `dirsync`: it does not make every change durable at once).
 
 use std::time::Duration;
-use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, GcPacing, GcPolicy, PacingSettings, Settings};
+use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, GcPacing, GcPolicy, PacingSettings, Settings};
 
 /// The kernel's periodic checkpoint interval (sysfs `cp_interval`), uf2fs's default.
 pub const DEFAULT_CP_INTERVAL_SECS: u64 = 60;
@@ -33,7 +33,7 @@ pub struct ParsedMountOptions {
     pub exec: Option<bool>,
     /// `cp_interval=SECS`: seconds between periodic checkpoints; `None` for 0 (none).
     pub cp_interval: Option<Duration>,
-    /// `active_logs=`, `background_gc=`, `mode=`, `[no]checkpoint_merge`.
+    /// `active_logs=`, `background_gc=`, `mode=`, `[no]checkpoint_merge`, `fsync_mode=`.
     pub settings: Settings,
     /// `gc_policy=NAME` (uf2fs's) or `atgc` (the kernel's): how GC picks victims;
     /// `None`: the core's default (greedy, as the kernel).
@@ -149,6 +149,10 @@ fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), Str
                 ))
             }
             None => return bad_value("adaptive or lfs"),
+        },
+        "fsync_mode" => match FsyncMode::from_name(value) {
+            Some(mode) => parsed.settings.fsync_mode = mode,
+            None => return bad_value("posix, strict or nobarrier"),
         },
         "active_logs" => match value.parse().ok().and_then(ActiveLogs::from_count) {
             Some(logs) => parsed.settings.active_logs = logs,
@@ -299,7 +303,7 @@ mod tests {
     fn f2fs_options_set_the_core_settings() {
         let p = parse(&[
             "active_logs=2,background_gc=off",
-            "mode=lfs,nocheckpoint_merge,cp_interval=5",
+            "mode=lfs,nocheckpoint_merge,cp_interval=5,fsync_mode=strict",
         ])
         .unwrap();
         assert_eq!(
@@ -309,8 +313,10 @@ mod tests {
                 background_gc: BackgroundGc::Off,
                 mode: AllocMode::Lfs,
                 checkpoint_merge: false,
+                fsync_mode: FsyncMode::Strict,
             }
         );
+        assert!(parse(&["fsync_mode=sync"]).is_err());
         assert_eq!(p.cp_interval, Some(Duration::from_secs(5)));
         assert_eq!(
             parse(&["active_logs=4"]).unwrap().settings.active_logs,

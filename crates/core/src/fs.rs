@@ -20,7 +20,6 @@
 //! file system hold `cp_lock` shared and the file's inode lock, as a writer does (the
 //! page cache moves blocks to the device under those).
 
-use crate::checkpoint::roll_forward::check_nothing_to_roll_forward;
 use crate::checkpoint::write::{check_writable, CheckpointReport, CheckpointWriter};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
 use crate::data::{Mapper, Seek};
@@ -82,6 +81,8 @@ pub(crate) struct ReadWrite {
     pub(crate) user_blocks: std::sync::atomic::AtomicU64,
     /// The flusher threads' control block ([`crate::writeback::flusher`]).
     pub(crate) flush: crate::writeback::flusher::FlushControl,
+    /// What fsync must know since the last checkpoint ([`Fs::fsync`]).
+    pub(crate) fsync: crate::file::synced::FsyncTrack,
 }
 
 /// How to open a file system.
@@ -226,7 +227,6 @@ impl Fs {
         let cps = load_checkpoint(dev.as_ref(), sb)?;
         if options.read_write {
             check_writable(sb, &cps.cp)?;
-            check_nothing_to_roll_forward(dev.as_ref(), sb, &cps)?;
         }
         let nodes = NodeManager::new(sb, &cps.cp, cps.nat_bitmap.clone(), &cps.nat_journal);
         let rw = if options.read_write {
@@ -256,6 +256,11 @@ impl Fs {
         }
         if fs.rw.is_some() && !fs.cps.orphans.is_empty() {
             fs.reclaim_orphans(&fs.cps.orphans.clone())?;
+        }
+        // What fsync wrote after the checkpoint (also after an unmount checkpoint: a
+        // mount writes none before its first fsync).
+        if fs.rw.is_some() {
+            fs.recover_fsync_data()?;
         }
         Ok(fs)
     }
@@ -357,6 +362,7 @@ impl Fs {
             &orphans,
             &before_nat,
         )?;
+        rw.fsync.checkpointed();
         // Sections freed by this checkpoint are discarded (zones reset) only now that
         // no checkpoint points into them.
         rw.segs
@@ -369,6 +375,11 @@ impl Fs {
     /// Blocks written to the device since open, by kind and by device.
     pub fn write_counts(&self) -> crate::device::WriteCounts {
         self.writes.counts()
+    }
+
+    /// The checkpoint the file system was opened at.
+    pub(crate) fn opened_state(&self) -> &CheckpointState {
+        &self.cps
     }
 
     /// The segment manager of a read-write file system (tests and later steps).
@@ -784,6 +795,7 @@ fn open_for_writing(
         gc: Mutex::new(Default::default()),
         user_blocks: Default::default(),
         flush: Default::default(),
+        fsync: Default::default(),
     })
 }
 

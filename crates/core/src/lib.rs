@@ -26,6 +26,7 @@ mod node;
 mod ops;
 mod orphan;
 mod pagecache;
+mod recovery;
 pub mod segment;
 pub mod settings;
 mod tree;
@@ -47,5 +48,5 @@ pub use gc::{
 };
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
 pub use namei::Creator;
-pub use settings::{ActiveLogs, AllocMode, BackgroundGc, Settings};
+pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

@@ -175,6 +175,22 @@ impl NodeManager {
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
     }
 
+    /// The NAT entry of `nid` as the last checkpoint recorded it (changes since left
+    /// out): whether a node is checkpointed (the kernel's `IS_CHECKPOINTED`).
+    pub fn checkpointed_entry(&self, dev: &dyn BlockDevice, nid: u32) -> Result<NatEntry> {
+        if nid == 0 || nid as u64 >= self.max_nid || self.reserved.contains(&nid) {
+            return Err(Error::corrupt("node id", None, format!("nid {nid} out of range")));
+        }
+        let nat = lock(&self.nat);
+        if let Some(e) = nat.journal.get(&nid) {
+            return Ok(*e);
+        }
+        let index = nid / NAT_ENTRY_PER_BLOCK as u32;
+        let (addr, block) = self.nat_block(dev, &nat, index)?;
+        nat_block_entry(&block, nid as usize % NAT_ENTRY_PER_BLOCK)
+            .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
+    }
+
     /// Where the NAT entry of `nid` comes from, for error messages: the checkpoint's
     /// journal (or memory, when dirty), or the live NAT block and its address.
     fn nat_entry_location(&self, nid: u32) -> (String, Option<u64>) {

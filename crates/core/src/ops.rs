@@ -36,8 +36,9 @@ pub(crate) struct Op<'a> {
     pub(crate) fs: &'a Fs,
     pub(crate) rw: &'a ReadWrite,
     _cp: RwLockReadGuard<'a, CheckpointWriter>,
-    /// Version of the checkpoint that will make this operation durable.
-    pub(crate) cp_ver_next: u64,
+    /// Footer version of node blocks written now (the last checkpoint's
+    /// [`crate::checkpoint::CheckpointState::node_version`]).
+    pub(crate) node_ver: u64,
     pub(crate) t: Tree<'a>,
     /// Set at the first change: a failure from then on fails the file system.
     changing: bool,
@@ -55,12 +56,12 @@ impl Fs {
         self.balance_fs()?;
         let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
-        let cp_ver_next = cp.last().cp.checkpoint_ver.wrapping_add(1);
+        let node_ver = cp.last().node_version();
         Ok(Op {
             fs: self,
             rw,
             _cp: cp,
-            cp_ver_next,
+            node_ver,
             t: self.tree(rw),
             changing: false,
         })
@@ -95,7 +96,7 @@ impl<'a> Op<'a> {
             let fs = self.fs;
             let written = fs
                 .nodes()
-                .write_dirty_nodes(fs.device(), fs.superblock(), &self.rw.segs, self.cp_ver_next);
+                .write_dirty_nodes(fs.device(), fs.superblock(), &self.rw.segs, self.node_ver);
             if let Err(e) = written {
                 self.rw.fail(&e);
                 return Err(e);

@@ -16,6 +16,12 @@
 //!   share one checkpoint: a request finding that a checkpoint started after it was
 //!   made returns without writing another (the kernel's checkpoint merge daemon queues
 //!   requests for the same effect). On by default, as in the kernel.
+//! - `fsync_mode` ([`FsyncMode`]): `posix` (the default) makes a regular file durable
+//!   as the kernel does, by writing its data and direct nodes with the fsync mark for
+//!   roll-forward recovery, without a checkpoint (see [`Fs::fsync`] for the cases that
+//!   still take one); `strict` writes a checkpoint for every fsync (stricter than the
+//!   kernel's `strict`, which only adds checkpoints for new files in changed
+//!   directories); `nobarrier` is `posix` without the device flush.
 
 use crate::{Fs, Result};
 use std::sync::PoisonError;
@@ -84,6 +90,39 @@ impl AllocMode {
     }
 }
 
+/// `fsync_mode=posix|strict|nobarrier` (see the module documentation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum FsyncMode {
+    /// `posix` (the kernel's default): roll-forward fsync.
+    #[default]
+    Posix,
+    /// `strict`: a checkpoint per fsync.
+    Strict,
+    /// `nobarrier`: roll-forward fsync without flushing the device.
+    NoBarrier,
+}
+
+impl FsyncMode {
+    /// From the option's value; `None` for values the kernel refuses.
+    pub fn from_name(name: &str) -> Option<FsyncMode> {
+        match name {
+            "posix" => Some(FsyncMode::Posix),
+            "strict" => Some(FsyncMode::Strict),
+            "nobarrier" => Some(FsyncMode::NoBarrier),
+            _ => None,
+        }
+    }
+
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            FsyncMode::Posix => "posix",
+            FsyncMode::Strict => "strict",
+            FsyncMode::NoBarrier => "nobarrier",
+        }
+    }
+}
+
 /// The settings of a read-write file system (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Settings {
@@ -95,6 +134,8 @@ pub struct Settings {
     pub mode: AllocMode,
     /// `checkpoint_merge` (true) or `nocheckpoint_merge` (false).
     pub checkpoint_merge: bool,
+    /// `fsync_mode=posix|strict|nobarrier`.
+    pub fsync_mode: FsyncMode,
 }
 
 impl Default for Settings {
@@ -105,6 +146,7 @@ impl Default for Settings {
             background_gc: BackgroundGc::default(),
             mode: AllocMode::default(),
             checkpoint_merge: true,
+            fsync_mode: FsyncMode::default(),
         }
     }
 }
@@ -144,6 +186,10 @@ mod tests {
         for mode in [AllocMode::Adaptive, AllocMode::Lfs] {
             assert_eq!(AllocMode::from_name(mode.name()), Some(mode));
         }
+        for mode in [FsyncMode::Posix, FsyncMode::Strict, FsyncMode::NoBarrier] {
+            assert_eq!(FsyncMode::from_name(mode.name()), Some(mode));
+        }
+        assert_eq!(FsyncMode::from_name("Posix"), None);
         for bad in ["", "ON", "yes", "1", "on "] {
             assert_eq!(BackgroundGc::from_name(bad), None, "{bad:?}");
         }
@@ -159,5 +205,6 @@ mod tests {
         assert_eq!(d.background_gc, BackgroundGc::On);
         assert_eq!(d.mode, AllocMode::Adaptive);
         assert!(d.checkpoint_merge);
+        assert_eq!(d.fsync_mode, FsyncMode::Posix);
     }
 }

@@ -8,8 +8,9 @@
 //! - A read-write open frees the orphans its checkpoint lists; power cuts before and
 //!   during the checkpoint that records it leave images that reopen and reclaim again.
 //! - An image cut after uf2fs wrote but before its next checkpoint reopens read-write
-//!   at its last checkpoint; one whose warm node log holds a node roll-forward
-//!   recovery would replay is refused read-write (read-only still works).
+//!   at its last checkpoint; nodes in its warm node log are replayed by roll-forward
+//!   recovery exactly when the kernel's rules say so (tests/roll_forward.rs has the
+//!   fsync side).
 
 #[path = "common/cuts.rs"]
 mod cuts;
@@ -431,14 +432,15 @@ fn stamp(block: &mut [u8], cp_ver: u64, flag_bits: u32, next: u64) {
     put_u32(block, f + 20, next as u32);
 }
 
-/// An image left without an unmount checkpoint, with nodes crafted in its warm node
-/// log as a kernel fsync leaves them: refused read-write (with a message saying what
-/// to do) when the chain from the log's next block reaches an fsync-marked node with
-/// the checkpoint's version (or, under `CP_CRC_RECOVERY_FLAG`, the version with the
-/// checkpoint's checksum); opened read-write when the chain ends before one; a chain
-/// that loops is reported corrupt. Read-only opens always work.
+/// An image left without an unmount checkpoint, with an inode block crafted in its
+/// warm node log as a kernel fsync leaves it (its mtime changed): a read-write open
+/// replays it (the file shows the new mtime) when the chain from the log's next block
+/// reaches it with the fsync mark and the checkpoint's version (or, under
+/// `CP_CRC_RECOVERY_FLAG`, the version with the checkpoint's checksum), and ignores it
+/// when the chain ends before it; a chain that loops is reported corrupt. Read-only
+/// opens show the checkpoint.
 #[test]
-fn fsynced_nodes_after_the_checkpoint_refuse_read_write() {
+fn fsynced_nodes_after_the_checkpoint_are_replayed_by_the_chain_rules() {
     let tmp = tempfile::tempdir().unwrap();
     let (fs, dev) = open_rw(fresh_image(tmp.path(), "", 128 * MIB));
     let root = fs.root();
@@ -451,31 +453,23 @@ fn fsynced_nodes_after_the_checkpoint_refuse_read_write() {
         let sb = fs.superblock();
         sb.main_blkaddr as u64 + cp.cur_node_segno[1] as u64 * 512 + cp.cur_node_blkoff[1] as u64
     };
-    let inode_block = fs.read_raw_block(fs.node_blkaddr(f).unwrap()).unwrap();
+    let mut inode_block = fs.read_raw_block(fs.node_blkaddr(f).unwrap()).unwrap();
+    let old_mtime = fs.stat(f).unwrap().mtime.secs;
+    const NEW_MTIME: i64 = 1_234_567_890;
+    put_u64(&mut inode_block, 48, NEW_MTIME as u64);
     drop(fs);
     let base = dev.image_now();
     let want = tree(&open_ro(&base));
-    let refused = |img: &[u8], what: &str| {
-        match Fs::open_device_with(Box::new(MemDevice::new(img.to_vec())), "crafted", RW) {
-            Err(Error::Unsupported { feature, detail }) => {
-                assert_eq!(feature, "roll-forward recovery", "{what}");
-                for words in [
-                    "fsync'ed after its last checkpoint",
-                    "roll-forward recovery is not implemented",
-                    "mount read-only",
-                    "fsck.f2fs",
-                ] {
-                    assert!(detail.contains(words), "{what}: {detail}");
-                }
-            }
-            Err(e) => panic!("{what}: {e}"),
-            Ok(_) => panic!("{what}: opened read-write"),
-        }
-        assert_eq!(tree(&open_ro(img)), want, "{what}: read-only still works");
-    };
-    let opens = |img: Vec<u8>, what: &str| {
+    let opens = |img: Vec<u8>, replayed: bool, what: &str| {
+        assert_eq!(
+            open_ro(&img).stat(f).unwrap().mtime.secs,
+            old_mtime,
+            "{what}: read-only"
+        );
         let (fs, dev) = open_rw(img);
         assert_eq!(tree(&fs), want, "{what}");
+        let mtime = fs.stat(f).unwrap().mtime.secs;
+        assert_eq!(mtime == NEW_MTIME, replayed, "{what}: replayed");
         fs.unmount().unwrap();
         fsck_clean(tmp.path(), &dev.image_now(), what);
     };
@@ -489,22 +483,26 @@ fn fsynced_nodes_after_the_checkpoint_refuse_read_write() {
         img
     };
     const FSYNC: u32 = 2;
-    opens(base.clone(), "nothing after the checkpoint");
-    refused(&with(&[(start, version, FSYNC, start + 1)]), "an fsync node first");
-    refused(
-        &with(&[(start, version, 0, start + 7), (start + 7, version, FSYNC, start + 8)]),
+    opens(base.clone(), false, "nothing after the checkpoint");
+    opens(with(&[(start, version, FSYNC, start + 1)]), true, "an fsync node first");
+    opens(
+        with(&[(start, version, 0, start + 7), (start + 7, version, FSYNC, start + 8)]),
+        true,
         "an fsync node down the chain",
     );
     opens(
         with(&[(start, version, 0, start + 1)]),
+        false,
         "a matching node without the fsync mark",
     );
     opens(
         with(&[(start, version - 1, FSYNC, start + 1)]),
+        false,
         "an fsync node of an older checkpoint",
     );
     opens(
         with(&[(start, version, 0, start + 7), (start + 9, version, FSYNC, start + 10)]),
+        false,
         "an fsync node off the chain",
     );
     match Fs::open_device_with(
@@ -534,11 +532,12 @@ fn fsynced_nodes_after_the_checkpoint_refuse_read_write() {
         stamp(b, ver, FSYNC, start + 1);
         img
     };
-    refused(
-        &crc_with(version | (crc as u64) << 32),
+    opens(
+        crc_with(version | (crc as u64) << 32),
+        true,
         "CRC recovery: version and checksum",
     );
-    opens(crc_with(version), "CRC recovery: the version alone");
+    opens(crc_with(version), false, "CRC recovery: the version alone");
 }
 
 /// Threads that create, open, unlink, write through and release files while another

@@ -14,7 +14,9 @@ pub mod write;
 
 use crate::device::{read_block, BlockDevice, BLOCK};
 use crate::{Error, Result};
-use uf2fs_format::checkpoint::{Checkpoint, OrphanBlock, CP_COMPACT_SUM_FLAG, CP_ORPHAN_PRESENT_FLAG};
+use uf2fs_format::checkpoint::{
+    Checkpoint, OrphanBlock, CP_COMPACT_SUM_FLAG, CP_CRC_RECOVERY_FLAG, CP_NOCRC_RECOVERY_FLAG, CP_ORPHAN_PRESENT_FLAG,
+};
 use uf2fs_format::consts::F2FS_SUPER_OFFSET;
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::sit::SitEntry;
@@ -103,11 +105,41 @@ pub struct CheckpointState {
     pub sit_journal: Vec<(u32, SitEntry)>,
     /// Orphan inodes recorded in the pack.
     pub orphans: Vec<u32>,
+    /// The checkpoint block's stored checksum (node footers written after this
+    /// checkpoint carry it under `CP_CRC_RECOVERY_FLAG`).
+    pub crc: u32,
 }
 
-fn load_pack(dev: &dyn BlockDevice, sb: &Superblock, start: u64) -> Result<Checkpoint> {
-    let cp1 = Checkpoint::decode(&read_block(dev, start)?)
-        .map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
+impl CheckpointState {
+    /// The version node blocks written after this checkpoint carry in their footers,
+    /// and which roll-forward recovery looks for: the checkpoint's version, with its
+    /// checksum in the high 32 bits when the checkpoint has `CP_CRC_RECOVERY_FLAG` (the
+    /// kernel's `cur_cp_version` and `cur_cp_crc`).
+    pub fn node_version(&self) -> u64 {
+        let v = self.cp.checkpoint_ver;
+        if self.cp.has_flag(CP_CRC_RECOVERY_FLAG) && !self.cp.has_flag(CP_NOCRC_RECOVERY_FLAG) {
+            v | (self.crc as u64) << 32
+        } else {
+            v
+        }
+    }
+
+    /// Whether a node footer's version `v` is [`CheckpointState::node_version`]: only
+    /// the low 32 bits count under `CP_NOCRC_RECOVERY_FLAG` (set by fsck.f2fs).
+    pub fn is_node_version(&self, v: u64) -> bool {
+        if self.cp.has_flag(CP_NOCRC_RECOVERY_FLAG) {
+            v as u32 == self.cp.checkpoint_ver as u32
+        } else {
+            v == self.node_version()
+        }
+    }
+}
+
+/// The checkpoint of the pack at `start` and its block's stored checksum.
+fn load_pack(dev: &dyn BlockDevice, sb: &Superblock, start: u64) -> Result<(Checkpoint, u32)> {
+    let block = read_block(dev, start)?;
+    let cp1 = Checkpoint::decode(&block).map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
+    let crc = uf2fs_format::le::u32_at(&block, cp1.checksum_offset as usize);
     cp1.validate(sb)
         .map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
     let last = start + cp1.cp_pack_total_block_count as u64 - 1;
@@ -123,7 +155,7 @@ fn load_pack(dev: &dyn BlockDevice, sb: &Superblock, start: u64) -> Result<Check
             ),
         ));
     }
-    Ok(cp1)
+    Ok((cp1, crc))
 }
 
 /// Picks the newest valid checkpoint pack and loads its bitmaps, journals and orphans.
@@ -131,7 +163,7 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
     let starts = [sb.cp_blkaddr as u64, sb.cp_blkaddr as u64 + sb.blocks_per_seg() as u64];
     let packs = [load_pack(dev, sb, starts[0]), load_pack(dev, sb, starts[1])];
     let pick = match (&packs[0], &packs[1]) {
-        (Ok(a), Ok(b)) => usize::from(b.checkpoint_ver.wrapping_sub(a.checkpoint_ver) as i64 > 0),
+        (Ok(a), Ok(b)) => usize::from(b.0.checkpoint_ver.wrapping_sub(a.0.checkpoint_ver) as i64 > 0),
         (Ok(_), Err(_)) => 0,
         (Err(_), Ok(_)) => 1,
         (Err(a), Err(b)) => {
@@ -143,8 +175,8 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
         }
     };
     let [p0, p1] = packs;
-    let (cp, other) = if pick == 0 { (p0?, p1) } else { (p1?, p0) };
-    let other = match other {
+    let ((cp, crc), other) = if pick == 0 { (p0?, p1) } else { (p1?, p0) };
+    let other = match other.map(|o| o.0) {
         Ok(o) if o.checkpoint_ver == cp.checkpoint_ver => "valid, same version (a mirror copy)".to_string(),
         Ok(o) => format!("valid, older (version {})", o.checkpoint_ver),
         Err(e) => format!("not usable: {e}"),
@@ -178,6 +210,7 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
         nat_journal: journals.nat,
         sit_journal: journals.sit,
         orphans,
+        crc,
     })
 }
 

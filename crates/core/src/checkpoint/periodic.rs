@@ -338,9 +338,10 @@ mod tests {
         }
     }
 
-    /// Threads creating and fsyncing their own files at once: with checkpoint merge
-    /// some syncs share a checkpoint, and every synced file is on the medium as of the
-    /// last flush whatever the interleaving.
+    /// Threads creating and fsyncing their own files at once under
+    /// `fsync_mode=strict` (a checkpoint per fsync): with checkpoint merge some syncs
+    /// share a checkpoint, and every synced file is on the medium as of the last flush
+    /// whatever the interleaving.
     #[test]
     fn merged_syncs_keep_every_synced_file() {
         for merge in [true, false] {
@@ -348,6 +349,7 @@ mod tests {
             let fs = Arc::new(Fs::open_device_with(Box::new(dev.clone()), "crash", RW).unwrap());
             fs.set_settings(Settings {
                 checkpoint_merge: merge,
+                fsync_mode: crate::settings::FsyncMode::Strict,
                 ..Settings::default()
             })
             .unwrap();

@@ -1,23 +1,19 @@
-//! Whether an image left without an unmount checkpoint holds anything roll-forward
-//! recovery would replay (uf2fs does not implement the replay, so such images are not
-//! opened for writing).
+//! The warm node log's chain after a checkpoint: what roll-forward recovery replays
+//! (the replay itself is `crate::recovery`).
 //!
-//! After a checkpoint, the kernel's fsync writes a file's direct nodes alone to the
-//! warm node log, each footer stamped with the version of the checkpoint in force and
-//! the address of the next block the log will use, and marked with the fsync bit. At
-//! mount, recovery (`find_fsync_dnodes` in fs/f2fs/recovery.c) follows that chain from
+//! After a checkpoint, an fsync writes the file's direct nodes (its inode, direct and
+//! xattr nodes) to the warm node log without a checkpoint, each footer stamped with
+//! the version of the checkpoint in force ([`CheckpointState::node_version`]) and the
+//! address of the next block the log will use, and marked with the fsync bit (the
+//! inode of a file never checkpointed also with the dentry bit). At mount, recovery
+//! (the kernel's `find_fsync_dnodes` in fs/f2fs/recovery.c) follows that chain from
 //! the checkpoint's next free block of the warm node log, as long as the blocks are in
-//! the main area and carry the checkpoint's version (with its checksum in the high 32
-//! bits under `CP_CRC_RECOVERY_FLAG`; low 32 bits only under
-//! `CP_NOCRC_RECOVERY_FLAG`). Blocks with the fsync bit are what it replays; none means
-//! the checkpoint alone is the file system. uf2fs's own fsync writes a checkpoint, and
-//! no node it writes carries the fsync bit, so its images never need the replay.
+//! the main area and carry the checkpoint's version. Blocks with the fsync bit are
+//! what it replays; none means the checkpoint alone is the file system.
 
 use super::CheckpointState;
 use crate::device::{read_block, BlockDevice};
 use crate::{Error, Result};
-use uf2fs_format::checkpoint::{CP_CRC_RECOVERY_FLAG, CP_NOCRC_RECOVERY_FLAG, CP_UMOUNT_FLAG};
-use uf2fs_format::le::u32_at;
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::superblock::Superblock;
 
@@ -35,53 +31,36 @@ pub struct FsyncNode {
     pub ino: u32,
 }
 
-/// The footer version a node written after checkpoint `cps` carries, and whether only
-/// its low 32 bits count.
-fn expected_version(dev: &dyn BlockDevice, cps: &CheckpointState) -> Result<(u64, bool)> {
-    let cp = &cps.cp;
-    if cp.has_flag(CP_NOCRC_RECOVERY_FLAG) {
-        return Ok((cp.checkpoint_ver, true));
-    }
-    if cp.has_flag(CP_CRC_RECOVERY_FLAG) {
-        let block = read_block(dev, cps.pack_blkaddr)?;
-        let crc = u32_at(&block, cp.checksum_offset as usize) as u64;
-        return Ok((cp.checkpoint_ver | (crc << 32), false));
-    }
-    Ok((cp.checkpoint_ver, false))
-}
-
-/// Walks the warm node log's chain after checkpoint `cps` (see the module notes) and
-/// returns the first block recovery would replay, if any. A chain that loops is
-/// [`Error::Corrupt`] (the kernel refuses to mount it too).
-pub fn find_fsync_node(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<Option<FsyncNode>> {
+/// Walks the warm node log's chain after checkpoint `cps` (see the module notes):
+/// `visit` sees each block of the chain in order, with its address and decoded
+/// footer, and returns whether to go on. A chain that loops is [`Error::Corrupt`]
+/// (the kernel refuses to mount it too). An unmount checkpoint may have one too: a
+/// mount after it writes no checkpoint before its first fsync.
+pub fn walk_chain(
+    dev: &dyn BlockDevice,
+    sb: &Superblock,
+    cps: &CheckpointState,
+    mut visit: impl FnMut(u64, &[u8], &NodeFooter) -> Result<bool>,
+) -> Result<()> {
     let cp = &cps.cp;
     let bps = sb.blocks_per_seg() as u64;
     let main = sb.main_blkaddr as u64..sb.main_end_blkaddr();
-    let (version, low_only) = expected_version(dev, cps)?;
-    let matches = |v: u64| {
-        if low_only {
-            v as u32 == version as u32
-        } else {
-            v == version
-        }
-    };
     // The kernel gives up after as many blocks as the main area has free.
     let free_blocks = (sb.segment_count_main as u64 * bps).saturating_sub(cp.valid_block_count);
     let mut blkaddr = main.start + cp.cur_node_segno[WARM_NODE] as u64 * bps + cp.cur_node_blkoff[WARM_NODE] as u64;
     let mut walked = 0u64;
     while main.contains(&blkaddr) {
         let block = read_block(dev, blkaddr)?;
-        let footer =
-            NodeFooter::decode(&block).map_err(|e| Error::corrupt("node block", Some(blkaddr), e.to_string()))?;
-        if !matches(footer.cp_ver) {
-            return Ok(None);
+        // A block the log never wrote after this checkpoint ends the chain, whatever
+        // it holds.
+        let Ok(footer) = NodeFooter::decode(&block) else {
+            return Ok(());
+        };
+        if !cps.is_node_version(footer.cp_ver) {
+            return Ok(());
         }
-        if footer.is_fsync() {
-            return Ok(Some(FsyncNode {
-                blkaddr,
-                nid: footer.nid,
-                ino: footer.ino,
-            }));
+        if !visit(blkaddr, &block, &footer)? {
+            return Ok(());
         }
         walked += 1;
         let next = footer.next_blkaddr as u64;
@@ -94,24 +73,23 @@ pub fn find_fsync_node(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointS
         }
         blkaddr = next;
     }
-    Ok(None)
+    Ok(())
 }
 
-/// Refuses to open for writing an image whose checkpoint was not written by a clean
-/// unmount when roll-forward recovery would replay something after it.
-pub fn check_nothing_to_roll_forward(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<()> {
-    if cps.cp.has_flag(CP_UMOUNT_FLAG) {
-        return Ok(());
-    }
-    match find_fsync_node(dev, sb, cps)? {
-        None => Ok(()),
-        Some(n) => Err(Error::Unsupported {
-            feature: "roll-forward recovery",
-            detail: format!(
-                "the image holds data fsync'ed after its last checkpoint (node {} of inode {} at block {:#x}); \
-                 roll-forward recovery is not implemented; mount read-only or let the kernel/fsck.f2fs recover it",
-                n.nid, n.ino, n.blkaddr
-            ),
-        }),
-    }
+/// The first block of the chain after checkpoint `cps` that recovery would replay (a
+/// block with the fsync bit), if any.
+pub fn find_fsync_node(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<Option<FsyncNode>> {
+    let mut found = None;
+    walk_chain(dev, sb, cps, |blkaddr, _, footer| {
+        if footer.is_fsync() {
+            found = Some(FsyncNode {
+                blkaddr,
+                nid: footer.nid,
+                ino: footer.ino,
+            });
+            return Ok(false);
+        }
+        Ok(true)
+    })?;
+    Ok(found)
 }

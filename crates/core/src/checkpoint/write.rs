@@ -49,8 +49,8 @@ const KEPT_FLAGS: u32 = CP_LARGE_NAT_BITMAP_FLAG | CP_CRC_RECOVERY_FLAG | CP_NOC
 
 /// Refuses to open for writing what uf2fs cannot write yet: features beyond
 /// [`WRITABLE_FEATURES`], checkpoints marked for fsck, and checkpoints written with
-/// checkpoints disabled. A checkpoint not written by a clean unmount is judged by
-/// [`super::roll_forward::check_nothing_to_roll_forward`], which needs the device.
+/// checkpoints disabled. Whatever fsync left after a checkpoint not written by a clean
+/// unmount is replayed at open (`crate::recovery`).
 pub fn check_writable(sb: &Superblock, cp: &Checkpoint) -> Result<()> {
     for &(bit, name) in FEATURES {
         if sb.feature & bit != 0 && WRITABLE_FEATURES & bit == 0 {
@@ -192,8 +192,8 @@ impl CheckpointWriter {
             })
     }
 
-    /// `before_nat` writes dirty data and node blocks (given the version of the
-    /// checkpoint being written, for node footers) before the NAT is flushed.
+    /// `before_nat` writes dirty data and node blocks (given the footer version of node
+    /// blocks written now, the last checkpoint's) before the NAT is flushed.
     fn write_inner(
         &mut self,
         dev: &dyn BlockDevice,
@@ -203,7 +203,7 @@ impl CheckpointWriter {
         (umount, orphans): (bool, &[u32]),
         before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
-        before_nat(self.last.cp.checkpoint_ver.wrapping_add(1))?;
+        before_nat(self.last.node_version())?;
         // The NodeManager first, then the SegmentManager (the lock order in fs.rs).
         let with_bits = umount && nodes.has_nat_bits();
         let nat = nodes.flush_nat(dev, with_bits)?;
@@ -262,6 +262,7 @@ impl CheckpointWriter {
             sit_blocks: sit.blocks_written,
         };
         let older = self.last.cp.checkpoint_ver;
+        let crc = uf2fs_format::le::u32_at(&pack.last.1, pack.cp.checksum_offset as usize);
         self.last = CheckpointState {
             sit_bitmap: segs.sit_bitmap().to_vec(),
             cp: pack.cp,
@@ -272,6 +273,7 @@ impl CheckpointWriter {
             nat_journal: nat.flush.journal,
             sit_journal: sit.journal,
             orphans: orphans.to_vec(),
+            crc,
         };
         Ok(report)
     }

@@ -22,6 +22,7 @@
 
 pub mod blocks;
 pub mod inline;
+pub mod synced;
 
 use crate::inode::{now, InodeMut};
 use crate::namei::newinode::{FADVISE_COLD_BIT, FADVISE_HOT_BIT};
@@ -30,7 +31,8 @@ use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
-use uf2fs_format::consts::{BLOCK_SIZE, NULL_ADDR};
+use std::sync::PoisonError;
+use uf2fs_format::consts::{BLOCK_SIZE, NEW_ADDR, NULL_ADDR};
 
 /// Blocks one write operation dirties at most (1 MiB).
 pub const WRITE_CHUNK_BLOCKS: u64 = 256;
@@ -209,16 +211,80 @@ impl Fs {
         }
     }
 
-    /// Makes file `ino`'s data and metadata durable before returning: its dirty pages
-    /// are written back, then a checkpoint makes everything durable (F2FS's
-    /// roll-forward fsync, writing only the file's nodes, is a later optimisation).
-    /// `datasync` changes nothing: both are the full sync.
+    /// Makes file `ino`'s data and metadata durable before returning. Its dirty pages
+    /// are written back; then, as Linux F2FS does under `fsync_mode=posix`, a regular
+    /// file's direct nodes go to the warm node log with the fsync mark (the inode block
+    /// last, with the dentry mark when the file is new since the last checkpoint) and
+    /// the device is flushed: roll-forward recovery ([`crate::recovery`]) replays them
+    /// after a crash. A checkpoint is written instead for everything else, as the
+    /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
+    /// link count other than one, a name or parent changed since the last checkpoint
+    /// (or nodes freed by a truncate or a punched hole), a parent directory not yet
+    /// checkpointed, two active logs, little free space, or `fsync_mode=strict`.
+    /// `datasync` changes nothing: both write the same.
     pub fn fsync(&self, ino: Ino, datasync: bool) -> Result<()> {
         let _ = datasync;
-        self.rw()?;
+        let rw = self.rw()?;
         self.live_inode(ino)?;
         self.writeback_inode(ino)?;
+        if self.fsync_roll_forward(rw, ino)? {
+            return Ok(());
+        }
         self.sync_fs()
+    }
+
+    /// The roll-forward half of [`Fs::fsync`]: false when a checkpoint must be written
+    /// instead.
+    fn fsync_roll_forward(&self, rw: &crate::fs::ReadWrite, ino: Ino) -> Result<bool> {
+        let settings = self.settings();
+        if settings.fsync_mode == crate::settings::FsyncMode::Strict
+            || settings.active_logs.log_for(LogType::WarmNode) != LogType::WarmNode
+        {
+            return Ok(false);
+        }
+        let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
+        rw.check_failed()?;
+        let _g = rw.locks.lock(&[ino]);
+        if rw.fsync.must_checkpoint(ino) {
+            return Ok(false);
+        }
+        let inode = self.tree(rw).load_inode(ino)?;
+        if inode.kind()? != FileKind::File || inode.inode.is_compressed() || inode.inode.links != 1 {
+            return Ok(false);
+        }
+        let dev = self.device();
+        let checkpointed = |nid: u32| {
+            self.nodes()
+                .checkpointed_entry(dev, nid)
+                .is_ok_and(|e| e.ino == nid && e.block_addr != NULL_ADDR && e.block_addr != NEW_ADDR)
+        };
+        if inode.inode.pino == 0 || !checkpointed(inode.inode.pino) {
+            return Ok(false);
+        }
+        // Room for what recovery writes: the nodes written now again, and the chain.
+        {
+            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            if segs.free_section_count() <= segs.reserved_sections() + 2 {
+                return Ok(false);
+            }
+        }
+        let dent = !checkpointed(ino) && !rw.fsync.dentry_marked(ino);
+        let written =
+            self.nodes()
+                .write_fsync_nodes(dev, self.superblock(), &rw.segs, ino, cp.last().node_version(), dent);
+        if let Err(e) = written {
+            rw.fail(&e);
+            return Err(e);
+        }
+        if dent {
+            rw.fsync.mark_dentry(ino);
+        }
+        drop(_g);
+        drop(cp);
+        if settings.fsync_mode != crate::settings::FsyncMode::NoBarrier {
+            dev.flush()?;
+        }
+        Ok(true)
     }
 
     /// Inode `ino` as it stands ([`Error::NotFound`] when it is not allocated).
@@ -403,6 +469,8 @@ impl Op<'_> {
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
+        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if size > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -506,6 +574,8 @@ impl Op<'_> {
     fn punch_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Option<(u64, u64)>> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
+        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if offset >= i.inode.size {
             return Ok(None);
@@ -543,6 +613,8 @@ impl Op<'_> {
     fn zero_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<(u64, u64)> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
+        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if end > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -596,6 +668,8 @@ impl Op<'_> {
     fn zero_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
+        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let log = data_log(&i, self.t.segs);
         let plan = blocks::plan_range(&self.t, &i, first, end)?;
@@ -637,6 +711,8 @@ impl Op<'_> {
     fn punch_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
+        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let dnodes = (end - first).div_ceil(blocks::D) + 1;
         self.ensure_room_as(need([0, 0, 0, 0, 1 + dnodes, 2], 0), 0, true)?;

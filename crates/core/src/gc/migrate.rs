@@ -41,7 +41,7 @@ enum Owner {
 }
 
 /// Moves every valid block of section `secno` (see the module notes); `cp_ver` is the
-/// version of the next checkpoint (stamped in node footers). All of
+/// footer version of node blocks written now (the last checkpoint's node version). All of
 /// [`Migration`]'s steps, one after another, each a whole segment.
 pub fn migrate_section(t: &Tree, secno: u32, cp_ver: u64) -> Result<Moved> {
     let mut m = Migration::new(t, secno);
@@ -373,7 +373,7 @@ mod tests {
             }
             let (used, victim) = best.unwrap();
             assert!(used >= 2, "a section with several segments to move");
-            let cp_ver = writer.last().cp.checkpoint_ver + 1;
+            let cp_ver = writer.last().node_version();
             let mut m = Migration::new(&t, victim.secno);
             let mut steps = 0;
             while !m.step(&t, cp_ver).unwrap() {

@@ -430,7 +430,7 @@ impl Fs {
             } else {
                 self.cheapest_victim(rw).unwrap_or(victim)
             };
-            let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+            let cp_ver = writer.last().node_version();
             let started = self.now();
             let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver)?;
             let ended = self.now();

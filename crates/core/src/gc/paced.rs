@@ -275,7 +275,7 @@ impl Fs {
             let cost = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.block_cost_ns;
             victim.step_blocks = pacer::adaptive_step(cost, settings.latency_target);
         }
-        let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+        let cp_ver = writer.last().node_version();
         let before = victim.migration.moved();
         let t0 = self.now();
         let stepped = victim
@@ -329,7 +329,7 @@ impl Fs {
         let Some(mut v) = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim.take() else {
             return Ok(false);
         };
-        let cp_ver = writer.last().cp.checkpoint_ver.wrapping_add(1);
+        let cp_ver = writer.last().node_version();
         let before = v.migration.moved();
         while !v.migration.step(&self.tree(rw), cp_ver)? {}
         let after = v.migration.moved();

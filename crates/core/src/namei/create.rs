@@ -295,6 +295,8 @@ impl Op<'_> {
         if i.is_dir() {
             return Err(Error::NotPermitted(format!("hard link to directory inode {ino}")));
         }
+        // A second name: an fsync of it takes a checkpoint from now on.
+        rw.fsync.needs_checkpoint(ino);
         if i.inode.links == 0 {
             return Err(Error::NotFound(format!("inode {ino} was removed")));
         }

@@ -107,6 +107,11 @@ impl<'a> Op<'a> {
             _ => None,
         };
         self.commit();
+        // Names and parents change: an fsync of these takes a checkpoint.
+        rw.fsync.needs_checkpoint(s);
+        if let Some(t) = target {
+            rw.fsync.needs_checkpoint(t);
+        }
         if flags & RENAME_EXCHANGE != 0 {
             let dst = found
                 .dst

@@ -42,9 +42,11 @@ impl FreeNids {
         }
     }
 
-    /// `nid` became a node: no longer preallocated.
+    /// `nid` became a node: no longer preallocated (nor listed free, for an id
+    /// recovery gives back to the inode an fsync wrote).
     pub(super) fn taken(&mut self, nid: u32) {
         self.prealloc.remove(&nid);
+        self.list.remove(&nid);
     }
 }
 

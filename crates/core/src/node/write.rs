@@ -16,9 +16,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::nat::NatEntry;
-use uf2fs_format::node::{seal_inode_checksum, NodeFooter};
+use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
 use uf2fs_format::summary::Summary;
 use uf2fs_format::superblock::Superblock;
+use uf2fs_format::xattr::XATTR_NODE_OFFSET;
 
 /// Dirty node blocks past which an operation writes them all out (16 MiB). An
 /// operation dirties a few nodes, so the map stays within a few per concurrent
@@ -80,6 +81,9 @@ struct Pending {
     nid: u32,
     entry: NatEntry,
     node: DirtyNode,
+    /// Footer marks to write it with ([`NODE_FSYNC_BIT`], [`NODE_DENT_BIT`]); none
+    /// but for fsync.
+    marks: u32,
 }
 
 /// Whether `addr` is a block address (not `NULL_ADDR` or `NEW_ADDR`).
@@ -249,7 +253,8 @@ impl NodeManager {
     }
 
     /// Writes every dirty node block out of place to its log (see the module notes);
-    /// `cp_ver` is the version of the checkpoint that will make them durable. Returns
+    /// `node_ver` is the footer version of nodes written now (the last checkpoint's
+    /// [`crate::checkpoint::CheckpointState::node_version`]). Returns
     /// the blocks written. An error leaves memory ahead of the device: the caller must
     /// refuse further checkpoints.
     pub(crate) fn write_dirty_nodes(
@@ -257,7 +262,7 @@ impl NodeManager {
         dev: &dyn BlockDevice,
         sb: &Superblock,
         segs: &Mutex<SegmentManager>,
-        cp_ver: u64,
+        node_ver: u64,
     ) -> Result<usize> {
         let mut dirty = lock(&self.dirty);
         if dirty.map.is_empty() {
@@ -270,9 +275,90 @@ impl NodeManager {
         // Out of the map while they are written; back in it if anything fails.
         let map = std::mem::take(&mut *dirty).map;
         let mut pending: Vec<Pending> = (map.into_iter().zip(entries))
-            .map(|((nid, node), entry)| Pending { nid, entry, node })
+            .map(|((nid, node), entry)| Pending {
+                nid,
+                entry,
+                node,
+                marks: 0,
+            })
             .collect();
-        let written = write_pending(dev, sb, &mut lock_segs(segs), &mut pending, cp_ver, WriteKind::UserNode);
+        let written = write_pending(
+            dev,
+            sb,
+            &mut lock_segs(segs),
+            &mut pending,
+            node_ver,
+            WriteKind::UserNode,
+        );
+        if let Err(e) = written {
+            dirty.put_back(pending);
+            return Err(e);
+        }
+        self.written_clean(&pending);
+        Ok(pending.len())
+    }
+
+    /// Writes inode `ino`'s dirty direct nodes (inode, direct and xattr nodes: what
+    /// roll-forward recovery replays) to their log with the fsync mark, the inode
+    /// last, also when only its other nodes were dirty or none was: its block then
+    /// carries the mark that makes recovery replay everything of the inode before it
+    /// (the kernel's `f2fs_fsync_node_pages`). With `dent`, the inode block also gets
+    /// the dentry mark (recovery then adds its name to its parent). Indirect nodes stay
+    /// dirty: recovery rebuilds them. `node_ver` as for
+    /// [`NodeManager::write_dirty_nodes`]. Returns the blocks written.
+    pub(crate) fn write_fsync_nodes(
+        &self,
+        dev: &dyn BlockDevice,
+        sb: &Superblock,
+        segs: &Mutex<SegmentManager>,
+        ino: u32,
+        node_ver: u64,
+        dent: bool,
+    ) -> Result<usize> {
+        // Read before the dirty map is locked (reads look at it); the caller holds the
+        // inode, so if it is not dirty below, this is its block.
+        let clean_inode = self.read(dev, ino, ino)?;
+        let mut dirty = lock(&self.dirty);
+        let mine: Vec<u32> = dirty
+            .map
+            .iter()
+            .filter(|(&nid, n)| {
+                NodeFooter::decode(&n.block).is_ok_and(|f| {
+                    f.ino == ino && nid != ino && (super::is_dnode(f.offset()) || f.offset() == XATTR_NODE_OFFSET)
+                })
+            })
+            .map(|(&nid, _)| nid)
+            .collect();
+        let mut entries = Vec::with_capacity(mine.len() + 1);
+        for &nid in mine.iter().chain([&ino]) {
+            entries.push(self.nat_entry(dev, nid)?);
+        }
+        let mut pending = Vec::with_capacity(mine.len() + 1);
+        for (&nid, entry) in mine.iter().chain([&ino]).zip(entries) {
+            let (node, marks) = if nid == ino {
+                let node = dirty.take(ino).unwrap_or(DirtyNode {
+                    block: clean_inode.clone(),
+                    log: LogType::WarmNode,
+                });
+                (node, NODE_FSYNC_BIT | if dent { NODE_DENT_BIT } else { 0 })
+            } else {
+                (dirty.take(nid).expect("listed as dirty above"), NODE_FSYNC_BIT)
+            };
+            pending.push(Pending {
+                nid,
+                entry,
+                node,
+                marks,
+            });
+        }
+        let written = write_pending(
+            dev,
+            sb,
+            &mut lock_segs(segs),
+            &mut pending,
+            node_ver,
+            WriteKind::UserNode,
+        );
         if let Err(e) = written {
             dirty.put_back(pending);
             return Err(e);
@@ -306,7 +392,7 @@ fn write_pending(
     sb: &Superblock,
     segs: &mut SegmentManager,
     nodes: &mut [Pending],
-    cp_ver: u64,
+    node_ver: u64,
     kind: WriteKind,
 ) -> Result<()> {
     // The blocks of `nodes[run..i]` go to consecutive addresses from `run_start`.
@@ -335,7 +421,14 @@ fn write_pending(
             // unshared, and the stamp needs no copy.
             dev.forget(old as u64);
         }
-        stamp(Arc::make_mut(&mut p.node.block).as_mut_slice(), sb, addr, cp_ver)?;
+        let next = segs.next_blkaddr(p.node.log);
+        stamp(
+            Arc::make_mut(&mut p.node.block).as_mut_slice(),
+            sb,
+            next,
+            node_ver,
+            p.marks,
+        )?;
         let len = i - run;
         if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
             flush(&nodes[run..i], run_start)?;
@@ -352,13 +445,15 @@ fn write_pending(
     flush(&nodes[run..], run_start)
 }
 
-/// Makes `b` the node block as written at `addr`: footer's checkpoint version and next
-/// block address set, inode checksum sealed.
-fn stamp(b: &mut [u8], sb: &Superblock, addr: u64, cp_ver: u64) -> Result<()> {
+/// Makes `b` the node block as written: footer's checkpoint version (`node_ver`) and
+/// the address its log takes next (`next`, which chains the warm node log for
+/// roll-forward recovery) set, inode checksum sealed.
+fn stamp(b: &mut [u8], sb: &Superblock, next: u64, node_ver: u64, marks: u32) -> Result<()> {
     let bad = |e: uf2fs_format::FormatError| Error::Invalid(format!("cannot encode node block: {e}"));
     let mut f = NodeFooter::decode(b).map_err(bad)?;
-    f.cp_ver = cp_ver;
-    f.next_blkaddr = (addr + 1) as u32;
+    f.flag = (f.flag & !(NODE_FSYNC_BIT | NODE_DENT_BIT)) | marks;
+    f.cp_ver = node_ver;
+    f.next_blkaddr = next as u32;
     f.encode(b).map_err(bad)?;
     if f.offset() == 0 {
         seal_inode_checksum(b, sb).map_err(bad)?;
@@ -377,7 +472,7 @@ impl NodeManager {
         dev: &dyn BlockDevice,
         sb: &Superblock,
         segs: &Mutex<SegmentManager>,
-        cp_ver: u64,
+        node_ver: u64,
         nodes: &[(u32, NatEntry)],
         log_of: &dyn Fn(&NodeFooter) -> LogType,
     ) -> Result<usize> {
@@ -396,11 +491,16 @@ impl NodeManager {
                     }
                 },
             };
-            pending.push(Pending { nid, entry, node });
+            pending.push(Pending {
+                nid,
+                entry,
+                node,
+                marks: 0,
+            });
         }
         let written = loaded.and_then(|()| {
             let mut s = lock_segs(segs);
-            write_pending(dev, sb, &mut s, &mut pending, cp_ver, WriteKind::GcNode)
+            write_pending(dev, sb, &mut s, &mut pending, node_ver, WriteKind::GcNode)
         });
         if let Err(e) = written {
             dirty.put_back(pending);

@@ -16,6 +16,7 @@ use uf2fs_format::sit::SitEntry;
 use uf2fs_format::summary::{Summary, SummaryBlock};
 use uf2fs_format::superblock::Superblock;
 
+mod recovery;
 mod space;
 mod victims;
 pub use space::{SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
@@ -119,6 +120,9 @@ pub struct SegmentManager {
     clock: Clock,
     /// Space rules of the write path (see [`space`]).
     space: space::SpaceRules,
+    /// Summary entries roll-forward recovery set outside the logs, by segment, until
+    /// [`SegmentManager::finish_recovery`] writes them (see [`recovery`]).
+    recovered: std::collections::BTreeMap<u32, recovery::RecoveredSummaries>,
 }
 
 impl SegmentManager {
@@ -165,6 +169,7 @@ impl SegmentManager {
                 blocks_per_sec: None,
             },
             space: space::SpaceRules::new(&cps.cp, geo.segs_per_sec),
+            recovered: Default::default(),
         };
         for segno in 0..geo.segments {
             let used = m.sit[segno as usize].valid_blocks > 0 || m.current_log(segno).is_some();
@@ -343,6 +348,13 @@ impl SegmentManager {
             self.new_segment(dev, li)?;
         }
         Ok(self.geo.main_blkaddr + segno as u64 * BLOCKS_PER_SEG as u64 + off as u64)
+    }
+
+    /// The address the log taking blocks of class `log` writes next (a node footer's
+    /// `next_blkaddr`: after a log fills its segment, the first block of the next).
+    pub fn next_blkaddr(&self, log: LogType) -> u64 {
+        let c = &self.logs[self.active_logs.log_for(log) as usize];
+        self.geo.main_blkaddr + c.segno as u64 * BLOCKS_PER_SEG as u64 + c.next_blkoff as u64
     }
 
     /// Replaces the summary entry of `blkaddr`, a block already taken from an active log.

@@ -222,13 +222,13 @@ impl Fs {
         let rw = self.rw()?;
         let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
-        let cp_ver_next = cp.last().cp.checkpoint_ver.wrapping_add(1);
+        let node_ver = cp.last().node_version();
         let _g = rw.locks.lock(&[ino]);
         let t = self.tree(rw);
         let r = write_inode_pages(&t, ino).and_then(|n| {
             if self.nodes().dirty_node_count() > DIRTY_NODES_MAX {
                 self.nodes()
-                    .write_dirty_nodes(self.device(), self.superblock(), &rw.segs, cp_ver_next)?;
+                    .write_dirty_nodes(self.device(), self.superblock(), &rw.segs, node_ver)?;
             }
             Ok(n)
         });

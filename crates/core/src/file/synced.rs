@@ -1,0 +1,58 @@
+//! [`FsyncTrack`]: what roll-forward fsync must know about inodes since the last
+//! checkpoint (the kernel keeps the same in NAT cache flags and inode flags).
+
+use crate::Ino;
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+
+/// Per-inode facts that decide how an fsync makes a file durable, all forgotten at the
+/// next checkpoint.
+#[derive(Debug, Default)]
+pub struct FsyncTrack {
+    inner: Mutex<Tracked>,
+}
+
+#[derive(Debug, Default)]
+struct Tracked {
+    /// Inodes an fsync wrote with the dentry mark: a later fsync need not mark them
+    /// again (the kernel's `HAS_FSYNCED_INODE`).
+    dentry_marked: HashSet<Ino>,
+    /// Inodes whose name or parent changed (rename, link, unlink of another name) or
+    /// whose nodes were freed (truncate, punch): roll-forward recovery could not
+    /// rebuild them from their direct nodes, so their fsync writes a checkpoint (the
+    /// kernel's `file_wrong_pino` and its truncate rules).
+    need_checkpoint: HashSet<Ino>,
+}
+
+impl FsyncTrack {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tracked> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Inode `ino` changed in a way only a checkpoint records.
+    pub fn needs_checkpoint(&self, ino: Ino) {
+        self.lock().need_checkpoint.insert(ino);
+    }
+
+    /// Whether an fsync of `ino` must write a checkpoint.
+    pub fn must_checkpoint(&self, ino: Ino) -> bool {
+        self.lock().need_checkpoint.contains(&ino)
+    }
+
+    /// Whether `ino`'s inode block already went out with the dentry mark.
+    pub fn dentry_marked(&self, ino: Ino) -> bool {
+        self.lock().dentry_marked.contains(&ino)
+    }
+
+    /// Records that `ino`'s inode block went out with the dentry mark.
+    pub fn mark_dentry(&self, ino: Ino) {
+        self.lock().dentry_marked.insert(ino);
+    }
+
+    /// A checkpoint is durable: everything is recorded there.
+    pub fn checkpointed(&self) {
+        let mut t = self.lock();
+        t.dentry_marked.clear();
+        t.need_checkpoint.clear();
+    }
+}
