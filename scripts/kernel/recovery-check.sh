@@ -11,7 +11,9 @@
 #   2. the cases of scripts/kernel/workloads/powercut.sh, each made durable by fsync or
 #      fdatasync alone: a new file, appends, in-place overwrites, a truncate then write,
 #      holes, a 10 MiB file, inline files, fdatasync of an append and of a new file, an
-#      xattr set before the fsync, 600 small files; then files written without fsync;
+#      xattr set before the fsync (inline and in an xattr node), a chmod alone, a
+#      truncate to zero, a fallocated file, a file fsync'd twice, 600 small files; then
+#      files written without fsync;
 #      the manifest (kernel-check.sh's format) of the fsync'd files is taken right
 #      after their fsyncs;
 #   3. the crash: kill -9 the uf2fs process, fusermount -u -z the mount point; the image
@@ -152,6 +154,8 @@ write("pc/append.bin", blocks("old-append", 0, 2))
 write("pc/overwrite.bin", blocks("old-over", 0, 64))
 write("pc/shrink.bin", blocks("old-shrink", 0, 256))
 write("pc/datasync-append.bin", blocks("old-dsync", 0, 3))
+write("pc/zeroed.bin", blocks("old-zeroed", 0, 16))
+write("pc/chmod.txt", b"mode changed after the checkpoint\n")
 write("pc/old/unsynced-append.txt", b"at the checkpoint\n")
 write("pc/old/unsynced-over.bin", blocks("old-unsynced", 0, 8))
 fd = os.open(mnt, os.O_RDONLY)
@@ -178,6 +182,20 @@ write("pc/datasync-new.bin", blocks("dsync-new", 0, 3), sync="fdatasync")
 write("pc/xattr.txt", b"has an xattr\n")
 os.setxattr(p("pc/xattr.txt"), "user.powercut", b"set before fsync")
 write("pc/xattr.txt", blocks("xattr", 0, 2), append=True, sync="fsync")
+write("pc/xattr-node.txt", b"has an xattr node\n")
+os.setxattr(p("pc/xattr-node.txt"), "user.big", bytes(97 + i % 26 for i in range(1500)))
+fsync("pc/xattr-node.txt")
+os.chmod(p("pc/chmod.txt"), 0o640)
+fsync("pc/chmod.txt")
+os.truncate(p("pc/zeroed.bin"), 0)
+fsync("pc/zeroed.bin")
+fd = os.open(p("pc/falloc.bin"), os.O_WRONLY | os.O_CREAT, 0o644)
+os.posix_fallocate(fd, 0, 1 << 20)
+os.close(fd)
+write("pc/falloc.bin", blocks("falloc", 1, 1), offset=4096, sync="fsync")
+write("pc/twice.bin", blocks("twice-v1", 0, 4), sync="fsync")
+write("pc/twice.bin", blocks("twice-v2", 1, 1), offset=4096)
+write("pc/twice.bin", blocks("twice-v2", 4, 2), append=True, sync="fsync")
 for i in range(many):
     write(f"pc/many/f{i:04d}", f"small file {i}\n".encode(), sync="fsync")
 

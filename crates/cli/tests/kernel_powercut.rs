@@ -6,8 +6,9 @@
 //! 128 MiB image, Linux 6.1 in QEMU mounted it, checkpointed once, ran
 //! `scripts/kernel/workloads/powercut.sh` (new files, appends, in-place overwrites, a
 //! truncate then write, holes, a 10 MiB file over several direct nodes, inline files,
-//! fdatasync, an xattr, 600 small files whose fsync records cross a segment) and was
-//! reset without sync or unmount. Every fsync became a roll-forward record in the warm
+//! fdatasync, xattrs inline and in an xattr node, a chmod alone, a truncate to zero, a
+//! fallocated file, a file fsync'd twice, 600 small files whose fsync records cross a
+//! segment) and was reset without sync or unmount. Every fsync became a roll-forward record in the warm
 //! node log, none a checkpoint (the kernel's `cp_reason` is in the manifest header).
 //! `NAME.manifest` lists the files the workload fsync'd, in kernel-check.sh's format
 //! (`path type mode nlink uid gid size mtime sha256 target xattrs chunks`, "-" = do not

@@ -67,6 +67,8 @@ blocks old-append 0 2 >pc/append.bin
 blocks old-over 0 64 >pc/overwrite.bin
 blocks old-shrink 0 256 >pc/shrink.bin
 blocks old-dsync 0 3 >pc/datasync-append.bin
+blocks old-zeroed 0 16 >pc/zeroed.bin
+echo "mode changed after the checkpoint" >pc/chmod.txt
 echo "at the checkpoint" >pc/old/unsynced-append.txt
 blocks old-unsynced 0 8 >pc/old/unsynced-over.bin
 sync
@@ -143,6 +145,41 @@ blocks xattr 0 2 >>pc/xattr.txt
 sync pc/xattr.txt
 durable pc/xattr.txt
 step xattr
+
+# An xattr too big for the inode's inline area: it goes to an xattr node.
+echo "has an xattr node" >pc/xattr-node.txt
+setfattr -n user.big -v "$(awk 'BEGIN { for (i = 0; i < 1500; i++) printf "%c", 97 + i % 26 }')" pc/xattr-node.txt
+sync pc/xattr-node.txt
+durable pc/xattr-node.txt
+step xattr-node
+
+# Only the mode changes (an inode-only record).
+chmod 0640 pc/chmod.txt
+sync pc/chmod.txt
+durable pc/chmod.txt
+step chmod-only
+
+# An old file truncated to zero.
+truncate -s 0 pc/zeroed.bin
+sync pc/zeroed.bin
+durable pc/zeroed.bin
+step truncate-to-zero
+
+# Preallocated (fallocate: unwritten blocks read as zeros), one block written.
+fallocate -l 1048576 pc/falloc.bin
+blocks falloc 1 1 | dd of=pc/falloc.bin bs=4096 seek=1 conv=notrunc 2>/dev/null
+sync pc/falloc.bin
+durable pc/falloc.bin
+step fallocate
+
+# fsync'd twice: the second version (overwrite and append) is the one to recover.
+blocks twice-v1 0 4 >pc/twice.bin
+sync pc/twice.bin
+blocks twice-v2 1 1 | dd of=pc/twice.bin bs=4096 seek=1 conv=notrunc 2>/dev/null
+blocks twice-v2 4 2 >>pc/twice.bin
+sync pc/twice.bin
+durable pc/twice.bin
+step fsync-twice
 
 # Many small fsync'd files: the warm node log's chain crosses a segment.
 i=0
