@@ -10,7 +10,8 @@
 #       mount read-only (the disk is attached read-only), list, check dmesg, unmount;
 #       with --rw, mount read-write, copy --put DIR in, run --workload SCRIPT (default
 #       scripts/kernel/workloads/smoke.sh), list, unmount cleanly: IMG is then an image
-#       written by the kernel
+#       written by the kernel; with --rw --powercut, cut the guest's power right after
+#       the workload instead (no sync, no unmount: IMG is then what a power cut leaves)
 #   scripts/kernel-check.sh verify [OPTIONS] IMG MANIFEST
 #       mount read-only and compare every entry of MANIFEST with what the kernel reads
 #
@@ -21,6 +22,14 @@
 #                        big files to digest by appending "PATH OFFSET LENGTH" lines
 #                        (4 KiB-aligned) to /tmp/chunks.
 #   --no-workload        (mount --rw) run no workload (only --put, if given)
+#   --powercut           (mount --rw) right after the workload, send the results and reset
+#                        the guest at once (sysrq 'b'; no sync, no unmount, no device
+#                        shutdown). The manifest is then what the workload declared
+#                        durable (the entries it appended to the file $DURABLE, in the
+#                        manifest format), not the whole tree; IMG must afterwards have
+#                        no unmount checkpoint (checked with fsck.f2fs --dry-run)
+#   --expect MANIFEST    (mount) compare the kernel's manifest with MANIFEST as verify does
+#                        (e.g. after the kernel's roll-forward recovery of a power-cut image)
 #   --put DIR            (mount --rw) copy DIR's contents into the root first
 #   --opts OPTS          extra mount options (comma-separated)
 #   --manifest-out FILE  save the kernel's manifest of the whole tree (format below)
@@ -288,6 +297,7 @@ boot() {
         echo "HASH_MAX=$hash_max"
         echo "WORKLOAD=$([ -n "$workload" ] && echo 1 || echo 0)"
         echo "PUT=$([ -n "$put" ] && echo 1 || echo 0)"
+        echo "POWERCUT=$powercut"
     } >"$job/conf"
     [ -n "$workload" ] && cp "$workload" "$job/workload.sh"
     if [ -n "$put" ]; then mkdir -p "$job/put" && cp -a "$put/." "$job/put/"; fi
@@ -343,6 +353,7 @@ main() {
     cmd=$1
     shift
     rw=0 workload='' no_workload=0 put='' opts='' manifest_out='' listing_out='' result_out='' exact=0
+    powercut=0
     hash_max=$((64 << 20)) timeout='' quiet=0 keep=0 manifest=''
     local args=()
     while [ $# -gt 0 ]; do
@@ -350,6 +361,8 @@ main() {
             --rw) rw=1 ;;
             --workload) workload=$2; shift ;;
             --no-workload) no_workload=1 ;;
+            --powercut) powercut=1 ;;
+            --expect) manifest=$2; shift ;;
             --put) put=$2; shift ;;
             --opts) opts=$2; shift ;;
             --manifest-out) manifest_out=$2; shift ;;
@@ -376,8 +389,13 @@ main() {
             echo "initramfs:      $BASE_INITRD"
             echo "accelerator:    $ACCEL"
             return 0 ;;
-        mount) [ ${#args[@]} = 1 ] || usage; mode=mount ;;
-        verify) [ ${#args[@]} = 2 ] || usage; mode=verify; manifest=${args[1]}; rw=0
+        mount) [ ${#args[@]} = 1 ] || usage; mode=mount
+            [ -z "$manifest" ] || [ -f "$manifest" ] || die "no manifest $manifest"
+            if [ "$powercut" = 1 ]; then
+                if [ "$rw" != 1 ] || [ "$no_workload" = 1 ]; then die "--powercut needs --rw and a workload"; fi
+                [ -z "$manifest" ] || die "--powercut and --expect do not go together"
+            fi ;;
+        verify) [ ${#args[@]} = 2 ] || usage; mode=verify; manifest=${args[1]}; rw=0; powercut=0
             [ -f "$manifest" ] || die "no manifest $manifest" ;;
         *) usage ;;
     esac
@@ -434,7 +452,13 @@ main() {
             field workload | sed 's/^/workload: /'
         fi
         rc=$(field umount_rc)
-        if [ -n "$rc" ] && [ "$rc" != 0 ]; then
+        if [ "$powercut" = 1 ]; then
+            if [ -n "$rc" ]; then
+                fail "the guest unmounted (exit $rc) instead of cutting its power"
+            elif grep -qx END-RESULT "$run_dir/result" && ! grep -qx powercut "$run_dir/result"; then
+                fail "the guest did not report the power cut"
+            fi
+        elif [ -n "$rc" ] && [ "$rc" != 0 ]; then
             fail "umount failed (exit $rc): $(field umount_out | tr '\n' ' ')"
         elif [ -z "$rc" ] && grep -qx END-RESULT "$run_dir/result"; then
             fail "the guest did not unmount"
@@ -471,7 +495,27 @@ main() {
         echo "---"
     fi
 
-    if [ "$mode" = verify ] && [ "$mount_rc" = 0 ]; then
+    if [ "$powercut" = 1 ] && [ "$ok" = 1 ]; then
+        # What the cut left: the last checkpoint must not be an unmount checkpoint.
+        local state
+        if ! command -v fsck.f2fs >/dev/null; then
+            echo "powercut: fsck.f2fs not found, the checkpoint flags are not checked"
+        else
+            state=$(fsck.f2fs --dry-run "$img" 2>&1 | grep -m1 'checkpoint state' || true)
+            echo "powercut: ${state:-fsck.f2fs --dry-run printed no checkpoint state}"
+            if [ -z "$state" ]; then
+                fail "cannot read the checkpoint state of $img after the power cut"
+            elif grep -qw unmount <<<"$state"; then
+                fail "the image has an unmount checkpoint after the power cut"
+            fi
+        fi
+        echo "powercut: $(grep -cv '^#' "$run_dir/manifest") entries declared durable by the workload"
+        if command -v python3 >/dev/null; then
+            python3 "$kdir/fsync-chain.py" --quiet "$img" | sed 's/^/powercut: /'
+        fi
+    fi
+
+    if [ -n "$manifest" ] && [ "$mount_rc" = 0 ]; then
         local diffs
         diffs=$(compare_manifest "$manifest" "$run_dir/manifest" "$exact")
         if [ -n "$diffs" ]; then
