@@ -247,6 +247,44 @@ pub struct Judge {
     path_syncs: HashMap<String, Vec<(usize, usize)>>,
     /// Per directory path, fsyncs of the directory at it: (end flush, index).
     dir_syncs: HashMap<String, Vec<(usize, usize)>>,
+    /// Per object, per block index, each change of the block's contents: (operation
+    /// index, contents; `None` reads as zeros).
+    blocks: Vec<Vec<BlockHist>>,
+}
+
+type BlockHist = Vec<(usize, Option<Arc<Vec<u8>>>)>;
+
+/// Each block's changes over the states of one file.
+fn block_histories(data: &[(usize, Arc<FileData>)]) -> Vec<BlockHist> {
+    let t0 = data[0].0;
+    let n = data.iter().map(|(_, d)| d.blocks.len()).max().unwrap_or(0);
+    let mut out: Vec<BlockHist> = vec![vec![(t0, None)]; n];
+    for (t, d) in data {
+        for (i, hist) in out.iter_mut().enumerate() {
+            let cur = d.blocks.get(i).cloned().flatten();
+            let last = &hist.last().unwrap().1;
+            let same = match (last, &cur) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            if !same {
+                hist.push((*t, cur));
+            }
+        }
+    }
+    out
+}
+
+/// The values of a history at `d` (or its first, when it starts later) and after each
+/// change in `(d, m]`.
+fn window<T>(hist: &[(usize, T)], d: usize, m: usize) -> impl Iterator<Item = &T> {
+    let first = hist.iter().take_while(|(t, _)| *t <= d).count().max(1) - 1;
+    hist[first..]
+        .iter()
+        .enumerate()
+        .take_while(move |(j, (t, _))| *j == 0 || *t <= m)
+        .map(|(_, (_, v))| v)
 }
 
 /// The parent of `path` ("/" for a top-level name).
@@ -565,6 +603,20 @@ impl Recorder {
         self.push_ns();
     }
 
+    /// Records an `fsync` of `path` (with `None`, a `sync_fs`) that never ran, for
+    /// checking that the judge notices what such a sync would have lost.
+    pub fn pretend_sync(&mut self, path: Option<&str>) {
+        let sync = match path {
+            None => Sync::All,
+            Some(p) => {
+                let o = self.model.ns[p];
+                Sync::File(o, vec![p.to_string()])
+            }
+        };
+        self.run(format!("pretended sync of {path:?}"), sync, |_| Ok(()));
+        self.push_ns();
+    }
+
     /// Reads the file at `path` and compares it with the model (a check of the live
     /// file system during the workload; records nothing).
     pub fn verify(&self, path: &str) {
@@ -593,7 +645,7 @@ impl Recorder {
         let flushes = self.dev.flush_count();
         let windows: Vec<Vec<(u64, Vec<u8>)>> = (0..=flushes).map(|k| self.dev.in_flight_after(k)).collect();
         let touched: BTreeSet<u64> = windows.iter().flatten().map(|(a, _)| *a).collect();
-        let mut nonzero = touched.clone();
+        let mut nonzero = touched;
         for (i, b) in self.base.chunks(B).enumerate() {
             if b.iter().any(|&x| x != 0) {
                 nonzero.insert(i as u64);
@@ -603,7 +655,6 @@ impl Recorder {
             dev: self.dev,
             base: self.base,
             windows,
-            touched: touched.into_iter().collect(),
             nonzero: nonzero.into_iter().collect(),
             judge: Judge::new(self.model),
         }
@@ -617,8 +668,6 @@ pub struct Recording {
     base: Vec<u8>,
     /// `windows[k]`: the writes after flush `k` and before flush `k + 1`.
     windows: Vec<Vec<(u64, Vec<u8>)>>,
-    /// Blocks some write changed, in order.
-    touched: Vec<u64>,
     /// Blocks that may be non-zero in a cut image, in order.
     nonzero: Vec<u64>,
     judge: Judge,
@@ -643,21 +692,15 @@ impl Recording {
     /// The image after a cut at flush `k` keeping `keep` of the writes in flight.
     pub fn image(&self, k: usize, keep: &[bool]) -> Vec<u8> {
         let mut img = self.base.clone();
-        self.apply(&mut img, k, keep);
+        self.apply(&mut img, 0, k, keep);
         img
     }
 
-    /// Turns `img`, the base image except maybe at [`Recording::touched`] blocks, into
-    /// the image after a cut at flush `k` keeping `keep` of the writes in flight.
-    fn apply(&self, img: &mut [u8], k: usize, keep: &[bool]) {
-        let put = |img: &mut [u8], addr: u64, b: &[u8]| {
-            let at = addr as usize * B;
-            img[at..at + B].copy_from_slice(b);
-        };
-        for &addr in &self.touched {
-            put(img, addr, &self.base[addr as usize * B..(addr as usize + 1) * B]);
-        }
-        for w in &self.windows[..k] {
+    /// Turns `img`, the base image with the writes before flush `from` applied, into
+    /// the image after a cut at flush `k` (not before `from`) keeping `keep` of the
+    /// writes in flight.
+    fn apply(&self, img: &mut [u8], from: usize, k: usize, keep: &[bool]) {
+        for w in &self.windows[from..k] {
             for (addr, b) in w {
                 put(img, *addr, b);
             }
@@ -669,11 +712,18 @@ impl Recording {
         }
     }
 
-    /// Writes the image after a cut to a new sparse file at `path`, using `img` (the
-    /// base image except maybe at touched blocks) as the buffer.
-    fn write_cut(&self, path: &Path, img: &mut [u8], k: usize, keep: &[bool]) {
+    /// Writes the image after a cut to a new sparse file at `path`. `img` is the base
+    /// image with the writes before flush `*durable` applied, and is left so with
+    /// `*durable = k`; `k` is not before `*durable`.
+    fn write_cut(&self, path: &Path, img: &mut [u8], durable: &mut usize, k: usize, keep: &[bool]) {
         use std::os::unix::fs::FileExt;
-        self.apply(img, k, keep);
+        self.apply(img, *durable, k, &vec![false; self.windows[k].len()]);
+        *durable = k;
+        let saved: Vec<(u64, Vec<u8>)> = self.windows[k]
+            .iter()
+            .map(|(addr, _)| (*addr, img[*addr as usize * B..(*addr as usize + 1) * B].to_vec()))
+            .collect();
+        self.apply(img, k, k, keep);
         let _ = std::fs::remove_file(path);
         let f = std::fs::File::create(path).unwrap();
         f.set_len(img.len() as u64).unwrap();
@@ -687,7 +737,15 @@ impl Recording {
             f.write_all_at(&img[a..b], a as u64).unwrap();
             i = j;
         }
+        for (addr, b) in saved.iter().rev() {
+            put(img, *addr, b);
+        }
     }
+}
+
+fn put(img: &mut [u8], addr: u64, b: &[u8]) {
+    let at = addr as usize * B;
+    img[at..at + B].copy_from_slice(b);
 }
 
 fn hash_of(bytes: &[u8]) -> u64 {
@@ -748,7 +806,9 @@ impl Judge {
                 Sync::Dir(p) => dir_syncs.entry(p.clone()).or_default().push((op.end, t)),
             }
         }
+        let blocks = model.objs.iter().map(|o| block_histories(&o.data)).collect();
         Judge {
+            blocks,
             model,
             paths,
             names,
@@ -795,19 +855,16 @@ impl Judge {
         all.max(file).max(dir)
     }
 
-    /// The states file `o` may show after a cut, and the sizes it may have.
-    fn file_states(&self, o: ObjId, d: usize, m: usize) -> (Vec<&FileData>, Vec<(u64, u64)>) {
-        let hist = &self.model.objs[o].data;
-        let first = hist.iter().take_while(|(t, _)| *t <= d).count().max(1) - 1;
-        let mut states = vec![&*hist[first].1];
-        let mut sizes = vec![(hist[first].1.size, hist[first].1.size)];
-        let mut prev = hist[first].1.size;
-        for (_, s) in hist[first + 1..].iter().take_while(|(t, _)| *t <= m) {
-            states.push(s);
-            sizes.push((prev.min(s.size), prev.max(s.size)));
-            prev = s.size;
-        }
-        (states, sizes)
+    /// The sizes file `o` may show after a cut: each state's in the window, and
+    /// between the sizes before and after each operation in it.
+    fn file_sizes(&self, o: ObjId, d: usize, m: usize) -> Vec<(u64, u64)> {
+        let mut prev = None;
+        window(&self.model.objs[o].data, d, m)
+            .map(|s| {
+                let p = prev.replace(s.size).unwrap_or(s.size);
+                (p.min(s.size), p.max(s.size))
+            })
+            .collect()
     }
 
     /// Checks the tree `seen` read back after a cut at flush `k`; the failures.
@@ -909,21 +966,23 @@ impl Judge {
     }
 
     fn check_data(&self, o: ObjId, d: usize, m: usize, size: u64, data: &[u8]) -> Result<(), String> {
-        let (states, sizes) = self.file_states(o, d, m);
+        let sizes = self.file_sizes(o, d, m);
         if !sizes.iter().any(|&(lo, hi)| lo <= size && size <= hi) {
-            let want: Vec<u64> = states.iter().map(|s| s.size).collect();
+            let want: BTreeSet<u64> = sizes.iter().map(|s| s.1).collect();
             return Err(format!("size {size}, expected one of {want:?} or between two in a row"));
         }
         for (i, got) in data.chunks(B).enumerate() {
-            if !states.iter().any(|s| &s.block(i)[..got.len()] == got) {
-                let newest = states.last().unwrap();
-                let at = got.iter().zip(newest.block(i)).position(|(a, b)| a != b).unwrap_or(0);
+            let hist = &self.blocks[o][i];
+            let mut n = 0;
+            let found = window(hist, d, m).any(|b| {
+                n += 1;
+                &b.as_deref().map_or(&ZERO[..], |b| &b[..])[..got.len()] == got
+            });
+            if !found {
                 return Err(format!(
-                    "block {i} (bytes {}..{}) matches none of {} states (first difference with the newest at byte {})",
+                    "block {i} (bytes {}..{}) matches none of the {n} contents it had",
                     i * B,
                     i * B + got.len(),
-                    states.len(),
-                    i * B + at
                 ));
             }
         }
@@ -1158,8 +1217,10 @@ pub struct Tally {
     pub panics: usize,
     /// Failures, each naming its workload, seed and cut.
     pub failures: Vec<String>,
-    /// Seconds spent checking.
+    /// Seconds in all.
     pub seconds: f64,
+    /// Seconds spent running and recording workloads.
+    pub record_seconds: f64,
 }
 
 impl Tally {
@@ -1167,7 +1228,7 @@ impl Tally {
     pub fn line(&self, name: &str) -> String {
         format!(
             "crash {name}: {} recordings, {} ops, {} flushes; {} cut points, {} distinct images, {} checked \
-             ({} cut judgements), {} fsck runs; {} failures, {} panics; {:.1} s",
+             ({} cut judgements), {} fsck runs; {} failures, {} panics; {:.1} s ({:.1} s recording)",
             self.recordings,
             self.ops,
             self.flushes,
@@ -1178,7 +1239,8 @@ impl Tally {
             self.fsck_runs,
             self.failures.len(),
             self.panics,
-            self.seconds
+            self.seconds,
+            self.record_seconds
         )
     }
 }
@@ -1253,6 +1315,9 @@ pub fn check_recording(
         }
     }
     tally.distinct += order.len();
+    if std::env::var("UF2FS_CRASH_DEBUG").is_ok() {
+        eprintln!("enumerated in {:.2} s", t0.elapsed().as_secs_f64());
+    }
     if let Some(budget) = budget.filter(|&b| b < order.len()) {
         let n = order.len();
         order = (0..budget).map(|i| order[i * n / budget].clone()).collect();
@@ -1269,11 +1334,16 @@ pub fn check_recording(
             s.spawn(move || {
                 let img = dir.join(format!("cut-{w}.img"));
                 let mut buf = rec.base.clone();
+                let mut durable = 0;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some((h, k, keep)) = order.get(i) else { break };
                     let ks = &ks[h];
-                    rec.write_cut(&img, &mut buf, *k, keep);
+                    if *k < durable {
+                        buf.copy_from_slice(&rec.base);
+                        durable = 0;
+                    }
+                    rec.write_cut(&img, &mut buf, &mut durable, *k, keep);
                     let kept = keep.iter().filter(|&&x| x).count();
                     let what = format!(
                         "{name} seed {seed}, cut after flush {k} keeping {kept} of {} in flight (image {h:016x})",
@@ -1328,7 +1398,9 @@ pub fn run_workload(name: &str, scale: &Scale, record: &dyn Fn(u64, &Scale) -> R
     let t0 = Instant::now();
     for i in 0..scale.seeds {
         let seed = scale.seed_base + i;
+        let t1 = Instant::now();
         let rec = record(seed, scale);
+        tally.record_seconds += t1.elapsed().as_secs_f64();
         let left = (scale.points > 0)
             .then(|| (scale.points - tally.checked.min(scale.points)).div_ceil((scale.seeds - i) as usize));
         check_recording(&rec, name, seed, scale, left, &mut seen, &mut tally);
