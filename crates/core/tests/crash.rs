@@ -109,7 +109,7 @@ fn tree(seed: u64, scale: &Scale) -> Recording {
         let non_root: Vec<&String> = all.iter().map(|(p, _)| p).filter(|p| *p != "/").collect();
         let depth = |p: &str| p.matches('/').count();
         let dir = (*rng.pick(&dirs)).clone();
-        let new = join(&dir, *rng.pick(&NAMES));
+        let new = join(&dir, rng.pick::<&str>(&NAMES));
         match rng.below(100) {
             0..=11 if depth(&new) <= 3 && !r.exists(&new) => r.mkdir(&new),
             12..=29 if !r.exists(&new) => r.create(&new),
@@ -128,7 +128,8 @@ fn tree(seed: u64, scale: &Scale) -> Recording {
                 if !r.exists(&dst) {
                     r.rename(&src, &dst, false);
                 } else if rng.pct(30) {
-                    if !is_under(&src, &dst) && !(r.is_dir(&dst) && depth(&src) > 3) {
+                    let too_deep = r.is_dir(&dst) && depth(&src) > 3;
+                    if !is_under(&src, &dst) && !too_deep {
                         r.rename(&src, &dst, true);
                     }
                 } else {
@@ -417,6 +418,7 @@ fn full() {
         total.fsck_runs += t.fsck_runs;
         total.panics += t.panics;
         total.seconds += t.seconds;
+        total.record_seconds += t.record_seconds;
         total.failures.extend(t.failures);
     }
     for l in &lines {
