@@ -339,6 +339,7 @@ impl Fs {
         writer: &mut CheckpointWriter,
         umount: bool,
     ) -> Result<CheckpointReport> {
+        rw.check_failed()?;
         // Dirty data first, then the nodes pointing at it, then the NAT (in the writer).
         let before_nat = |cp_ver: u64| -> Result<()> {
             crate::writeback::write_all_pages(&self.tree(rw))?;
@@ -348,21 +349,26 @@ impl Fs {
         };
         // No operation runs under the exclusive cp_lock: the list matches the nodes.
         let orphans = rw.open.orphans();
-        let report = writer.write(
-            self.dev.as_ref(),
-            &self.sbc.sb,
-            &self.nodes,
-            &rw.segs,
-            umount,
-            &orphans,
-            &before_nat,
-        )?;
+        // A failed checkpoint leaves memory ahead of the disk: the file system stops
+        // (every later change and checkpoint fails), whoever asked for it.
+        let report = writer
+            .write(
+                self.dev.as_ref(),
+                &self.sbc.sb,
+                &self.nodes,
+                &rw.segs,
+                umount,
+                &orphans,
+                &before_nat,
+            )
+            .inspect_err(|e| rw.fail(e))?;
         // Sections freed by this checkpoint are discarded (zones reset) only now that
         // no checkpoint points into them.
         rw.segs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .discard_freed(self.dev.as_ref())?;
+            .discard_freed(self.dev.as_ref())
+            .inspect_err(|e| rw.fail(e))?;
         Ok(report)
     }
 
@@ -788,11 +794,12 @@ fn open_for_writing(
 }
 
 impl ReadWrite {
-    /// Fails with [`Error::ReadOnly`] once an operation or checkpoint failed halfway.
+    /// Fails with `EIO` ([`Error::eio`]) once an operation or checkpoint failed
+    /// halfway, as Linux F2FS answers every change after `f2fs_stop_checkpoint`.
     pub(crate) fn check_failed(&self) -> Result<()> {
         match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(why) => Err(Error::ReadOnly(format!(
-                "an earlier operation failed halfway ({why}); reopen the image"
+            Some(why) => Err(Error::eio(format!(
+                "the file system stopped after an error ({why}); nothing more is written: reopen the image"
             ))),
             None => Ok(()),
         }
