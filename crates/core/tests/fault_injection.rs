@@ -976,3 +976,163 @@ fn faults_during_gc_heavy_overwrites() {
     ];
     inject(w, image, &plans, 4);
 }
+
+// ---- With the mount's background threads ----
+
+/// One writer of the threaded run: appends to its own file, an fsync every few
+/// appends, until an error. Returns the bytes fsynced, the bytes it tried to write,
+/// and the error (errno) that stopped it, if any.
+fn appender(fs: &Fs, name: &[u8], seed: u64) -> (u64, u64, Option<i32>) {
+    let data = pattern(seed, 1 << 20);
+    let ino = match fs.create(fs.root(), name, 0o644, 0, 0) {
+        Ok(st) => st.ino,
+        Err(e) => return (0, 0, Some(e.errno())),
+    };
+    let (mut synced, mut tried) = (0u64, 0u64);
+    let mut rng = Rng(seed);
+    for n in 0..400u64 {
+        let len = 1 + rng.below(20_000);
+        let end = (tried + len).min(data.len() as u64);
+        if end == tried {
+            break;
+        }
+        let at = tried;
+        tried = end;
+        if let Err(e) = fs.write(ino, at, &data[at as usize..end as usize]) {
+            return (synced, tried, Some(e.errno()));
+        }
+        if n % 8 == 7 {
+            if let Err(e) = fs.fsync(ino, false) {
+                return (synced, tried, Some(e.errno()));
+            }
+            synced = tried;
+        }
+    }
+    (synced, tried, None)
+}
+
+/// A run with the flusher threads, the periodic checkpoint and the background cleaner:
+/// two appenders on their own files, `plan` failing one write or flush. Whatever
+/// thread meets the error, the writers end with EIO, the threads stop, the unmount
+/// fails without hanging, and the image holds every fsynced byte.
+fn threaded_run(base: &Arc<Vec<u8>>, plan: FaultPlan, scratch: &Path, what: &str) {
+    use uf2fs_core::background::{Background, BackgroundOptions};
+    let medium = Overlay::new(Arc::clone(base));
+    let dev = FaultDevice::new(Box::new(medium.clone()), plan.clone()).unwrap();
+    let fs = Arc::new(Fs::open_device_with(Box::new(dev), "threaded", RW).unwrap());
+    let opts = BackgroundOptions {
+        checkpoint_interval: Some(Duration::from_millis(20)),
+        gc: Some(Default::default()),
+        writeback_threads: true,
+        paced_gc: false,
+    };
+    let bg = Background::start(&fs, opts).unwrap();
+    let names: [&[u8]; 2] = [b"w0", b"w1"];
+    let results: Vec<(u64, u64, Option<i32>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let fs = &fs;
+                s.spawn(move || appender(fs, name, 0x77 + i as u64))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    bg.stop();
+    let fs = Arc::try_unwrap(fs).unwrap_or_else(|_| panic!("{what}: the file system is still shared"));
+    let fired = plan.fired().is_some();
+    assert!(
+        fired || what.ends_with("clean"),
+        "{what}: the fault never fired ({:?})",
+        plan.counts()
+    );
+    for (i, (_, _, err)) in results.iter().enumerate() {
+        if let Some(e) = err {
+            assert!(
+                fired,
+                "{what}: writer {i} failed ({e}) without a fault: {results:?}, {:?}",
+                fs.statfs()
+            );
+            assert_eq!(*e, EIO, "{what}: writer {i}");
+        }
+    }
+    let unmounted = fs.unmount();
+    if fired {
+        let e = unmounted.expect_err("the unmount after a write error succeeded");
+        assert_eq!(e.errno(), EIO, "{what}: unmount: {e}");
+    } else {
+        unmounted.unwrap();
+    }
+    // Every fsynced byte, and what the file holds is a prefix of what was written.
+    let fs = Fs::open_device(Box::new(medium.copy()), "after").unwrap();
+    for (i, (synced, tried, _)) in results.iter().enumerate() {
+        let want = pattern(0x77 + i as u64, *tried as usize);
+        let size = match fs.lookup(fs.root(), names[i]) {
+            Ok(ino) => {
+                let mut got = vec![0u8; *tried as usize + B];
+                let n = fs.read(ino, 0, &mut got).unwrap();
+                assert!(got[..n] == want[..n], "{what}: writer {i}'s file is not what it wrote");
+                n as u64
+            }
+            Err(Error::NotFound(_)) => 0,
+            Err(e) => panic!("{what}: {e}"),
+        };
+        assert!(
+            size >= *synced,
+            "{what}: writer {i} fsynced {synced} bytes, the image has {size}"
+        );
+    }
+    drop(fs);
+    let img = scratch.join("threaded.img");
+    medium.write_file(&img);
+    fsck_dry_run(&img, what);
+}
+
+#[test]
+fn faults_under_the_background_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = Arc::new(fresh_image(tmp.path(), 128));
+    let started = Instant::now();
+    // A clean run first, to spread the points over a run's writes and flushes (the
+    // threads make the order of operations vary from run to run).
+    let count = FaultPlan::count_only(ALL);
+    threaded_run(&base, count.clone(), tmp.path(), "threads: clean");
+    let c = count.counts();
+    let at = |n: u64, percent: u64| n * percent / 100;
+    let mut cases: Vec<(String, FaultPlan)> = Vec::new();
+    for p in [2, 20, 40, 60, 80] {
+        let n = at(c.write_calls, p);
+        cases.push((format!("write call {n}"), FaultPlan::new(ALL, Fault::WriteCall(n))));
+    }
+    for p in [10, 40, 70] {
+        let n = at(c.flushes, p);
+        cases.push((format!("flush {n}"), FaultPlan::new(ALL, Fault::Flush(n))));
+    }
+    for p in [30, 60] {
+        let n = at(c.write_calls, p);
+        let plan = FaultPlan::new(ALL, Fault::ShortWrite { call: n, keep: 1 }).sticky();
+        cases.push((format!("sticky short write {n}"), plan));
+    }
+    let tried = cases.len();
+    for (what, plan) in cases {
+        let what = format!("threads: {what}");
+        let (tx, rx) = mpsc::channel();
+        let (base, scratch, what2) = (Arc::clone(&base), tmp.path().to_path_buf(), what.clone());
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                threaded_run(&base, plan, &scratch, &what2)
+            }));
+            let _ = tx.send(r);
+        });
+        match rx.recv_timeout(DEADLINE) {
+            Ok(Ok(())) => {}
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(_) => panic!("{what}: hung for {DEADLINE:?}"),
+        }
+    }
+    println!(
+        "threads: clean run {c:?}; {tried} runs in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
