@@ -166,6 +166,8 @@ struct Seen {
 
 /// The probe file runs make after a fault; no workload's state holds it.
 const PROBE: &[u8] = b"probe-after-the-fault";
+/// The xattr of the root runs set after a fault; no workload's state holds it.
+const PROBE_XATTR: &[u8] = b"user.probe-after-the-fault";
 
 /// The whole tree by path (the probe left out); a read error is returned.
 fn snapshot(fs: &Fs) -> Result<BTreeMap<String, Seen>, Error> {
@@ -198,7 +200,12 @@ fn snapshot(fs: &Fs) -> Result<BTreeMap<String, Seen>, Error> {
             }
             _ => Vec::new(),
         };
-        let xattrs = fs.list_xattrs(ino)?.into_iter().map(|x| (x.name, x.value)).collect();
+        let xattrs = fs
+            .list_xattrs(ino)?
+            .into_iter()
+            .filter(|x| x.name != PROBE_XATTR)
+            .map(|x| (x.name, x.value))
+            .collect();
         // A directory's size and links follow from its entries, compared through them.
         let (size, nlink) = if st.kind == FileKind::Dir {
             (0, 0)
@@ -678,15 +685,28 @@ fn run_point<W: Workload>(
     };
     if let Some((i, err)) = &failed {
         let i = *i;
-        // A change now: fails with EIO once the volume stopped; else works.
-        let probe = fs
-            .create(fs.root(), PROBE, 0o644, 0, 0)
-            .and_then(|st| fs.write(st.ino, 0, b"probe").map(|_| ()));
-        match probe {
-            Ok(()) => assert!(is_read, "{what}: a change after a write error succeeded"),
-            Err(e) => {
-                assert_eq!(e.errno(), EIO, "{what}: the change after the fault failed with {e:?}");
-                out.stopped = true;
+        // Changes now: each fails with EIO once the volume stopped; else all work. One
+        // changes an existing inode in place (an xattr of the root), one takes a new
+        // inode and a data block.
+        let probes = [
+            fs.set_xattr(fs.root(), PROBE_XATTR, b"probe", 0),
+            fs.create(fs.root(), PROBE, 0o644, 0, 0)
+                .and_then(|st| fs.write(st.ino, 0, b"probe").map(|_| ())),
+        ];
+        for (k, probe) in probes.into_iter().enumerate() {
+            match probe {
+                Ok(()) => {
+                    assert!(is_read, "{what}: change {k} after a write error succeeded");
+                    assert!(!out.stopped, "{what}: change {k} succeeded after change 0 failed");
+                }
+                Err(e) => {
+                    assert_eq!(e.errno(), EIO, "{what}: change {k} after the fault failed with {e:?}");
+                    assert!(
+                        k == 0 || out.stopped,
+                        "{what}: change {k} failed ({e}) after change 0 worked"
+                    );
+                    out.stopped = true;
+                }
             }
         }
         // Reads show what memory holds, but for what the failed step touched.
