@@ -123,6 +123,16 @@ impl Error {
         }
     }
 
+    /// An [`Error::Io`] with `EIO` saying `context`: what a file system that stopped
+    /// after a device error answers every later change (Linux F2FS's `-EIO` once
+    /// `f2fs_stop_checkpoint` has run).
+    pub fn eio(context: impl Into<String>) -> Error {
+        Error::Io {
+            context: context.into(),
+            source: io::Error::from_raw_os_error(5),
+        }
+    }
+
     /// Whether this is a lack of space ([`Error::NoSpace`] or
     /// [`Error::NoFreeBlocks`], both `ENOSPC`).
     pub fn is_no_space(&self) -> bool {

@@ -51,6 +51,8 @@ pub struct Fs {
     rw: Option<ReadWrite>,
     /// Recently decoded clusters of compressed files.
     clusters: crate::compress::ClusterCache,
+    /// Whether a read-only open replayed fsync'd data in memory ([`Fs::mount`]).
+    replayed: bool,
 }
 
 /// The state only a read-write file system has.
@@ -204,8 +206,45 @@ impl Fs {
     }
 
     /// What [`Fs::open`] and [`Fs::open_device`] share once the superblock is chosen:
-    /// size check, checkpoint, root inode; for writing, the segment manager.
+    /// size check, checkpoint, root inode; for writing, the segment manager and
+    /// roll-forward recovery. A read-only open of an image whose warm node log holds
+    /// fsync'd data after its checkpoint shows that data as Linux would after its
+    /// recovery: the recovery runs on an [`crate::device::OverlayDevice`] that keeps
+    /// its writes in memory, and the image is not changed. When the recovery cannot
+    /// run (features uf2fs cannot write, a damaged chain), the open shows the
+    /// checkpoint alone.
     fn mount(
+        dev: Box<dyn BlockDevice>,
+        sbc: SuperblockChoice,
+        paths: Vec<PathBuf>,
+        options: OpenOptions,
+    ) -> Result<Fs> {
+        if !options.read_write && fsync_data_after_checkpoint(dev.as_ref(), &sbc.sb) {
+            let base: std::sync::Arc<dyn BlockDevice> = std::sync::Arc::from(dev);
+            let overlay = crate::device::OverlayDevice::new(base.clone());
+            let rw = OpenOptions { read_write: true };
+            let replayed = Fs::mount_as_is(Box::new(overlay.clone()), sbc.clone(), paths.clone(), rw);
+            if let Ok(fs) = replayed {
+                // Dropped without an unmount: the recovery's checkpoint stays in memory.
+                drop(fs);
+                let mut fs = Fs::mount_as_is(Box::new(overlay), sbc, paths, options)?;
+                fs.replayed = true;
+                return Ok(fs);
+            }
+            let dev = Box::new(crate::device::SharedDevice(base));
+            return Fs::mount_as_is(dev, sbc, paths, options);
+        }
+        Fs::mount_as_is(dev, sbc, paths, options)
+    }
+
+    /// Whether this read-only file system shows fsync'd data replayed in memory (see
+    /// [`Fs::open`]); false for read-write ones, which replay it on the image.
+    pub fn replayed_in_memory(&self) -> bool {
+        self.replayed
+    }
+
+    /// [`Fs::mount`] without the in-memory replay.
+    fn mount_as_is(
         dev: Box<dyn BlockDevice>,
         sbc: SuperblockChoice,
         paths: Vec<PathBuf>,
@@ -249,6 +288,7 @@ impl Fs {
             paths,
             rw,
             clusters: Default::default(),
+            replayed: false,
         };
         let root = fs.inode(fs.root())?;
         if root.kind()? != FileKind::Dir {
@@ -344,6 +384,7 @@ impl Fs {
         writer: &mut CheckpointWriter,
         umount: bool,
     ) -> Result<CheckpointReport> {
+        rw.check_failed()?;
         // Dirty data first, then the nodes pointing at it, then the NAT (in the writer).
         let before_nat = |cp_ver: u64| -> Result<()> {
             crate::writeback::write_all_pages(&self.tree(rw))?;
@@ -353,22 +394,27 @@ impl Fs {
         };
         // No operation runs under the exclusive cp_lock: the list matches the nodes.
         let orphans = rw.open.orphans();
-        let report = writer.write(
-            self.dev.as_ref(),
-            &self.sbc.sb,
-            &self.nodes,
-            &rw.segs,
-            umount,
-            &orphans,
-            &before_nat,
-        )?;
+        // A failed checkpoint leaves memory ahead of the disk: the file system stops
+        // (every later change and checkpoint fails), whoever asked for it.
+        let report = writer
+            .write(
+                self.dev.as_ref(),
+                &self.sbc.sb,
+                &self.nodes,
+                &rw.segs,
+                umount,
+                &orphans,
+                &before_nat,
+            )
+            .inspect_err(|e| rw.fail(e))?;
         rw.fsync.checkpointed();
         // Sections freed by this checkpoint are discarded (zones reset) only now that
         // no checkpoint points into them.
         rw.segs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .discard_freed(self.dev.as_ref())?;
+            .discard_freed(self.dev.as_ref())
+            .inspect_err(|e| rw.fail(e))?;
         Ok(report)
     }
 
@@ -508,9 +554,14 @@ impl Fs {
             });
         }
         let usage = crate::segment::segment_usage(self.dev.as_ref(), &self.sbc.sb, &self.cps)?;
-        Ok(FsInfo {
-            text: crate::info::report(&self.paths, &self.sbc, &self.cps, &usage),
-        })
+        let mut text = crate::info::report(&self.paths, &self.sbc, &self.cps, &usage);
+        if self.replayed {
+            text.push_str(
+                "roll-forward:       fsync'd data after the last checkpoint, replayed in memory (the image is \
+                 unchanged; a read-write mount replays it on the image)\n",
+            );
+        }
+        Ok(FsInfo { text })
     }
 
     /// Attributes of an inode.
@@ -768,6 +819,17 @@ fn zoned(
     Ok((Box::new(z), Some(handle)))
 }
 
+/// Whether the image's warm node log holds fsync'd data after its newest checkpoint
+/// (false when that cannot be read: the open then reports what is wrong).
+fn fsync_data_after_checkpoint(dev: &dyn BlockDevice, sb: &uf2fs_format::superblock::Superblock) -> bool {
+    if dev.block_count() < sb.main_end_blkaddr() {
+        return false;
+    }
+    load_checkpoint(dev, sb)
+        .and_then(|cps| crate::checkpoint::roll_forward::find_fsync_node(dev, sb, &cps))
+        .is_ok_and(|n| n.is_some())
+}
+
 fn open_for_writing(
     dev: &dyn BlockDevice,
     sb: &uf2fs_format::superblock::Superblock,
@@ -800,11 +862,12 @@ fn open_for_writing(
 }
 
 impl ReadWrite {
-    /// Fails with [`Error::ReadOnly`] once an operation or checkpoint failed halfway.
+    /// Fails with `EIO` ([`Error::eio`]) once an operation or checkpoint failed
+    /// halfway, as Linux F2FS answers every change after `f2fs_stop_checkpoint`.
     pub(crate) fn check_failed(&self) -> Result<()> {
         match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(why) => Err(Error::ReadOnly(format!(
-                "an earlier operation failed halfway ({why}); reopen the image"
+            Some(why) => Err(Error::eio(format!(
+                "the file system stopped after an error ({why}); nothing more is written: reopen the image"
             ))),
             None => Ok(()),
         }

@@ -24,6 +24,7 @@ use uf2fs_format::summary::checkpoint_journals;
 use uf2fs_format::superblock::{Superblock, SUPERBLOCK_SIZE};
 
 /// The superblock in use and which copy it came from.
+#[derive(Clone)]
 pub struct SuperblockChoice {
     /// The decoded superblock.
     pub sb: Superblock,
@@ -161,7 +162,13 @@ fn load_pack(dev: &dyn BlockDevice, sb: &Superblock, start: u64) -> Result<(Chec
 /// Picks the newest valid checkpoint pack and loads its bitmaps, journals and orphans.
 pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<CheckpointState> {
     let starts = [sb.cp_blkaddr as u64, sb.cp_blkaddr as u64 + sb.blocks_per_seg() as u64];
-    let packs = [load_pack(dev, sb, starts[0]), load_pack(dev, sb, starts[1])];
+    // A pack the device could not read is not an invalid pack: choosing the other one
+    // could mount an older checkpoint, and the next checkpoint would then overwrite
+    // the newer one. The open fails with the device's error instead.
+    let packs = [
+        unreadable_fails(load_pack(dev, sb, starts[0]))?,
+        unreadable_fails(load_pack(dev, sb, starts[1]))?,
+    ];
     let pick = match (&packs[0], &packs[1]) {
         (Ok(a), Ok(b)) => usize::from(b.0.checkpoint_ver.wrapping_sub(a.0.checkpoint_ver) as i64 > 0),
         (Ok(_), Err(_)) => 0,
@@ -212,6 +219,14 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
         orphans,
         crc,
     })
+}
+
+/// A pack's load result, or the device's error when it could not be read.
+fn unreadable_fails<T>(pack: Result<T>) -> Result<Result<T>> {
+    match pack {
+        Err(e @ Error::Io { .. }) => Err(e),
+        other => Ok(other),
+    }
 }
 
 fn load_orphans(dev: &dyn BlockDevice, sb: &Superblock, cp: &Checkpoint, start: u64) -> Result<Vec<u32>> {

@@ -182,7 +182,7 @@ impl CheckpointWriter {
         before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
         if let Some(why) = &self.failed {
-            return Err(Error::ReadOnly(format!(
+            return Err(Error::eio(format!(
                 "an earlier checkpoint failed ({why}); reopen the image"
             )));
         }

@@ -7,13 +7,18 @@
 mod block_table;
 mod counting;
 mod crash;
+mod fault;
 mod mem;
+mod overlay;
 pub mod sparse;
 mod zoned;
 
 pub use counting::{counting, Areas, CountingDevice, WriteCounter, WriteCounts};
 pub use crash::CrashDevice;
+pub use fault::{Fault, FaultArea, FaultCounts, FaultDevice, FaultFilter, FaultPlan};
 pub use mem::MemDevice;
+pub use overlay::OverlayDevice;
+pub(crate) use overlay::SharedDevice;
 pub use sparse::SparseDevice;
 pub use zoned::{ZonedDevice, ZonedMemDevice, ZonedMemOptions, Zones};
 

@@ -214,8 +214,8 @@ impl Fs {
     /// Makes file `ino`'s data and metadata durable before returning. Its dirty pages
     /// are written back; then, as Linux F2FS does under `fsync_mode=posix`, a regular
     /// file's direct nodes go to the warm node log with the fsync mark (the inode block
-    /// last, with the dentry mark when the file is new since the last checkpoint) and
-    /// the device is flushed: roll-forward recovery ([`crate::recovery`]) replays them
+    /// last, with the dentry mark when the file is new since the last checkpoint),
+    /// between two device flushes (the first makes the data they point at durable): roll-forward recovery ([`crate::recovery`]) replays them
     /// after a crash. A checkpoint is written instead for everything else, as the
     /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
     /// link count other than one, a name or parent changed since the last checkpoint
@@ -269,6 +269,14 @@ impl Fs {
             }
         }
         let dent = !checkpointed(ino) && !rw.fsync.dentry_marked(ino);
+        let barrier = settings.fsync_mode != crate::settings::FsyncMode::NoBarrier;
+        // The data the nodes point at is durable before any node is written: a power
+        // cut during this fsync then leaves either the nodes of the last complete fsync
+        // or these with their data, never a node pointing at a block still in flight
+        // (the crash harness caught that: stale blocks in a file fsync'd before).
+        if barrier {
+            dev.flush().inspect_err(|e| rw.fail(e))?;
+        }
         let written =
             self.nodes()
                 .write_fsync_nodes(dev, self.superblock(), &rw.segs, ino, cp.last().node_version(), dent);
@@ -281,8 +289,9 @@ impl Fs {
         }
         drop(_g);
         drop(cp);
-        if settings.fsync_mode != crate::settings::FsyncMode::NoBarrier {
-            dev.flush()?;
+        if barrier {
+            // A failed flush leaves the nodes' durability unknown: the volume stops.
+            dev.flush().inspect_err(|e| rw.fail(e))?;
         }
         Ok(true)
     }

@@ -88,38 +88,56 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
     }
     let context = t.pages.context_of_inode(ino).unwrap_or(0);
     let mut inode = t.load_inode(ino)?;
+    let mut inode_changed = false;
+    let written = write_groups(t, &mut inode, &pages, context, &mut inode_changed);
+    // Groups written before a failure left the cache and point at their new blocks
+    // from the inode: it is stored either way, or memory would read their old blocks.
+    if inode_changed {
+        t.store_inode(inode)?;
+    }
+    written?;
+    let wb = t.pages.writeback();
+    if let Some(c) = wb.contexts.get(context) {
+        c.add(1, pages.len() as u64);
+    }
+    Ok(pages.len())
+}
+
+/// The groups of [`write_inode_pages`]: `pages` (all of `inode`'s dirty pages) by the
+/// node holding their addresses, each written, then its pages out of the cache.
+/// `inode_changed` is set when `inode` took new addresses (or lost its extent hint).
+fn write_groups(
+    t: &Tree,
+    inode: &mut InodeMut,
+    pages: &[(u64, DirtyPage)],
+    context: usize,
+    inode_changed: &mut bool,
+) -> Result<()> {
+    let ino = inode.ino;
     let in_inode = inode.inode.addrs_per_inode() as u64;
     let mut run = Run::new();
-    let mut inode_changed = false;
     let mut i = 0;
     while i < pages.len() {
         let first = pages[i].0;
         let loc = t
-            .locate(&inode, first)?
+            .locate(inode, first)?
             .ok_or_else(|| Error::Invalid(format!("dirty block {first} of inode {ino} has no node")))?;
         let capacity = if loc.in_inode { in_inode } else { ADDRS_PER_BLOCK as u64 };
         let group_end = first - loc.slot as u64 + capacity;
         let n = pages[i..].iter().take_while(|(index, _)| *index < group_end).count();
         let group = &pages[i..i + n];
-        inode_changed |= write_group(t, &mut inode, &loc, group, &mut run, context)?;
+        *inode_changed |= write_group(t, inode, &loc, group, &mut run, context)?;
         let (fofs, _, len) = inode.inode.ext;
         if len != 0 && first < fofs as u64 + len as u64 && group[n - 1].0 >= fofs as u64 {
             inode.inode.ext = (0, 0, 0);
-            inode_changed = true;
+            *inode_changed = true;
         }
         for (index, page) in group {
             t.pages.remove_written(ino, *index, &page.data);
         }
         i += n;
     }
-    if inode_changed {
-        t.store_inode(inode)?;
-    }
-    let wb = t.pages.writeback();
-    if let Some(c) = wb.contexts.get(context) {
-        c.add(1, pages.len() as u64);
-    }
-    Ok(pages.len())
+    Ok(())
 }
 
 /// Writes `group`, pages whose addresses share the node at `loc` (the first page's
@@ -140,7 +158,8 @@ fn write_group<'a>(
     } else {
         Some(t.nodes.read(t.dev, loc.nid, ino)?)
     };
-    // New addresses by slot, for the node (edited once, after the data is written).
+    // New addresses by slot, for the node or inode (edited once, after the data is
+    // written).
     let mut slots: Vec<(usize, u32)> = Vec::new();
     let first = group[0].0;
     // The whole group takes its blocks under one hold of the segment manager's lock:
@@ -180,14 +199,14 @@ fn write_group<'a>(
     for ((index, page), &addr) in group.iter().zip(&addrs) {
         let slot = loc.slot + (index - first) as usize;
         run.push(t, addr, &page.data)?;
-        match &node {
-            Some(_) => slots.push((slot, addr as u32)),
-            None => inode.set_slot(slot, addr as u32),
-        }
+        slots.push((slot, addr as u32));
     }
-    // The blocks are on the device before any node points at them.
+    // The blocks are on the device before any node (or the inode) points at them.
     run.flush(t)?;
     let Some(b) = node else {
+        for (slot, addr) in slots {
+            inode.set_slot(slot, addr);
+        }
         return Ok(true);
     };
     let offset = NodeFooter::decode(&b)
