@@ -22,9 +22,13 @@
 //!    on the way. A dentry-marked inode block then links its name into its parent
 //!    (an entry of that name for another file is unlinked first).
 //!
-//! After the replay, blocks past a recovered file's size are freed (a truncation the
-//! fsync recorded only in `i_size`), and a checkpoint makes everything durable: the
-//! chain's blocks are garbage from then on.
+//! Before pass 2 changes anything, the chain's segments are held
+//! ([`crate::segment::SegmentManager::hold_for_recovery`]): no write of the recovery
+//! (new nodes, dentry blocks, the checkpoint's own) lands on them, so a power cut
+//! during recovery leaves the old checkpoint and its whole chain, and the next open
+//! recovers again. After the replay, blocks past a recovered file's size are freed (a
+//! truncation the fsync recorded only in `i_size`), and a checkpoint makes everything
+//! durable: the chain's blocks are garbage from then on.
 
 use crate::checkpoint::roll_forward::walk_chain;
 use crate::fs::ReadWrite;
@@ -124,8 +128,10 @@ impl Fs {
 
         // Pass 1: which inodes, up to where; inodes made anew.
         let mut entries: BTreeMap<Ino, Entry> = BTreeMap::new();
+        let mut chain: Vec<u64> = Vec::new();
         walk_chain(dev, sb, cps, |blkaddr, block, f| {
             report.chain_blocks += 1;
+            chain.push(blkaddr);
             if !f.is_fsync() {
                 return Ok(true);
             }
@@ -166,6 +172,8 @@ impl Fs {
             return Ok(report);
         }
         report.inodes = entries.len() as u64;
+        // Nothing written from here on may land on the chain before the checkpoint.
+        segs(rw).hold_for_recovery(&chain)?;
 
         // Pass 2: replay, in chain order.
         let mut touched: Vec<Ino> = Vec::new();
@@ -211,7 +219,7 @@ impl Fs {
             }
         }
         t.release_pool();
-        segs(rw).finish_recovery(dev)?;
+        segs(rw).finish_recovery(dev, &chain)?;
         self.write_checkpoint()?;
         Ok(report)
     }

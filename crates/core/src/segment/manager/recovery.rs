@@ -29,6 +29,33 @@ pub(super) struct RecoveredSummaries {
 }
 
 impl SegmentManager {
+    /// Segment numbers of the chain's blocks (`chain`, block addresses), sorted.
+    fn chain_segments(&self, chain: &[u64]) -> Result<Vec<u32>> {
+        let mut segnos: Vec<u32> = Vec::with_capacity(chain.len());
+        for &a in chain {
+            segnos.push(self.locate(a)?.0);
+        }
+        segnos.sort_unstable();
+        segnos.dedup();
+        Ok(segnos)
+    }
+
+    /// Before recovery changes anything: the segments holding the chain's blocks
+    /// (`chain`, block addresses) stay untouched until the checkpoint that ends
+    /// recovery is durable, so that a power cut during recovery finds the chain whole
+    /// again. Those free at the checkpoint become prefree (free after the next
+    /// checkpoint). No block is allocated here: segments free at the checkpoint may
+    /// hold fsync'd data not yet made valid.
+    pub fn hold_for_recovery(&mut self, chain: &[u64]) -> Result<()> {
+        for segno in self.chain_segments(chain)? {
+            if self.free.is_free(segno) {
+                self.free.set_used(segno, true);
+                self.prefree.insert(segno);
+            }
+        }
+        Ok(())
+    }
+
     /// Makes `blkaddr`, a data block written after the last checkpoint, valid for the
     /// owner `sum` names. The block must not be valid now.
     pub fn recover_block(&mut self, blkaddr: u64, sum: Summary) -> Result<()> {
@@ -74,10 +101,17 @@ impl SegmentManager {
         Ok(())
     }
 
-    /// Writes the summary entries [`SegmentManager::recover_block`] set outside the
-    /// logs to their segments' SSA blocks (the checkpoint after recovery then makes
-    /// them part of the file system).
-    pub fn finish_recovery(&mut self, dev: &dyn BlockDevice) -> Result<()> {
+    /// After the replay, before the checkpoint that ends recovery: the warm node log,
+    /// which would write over the chain (`chain`, as given to
+    /// [`SegmentManager::hold_for_recovery`]) from its next offset, moves to a free
+    /// segment (every recovered block is valid by now, so none is taken), and the
+    /// summary entries [`SegmentManager::recover_block`] set outside the logs go to
+    /// their segments' SSA blocks.
+    pub fn finish_recovery(&mut self, dev: &dyn BlockDevice, chain: &[u64]) -> Result<()> {
+        let li = self.active_logs.log_for(LogType::WarmNode) as usize;
+        if self.chain_segments(chain)?.contains(&self.logs[li].segno) {
+            self.new_segment(dev, li)?;
+        }
         for (segno, r) in std::mem::take(&mut self.recovered) {
             let at = self.geo.ssa_blkaddr + segno as u64;
             let mut block = SummaryBlock {
