@@ -198,6 +198,12 @@ write("pc/twice.bin", blocks("twice-v2", 1, 1), offset=4096)
 write("pc/twice.bin", blocks("twice-v2", 4, 2), append=True, sync="fsync")
 for i in range(many):
     write(f"pc/many/f{i:04d}", f"small file {i}\n".encode(), sync="fsync")
+# Last, after every checkpoint the cases above may have asked for: a new file past the
+# inode's own addresses and an overwrite inside an old file's direct node, so that the
+# chain holds direct nodes (written by uf2fs without the fsync mark, before the marked
+# inode block) for Linux's recovery to replay.
+write("pc/late-large.bin", blocks("late-large", 0, 1600), sync="fsync")
+write("pc/large.bin", blocks("large-over", 2000, 3), offset=2000 * 4096, sync="fsync")
 
 # the manifest, taken before anything else is written
 lines = []

@@ -114,6 +114,8 @@ fn fsync_then_power_cut(features: &str) {
     fs.write(old, 0, &old_data).unwrap();
     let inl = fs.create(root, b"inline", 0o600, 0, 0).unwrap().ino;
     fs.write(inl, 0, b"small inline file").unwrap();
+    let shrunk = fs.create(root, b"shrunk", 0o644, 0, 0).unwrap().ino;
+    fs.write(shrunk, 0, &pattern(13, 9 * MIB as usize)).unwrap();
     let gone = fs.create(root, b"replaced", 0o644, 0, 0).unwrap().ino;
     fs.write(gone, 0, &pattern(9, 20_000)).unwrap();
     fs.write_checkpoint().unwrap();
@@ -140,6 +142,15 @@ fn fsync_then_power_cut(features: &str) {
     fs.write(old, old_data.len() as u64, &pattern(7, 200_000)).unwrap();
     old_data.extend(pattern(7, 200_000));
     fs.write(inl, 17, b", grown after the checkpoint").unwrap();
+    // Cut to 100,000 bytes (freeing its direct nodes past that), then grown again with
+    // a hole: the old blocks must not come back.
+    fs.truncate(shrunk, 100_000).unwrap();
+    fs.truncate(shrunk, 8 * MIB).unwrap();
+    fs.write(shrunk, 7 * MIB, b"after the hole").unwrap();
+    let mut shrunk_data = pattern(13, 100_000);
+    shrunk_data.resize(7 * MIB as usize, 0);
+    shrunk_data.extend(b"after the hole");
+    shrunk_data.resize(8 * MIB as usize, 0);
     for ino in [new, big, holes, xa, old, inl] {
         fs.fsync(ino, false).unwrap();
     }
@@ -148,6 +159,9 @@ fn fsync_then_power_cut(features: &str) {
         version,
         "fsync of regular files wrote a checkpoint"
     );
+    // A shrunk file's fsync checkpoints (its freed direct nodes).
+    fs.fsync(shrunk, false).unwrap();
+    assert_eq!(fs.last_checkpoint().checkpoint_ver, version + 1);
     // fsync'd twice, changed in between.
     let twice = fs.create(root, b"twice", 0o644, 0, 0).unwrap().ino;
     fs.write(twice, 0, &pattern(8, 40_000)).unwrap();
@@ -175,6 +189,7 @@ fn fsync_then_power_cut(features: &str) {
     ));
     want.push(("twice", twice_data, None));
     want.push(("replaced", pattern(9, 20_000), None));
+    want.push(("shrunk", shrunk_data, None));
     // The power cut: everything up to the last flush, nothing after.
     let image = dev.image_after_cut(dev.flush_count(), &|_| false);
     drop(fs);
@@ -248,7 +263,9 @@ fn every_fsync_before_the_cut_survives() {
 }
 
 /// What Linux checkpoints for still checkpoints: a renamed file, a file with two
-/// links, a directory, and every fsync under `fsync_mode=strict`.
+/// links, a directory, a file in a directory not yet checkpointed; so do a file below a
+/// directory renamed since the checkpoint (stricter than Linux) and every fsync under
+/// `fsync_mode=strict`; a shrunk file does too (its freed nodes), a grown one does not.
 #[test]
 fn fsync_checkpoints_where_the_kernel_does() {
     let tmp = tempfile::tempdir().unwrap();
@@ -277,17 +294,23 @@ fn fsync_checkpoints_where_the_kernel_does() {
     let f = fs.create(d2, b"f", 0o644, 0, 0).unwrap().ino;
     fs.fsync(f, false).unwrap();
     assert_eq!(ver(), v + 4, "a file in a directory not yet checkpointed");
-    let g = fs.create(d2, b"g", 0o644, 0, 0).unwrap().ino;
+    let g = fs.create(d, b"g", 0o644, 0, 0).unwrap().ino;
     fs.write(g, 0, &pattern(1, 30_000)).unwrap();
     fs.truncate(g, 10).unwrap();
     fs.fsync(g, false).unwrap();
-    assert_eq!(ver(), v + 5, "a truncated file");
+    assert_eq!(ver(), v + 5, "a shrunk file");
+    fs.truncate(g, 1_000_000).unwrap();
+    fs.fsync(g, false).unwrap();
+    assert_eq!(ver(), v + 5, "a grown file");
+    fs.rename(root, b"d2", d, b"moved", 0).unwrap();
+    fs.fsync(g, false).unwrap();
+    assert_eq!(ver(), v + 6, "a directory renamed since the checkpoint");
     let mut s = fs.settings();
     s.fsync_mode = FsyncMode::Strict;
     fs.set_settings(s).unwrap();
     fs.write(g, 0, b"strict").unwrap();
     fs.fsync(g, false).unwrap();
-    assert_eq!(ver(), v + 6, "fsync_mode=strict");
+    assert_eq!(ver(), v + 7, "fsync_mode=strict");
 }
 
 /// A fresh volume's checkpoint is an unmount checkpoint; an fsync after it (the mount

@@ -218,9 +218,10 @@ impl Fs {
     /// between two device flushes (the first makes the data they point at durable): roll-forward recovery ([`crate::recovery`]) replays them
     /// after a crash. A checkpoint is written instead for everything else, as the
     /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
-    /// link count other than one, a name or parent changed since the last checkpoint
-    /// (or nodes freed by a truncate or a punched hole), a parent directory not yet
-    /// checkpointed, two active logs, little free space, or `fsync_mode=strict`.
+    /// link count other than one, a name or parent changed since the last checkpoint, a
+    /// directory renamed since the last checkpoint, the file shrunk or holes punched or
+    /// zeroed in it since the last checkpoint (direct nodes freed), a parent directory
+    /// not yet checkpointed, two active logs, little free space, or `fsync_mode=strict`.
     /// `datasync` changes nothing: both write the same.
     pub fn fsync(&self, ino: Ino, datasync: bool) -> Result<()> {
         let _ = datasync;
@@ -478,8 +479,6 @@ impl Op<'_> {
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
-        // Nodes may be freed: recovery could not rebuild that from direct nodes.
-        rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if size > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -488,6 +487,12 @@ impl Op<'_> {
             )));
         }
         let old = i.inode.size;
+        if size < old {
+            // Direct nodes may be freed: recovery would find the checkpoint's still
+            // there (and their blocks past a hole made later), so this inode's fsync
+            // checkpoints.
+            rw.fsync.needs_checkpoint(ino);
+        }
         if inline::is_inline(&i) && size <= inline::max_inline(&i) {
             self.ensure_room(need([0, 0, 0, 0, 1, 0], 0), 0)?;
             self.commit();
@@ -583,7 +588,8 @@ impl Op<'_> {
     fn punch_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Option<(u64, u64)>> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
-        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        // Direct nodes may be freed: recovery would find the checkpoint's still there
+        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
         rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if offset >= i.inode.size {
@@ -622,7 +628,8 @@ impl Op<'_> {
     fn zero_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<(u64, u64)> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
-        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        // Direct nodes may be freed: recovery would find the checkpoint's still there
+        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
         rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if end > i.inode.max_file_bytes() {
@@ -677,7 +684,8 @@ impl Op<'_> {
     fn zero_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
-        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        // Direct nodes may be freed: recovery would find the checkpoint's still there
+        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
         rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let log = data_log(&i, self.t.segs);
@@ -720,7 +728,8 @@ impl Op<'_> {
     fn punch_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.locks.lock(&[ino]);
-        // Nodes may be freed: recovery could not rebuild that from direct nodes.
+        // Direct nodes may be freed: recovery would find the checkpoint's still there
+        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
         rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let dnodes = (end - first).div_ceil(blocks::D) + 1;

@@ -17,11 +17,15 @@ struct Tracked {
     /// Inodes an fsync wrote with the dentry mark: a later fsync need not mark them
     /// again (the kernel's `HAS_FSYNCED_INODE`).
     dentry_marked: HashSet<Ino>,
-    /// Inodes whose name or parent changed (rename, link, unlink of another name) or
-    /// whose nodes were freed (truncate, punch): roll-forward recovery could not
-    /// rebuild them from their direct nodes, so their fsync writes a checkpoint (the
-    /// kernel's `file_wrong_pino` and its truncate rules).
+    /// Inodes whose name or parent changed (rename, link, unlink of another name), or
+    /// whose direct nodes may have been freed (shrunk, holes punched or zeroed):
+    /// recovery would link them under a name they no longer have (the kernel's
+    /// `file_wrong_pino`), or find the checkpoint's nodes and their old blocks where
+    /// the file now has a hole; their fsync writes a checkpoint.
     need_checkpoint: HashSet<Ino>,
+    /// A directory was renamed (or replaced by a rename): paths below it changed, and
+    /// recovery would link an fsync'd file under its parent's old path.
+    dir_renamed: bool,
 }
 
 impl FsyncTrack {
@@ -34,9 +38,15 @@ impl FsyncTrack {
         self.lock().need_checkpoint.insert(ino);
     }
 
+    /// A directory was renamed: every fsync writes a checkpoint until the next one.
+    pub fn directory_renamed(&self) {
+        self.lock().dir_renamed = true;
+    }
+
     /// Whether an fsync of `ino` must write a checkpoint.
     pub fn must_checkpoint(&self, ino: Ino) -> bool {
-        self.lock().need_checkpoint.contains(&ino)
+        let t = self.lock();
+        t.dir_renamed || t.need_checkpoint.contains(&ino)
     }
 
     /// Whether `ino`'s inode block already went out with the dentry mark.
@@ -54,5 +64,6 @@ impl FsyncTrack {
         let mut t = self.lock();
         t.dentry_marked.clear();
         t.need_checkpoint.clear();
+        t.dir_renamed = false;
     }
 }

@@ -112,6 +112,11 @@ impl<'a> Op<'a> {
         if let Some(t) = target {
             rw.fsync.needs_checkpoint(t);
         }
+        if s_dir || t_dir {
+            // Every path below them changes (Linux's fsync would link a file under
+            // its parent's old path; uf2fs checkpoints instead).
+            rw.fsync.directory_renamed();
+        }
         if flags & RENAME_EXCHANGE != 0 {
             let dst = found
                 .dst

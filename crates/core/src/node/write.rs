@@ -299,12 +299,15 @@ impl NodeManager {
     }
 
     /// Writes inode `ino`'s dirty direct nodes (inode, direct and xattr nodes: what
-    /// roll-forward recovery replays) to their log with the fsync mark, the inode
-    /// last, also when only its other nodes were dirty or none was: its block then
-    /// carries the mark that makes recovery replay everything of the inode before it
-    /// (the kernel's `f2fs_fsync_node_pages`). With `dent`, the inode block also gets
-    /// the dentry mark (recovery then adds its name to its parent). Indirect nodes stay
-    /// dirty: recovery rebuilds them. `node_ver` as for
+    /// roll-forward recovery replays) to their log, the inode last, also when only its
+    /// other nodes were dirty or none was, and only the inode block with the fsync
+    /// mark: recovery replays everything of the inode before its last fsync-marked
+    /// block (as the kernel's does), and since it follows the log's chain only as far
+    /// as every block landed, a power cut in the middle of these writes leaves either
+    /// all of them reachable or none of this fsync's mark (the kernel marks every
+    /// direct node, so a torn fsync can replay some of its nodes without the inode's
+    /// size). With `dent`, the inode block also gets the dentry mark (recovery then
+    /// adds its name to its parent). Indirect nodes stay dirty: recovery rebuilds them. `node_ver` as for
     /// [`NodeManager::write_dirty_nodes`]. Returns the blocks written.
     pub(crate) fn write_fsync_nodes(
         &self,
@@ -342,7 +345,7 @@ impl NodeManager {
                 });
                 (node, NODE_FSYNC_BIT | if dent { NODE_DENT_BIT } else { 0 })
             } else {
-                (dirty.take(nid).expect("listed as dirty above"), NODE_FSYNC_BIT)
+                (dirty.take(nid).expect("listed as dirty above"), 0)
             };
             pending.push(Pending {
                 nid,
