@@ -9,12 +9,15 @@
 #   uf2fs-posix   `uf2fs mount` (fsync_mode=posix): data and direct nodes, no checkpoint
 #
 # One job, ioengine=psync, --rw=randwrite --bs=4k over a FILE_SIZE file, for RUNTIME
-# seconds (time_based). Each (target, round) gets a fresh image and mount. Reported:
-# writes per second (each with its fsync), fsync latency p50/p99 (fio's sync latency),
-# medians over --reps rounds, and posix against strict.
+# seconds (time_based). With --with-writer, a second job beside it writes its own file
+# sequentially in 1 MiB buffered writes with no fsync (a bulk writer sharing the
+# volume: a checkpoint per fsync must also write what it left dirty, a roll-forward
+# fsync only the fsync'd file). Each (target, round) gets a fresh image and mount.
+# Reported for the fsync job: writes per second (each with its fsync), fsync latency
+# p50/p99 (fio's sync latency), medians over --reps rounds, and posix against strict.
 #
 # usage: scripts/bench-fsync-fio.sh [--size SIZE] [--file-size SIZE] [--runtime SECS]
-#                                   [--reps N] [--work DIR] [--out FILE]
+#                                   [--reps N] [--with-writer] [--work DIR] [--out FILE]
 # Defaults: 2G images, a 64M file, 20 s per run, 3 rounds: about 4 minutes. Run as root;
 # needs fio, fuse2fs, fuse3.
 set -euo pipefail
@@ -25,7 +28,7 @@ repo="$(dirname "$here")"
 . "$here/lib/fs-targets.sh"
 export PATH="$PATH:/usr/sbin:/sbin"
 
-size=2G; file_size=64M; runtime=20; reps=3
+size=2G; file_size=64M; runtime=20; reps=3; writer=0
 work=/var/tmp/uf2fs-fsyncfio; out=""
 cmdline="scripts/bench-fsync-fio.sh $*"
 usage() { sed -n '/^# usage:/,/^# Defaults:/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     --file-size) file_size="$2"; shift 2 ;;
     --runtime) runtime="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
+    --with-writer) writer=1; shift ;;
     --work) work="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h | --help) usage ;;
@@ -86,14 +90,19 @@ for ((r = 1; r <= reps; r++)); do
     for t in "${targets[@]}"; do
         mount_target "$t"
         json="$work/fio-$t-$r.json"
-        fst_run $((runtime * 10 + 300)) "$json" fio --name=fsync-randwrite --directory="$work/mnt" \
-            --ioengine=psync --rw=randwrite --bs=4k --size="$file_size" --fsync=1 --randrepeat=1 \
+        bulk=()
+        if [ "$writer" = 1 ]; then
+            bulk=(--name=bulk-writer --rw=write --bs=1M --size=1G --fsync=0)
+        fi
+        fst_run $((runtime * 10 + 300)) "$json" fio --directory="$work/mnt" --ioengine=psync \
             --time_based --runtime="$runtime" --fallocate=none --output-format=json \
+            --name=fsync-randwrite --rw=randwrite --bs=4k --size="$file_size" --fsync=1 --randrepeat=1 \
+            "${bulk[@]}" \
             || { fst_log "fio failed on $t"; cat "$json" >&2; exit 1; }
         fst_unmount
         line=$(python3 -c '
 import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
+j = [j for j in json.load(open(sys.argv[1]))["jobs"] if j["jobname"] == "fsync-randwrite"][0]
 sync = j["sync"]["lat_ns"]
 pct = sync.get("percentile", {})
 print("%.1f\t%.1f\t%.1f" % (j["write"]["iops"], pct.get("50.000000", 0) / 1e3, pct.get("99.000000", 0) / 1e3))

@@ -215,7 +215,7 @@ impl Fs {
     /// are written back; then, as Linux F2FS does under `fsync_mode=posix`, a regular
     /// file's direct nodes go to the warm node log with the fsync mark (the inode block
     /// last, with the dentry mark when the file is new since the last checkpoint),
-    /// between two device flushes (the first makes the data they point at durable): roll-forward recovery ([`crate::recovery`]) replays them
+    /// between two device flushes (the first makes the data they point at durable): roll-forward recovery (at the next read-write open) replays them
     /// after a crash. A checkpoint is written instead for everything else, as the
     /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
     /// link count other than one, a name or parent changed since the last checkpoint, a
