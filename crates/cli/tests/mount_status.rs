@@ -55,6 +55,16 @@ fn status_reports_settings_and_blocks_written() {
     assert!(device >= user, "{report}");
     let waf: f64 = field(&report, "waf").parse().unwrap();
     assert!(waf >= 1.0, "{report}");
+    // The file is new in a checkpointed root: its fsync is a roll-forward record.
+    assert_eq!(
+        field(&report, "fsyncs"),
+        "1 roll-forward, 0 by checkpoint (fsync_mode=posix)",
+        "{report}"
+    );
+    assert_eq!(
+        field(&report, "recovered at open"),
+        "0 inodes from 0 fsync'd node blocks"
+    );
     let (ok, log) = m.unmount();
     assert!(ok, "{log}");
 

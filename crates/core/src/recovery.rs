@@ -221,6 +221,7 @@ impl Fs {
         t.release_pool();
         segs(rw).finish_recovery(dev, &chain)?;
         self.write_checkpoint()?;
+        rw.fsync.set_recovered(report.inodes, report.nodes_replayed);
         Ok(report)
     }
 

@@ -229,9 +229,12 @@ impl Fs {
         self.live_inode(ino)?;
         self.writeback_inode(ino)?;
         if self.fsync_roll_forward(rw, ino)? {
+            rw.fsync.count(true);
             return Ok(());
         }
-        self.sync_fs()
+        self.sync_fs()?;
+        rw.fsync.count(false);
+        Ok(())
     }
 
     /// The roll-forward half of [`Fs::fsync`]: false when a checkpoint must be written

@@ -3,6 +3,7 @@
 
 use crate::Ino;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Per-inode facts that decide how an fsync makes a file durable, all forgotten at the
@@ -10,6 +11,11 @@ use std::sync::{Mutex, PoisonError};
 #[derive(Debug, Default)]
 pub struct FsyncTrack {
     inner: Mutex<Tracked>,
+    /// fsyncs made durable by roll-forward records, and by checkpoints, since open.
+    by_roll_forward: AtomicU64,
+    by_checkpoint: AtomicU64,
+    /// What roll-forward recovery replayed at open: inodes and node blocks.
+    recovered: (AtomicU64, AtomicU64),
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +63,38 @@ impl FsyncTrack {
     /// Records that `ino`'s inode block went out with the dentry mark.
     pub fn mark_dentry(&self, ino: Ino) {
         self.lock().dentry_marked.insert(ino);
+    }
+
+    /// Counts an fsync, made durable by a roll-forward record or by a checkpoint.
+    pub fn count(&self, roll_forward: bool) {
+        let c = if roll_forward {
+            &self.by_roll_forward
+        } else {
+            &self.by_checkpoint
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// fsyncs since open: (by roll-forward records, by checkpoints).
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.by_roll_forward.load(Ordering::Relaxed),
+            self.by_checkpoint.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Records what recovery replayed at open.
+    pub fn set_recovered(&self, inodes: u64, nodes: u64) {
+        self.recovered.0.store(inodes, Ordering::Relaxed);
+        self.recovered.1.store(nodes, Ordering::Relaxed);
+    }
+
+    /// What recovery replayed at open: (inodes, node blocks).
+    pub fn recovered(&self) -> (u64, u64) {
+        (
+            self.recovered.0.load(Ordering::Relaxed),
+            self.recovered.1.load(Ordering::Relaxed),
+        )
     }
 
     /// A checkpoint is durable: everything is recorded there.

@@ -23,6 +23,18 @@ impl Fs {
         let _ = writeln!(s, "gc policy:           {policy}");
         let _ = writeln!(s, "background gc:       {}", settings.background_gc.name());
         let _ = writeln!(s, "active logs:         {}", settings.active_logs.count());
+        let rw = self.rw()?;
+        let (rolled, checkpointed) = rw.fsync.counts();
+        let _ = writeln!(
+            s,
+            "fsyncs:              {rolled} roll-forward, {checkpointed} by checkpoint (fsync_mode={})",
+            settings.fsync_mode.name()
+        );
+        let (inodes, nodes) = rw.fsync.recovered();
+        let _ = writeln!(
+            s,
+            "recovered at open:   {inodes} inodes from {nodes} fsync'd node blocks"
+        );
         let _ = writeln!(s, "utilization:         {:.4}", a.utilization());
         let _ = writeln!(
             s,
