@@ -12,9 +12,10 @@ use super::{lock, NodeBlock, NodeManager};
 use crate::device::{BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{NEW_ADDR, NODE_FOOTER_OFFSET, NULL_ADDR};
+use uf2fs_format::le::u32_at;
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
 use uf2fs_format::summary::Summary;
@@ -36,19 +37,46 @@ pub(super) struct DirtyNode {
     log: LogType,
 }
 
-/// Dirty node blocks by node id, with a count per log.
+/// Dirty node blocks by node id, with a count per log and the ids by inode (so that
+/// fsync finds one inode's nodes without looking at the others).
 #[derive(Default)]
 pub(super) struct DirtyNodes {
     map: BTreeMap<u32, DirtyNode>,
     per_log: [u64; NR_LOGS],
+    by_ino: HashMap<u32, BTreeSet<u32>>,
+}
+
+/// The inode a node block belongs to, from its footer.
+fn ino_of(block: &[u8]) -> u32 {
+    u32_at(block, NODE_FOOTER_OFFSET + 4)
 }
 
 impl DirtyNodes {
     fn insert(&mut self, nid: u32, node: DirtyNode) {
         self.per_log[node.log as usize] += 1;
+        let ino = ino_of(&node.block);
         if let Some(old) = self.map.insert(nid, node) {
             self.per_log[old.log as usize] -= 1;
+            self.unindex(ino_of(&old.block), nid);
         }
+        self.by_ino.entry(ino).or_default().insert(nid);
+    }
+
+    fn unindex(&mut self, ino: u32, nid: u32) {
+        if let Some(set) = self.by_ino.get_mut(&ino) {
+            set.remove(&nid);
+            if set.is_empty() {
+                self.by_ino.remove(&ino);
+            }
+        }
+    }
+
+    /// The dirty nodes of inode `ino`.
+    fn of_inode(&self, ino: u32) -> Vec<u32> {
+        self.by_ino
+            .get(&ino)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Whether node `nid` is dirty.
@@ -64,6 +92,7 @@ impl DirtyNodes {
     fn take(&mut self, nid: u32) -> Option<DirtyNode> {
         let old = self.map.remove(&nid)?;
         self.per_log[old.log as usize] -= 1;
+        self.unindex(ino_of(&old.block), nid);
         Some(old)
     }
 
@@ -323,14 +352,15 @@ impl NodeManager {
         let clean_inode = self.read(dev, ino, ino)?;
         let mut dirty = lock(&self.dirty);
         let mine: Vec<u32> = dirty
-            .map
-            .iter()
-            .filter(|(&nid, n)| {
-                NodeFooter::decode(&n.block).is_ok_and(|f| {
-                    f.ino == ino && nid != ino && (super::is_dnode(f.offset()) || f.offset() == XATTR_NODE_OFFSET)
-                })
+            .of_inode(ino)
+            .into_iter()
+            .filter(|&nid| {
+                nid != ino
+                    && dirty.map.get(&nid).is_some_and(|n| {
+                        NodeFooter::decode(&n.block)
+                            .is_ok_and(|f| super::is_dnode(f.offset()) || f.offset() == XATTR_NODE_OFFSET)
+                    })
             })
-            .map(|(&nid, _)| nid)
             .collect();
         let mut entries = Vec::with_capacity(mine.len() + 1);
         for &nid in mine.iter().chain([&ino]) {
