@@ -305,8 +305,8 @@ pub(crate) fn fix_checksums(img: &mut Patched) {
     }
 }
 
-/// What a walk saw, for `UF2FS_FUZZ_VERBOSE`.
-#[derive(Default, Debug)]
+/// What a walk saw, for `UF2FS_FUZZ_VERBOSE` (and the `recovery` target's comparisons).
+#[derive(Default, Debug, PartialEq, Eq)]
 pub struct Walk {
     /// Inodes visited.
     pub visited: usize,

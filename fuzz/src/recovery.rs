@@ -277,17 +277,22 @@ fn note(what: &str, r: &uf2fs_core::Result<Fs>) {
 
 /// The fuzz target: damage a base image as `data` says, open it read-only and walk it,
 /// open it read-write (on an in-memory overlay), walk it, unmount it, reopen it
-/// read-only and walk it again.
+/// read-only and walk it again. Every open that succeeds must show the same tree: the
+/// read-only open replays what the read-write one does (or, with no fsync'd node in
+/// the chain, neither replays anything), and what recovery and the unmount wrote reads
+/// back as the read-write open showed it.
 pub fn run(data: &[u8]) {
     let img = damaged_image(data);
     let ro = Fs::open_device(Box::new(img.clone()), "fuzz.img");
     note("read-only open", &ro);
-    if let Ok(fs) = ro {
-        let w = walk(&fs);
+    let ro_walk = ro.as_ref().ok().map(|fs| {
+        let w = walk(fs);
         if verbose() {
             eprintln!("read-only (replayed: {}): {w:?}", fs.replayed_in_memory());
         }
-    }
+        w
+    });
+    drop(ro);
     let overlay = OverlayDevice::new(Arc::new(img));
     let rw = Fs::open_device_with(Box::new(overlay.clone()), "fuzz.img", OpenOptions { read_write: true });
     note("read-write open", &rw);
@@ -295,6 +300,12 @@ pub fn run(data: &[u8]) {
     let w = walk(&fs);
     if verbose() {
         eprintln!("read-write: {w:?}");
+    }
+    if let Some(ro_walk) = &ro_walk {
+        assert_eq!(
+            ro_walk, &w,
+            "the read-only and the read-write open show different trees"
+        );
     }
     if let Err(e) = fs.unmount() {
         assert!(!e.to_string().is_empty());
@@ -305,10 +316,13 @@ pub fn run(data: &[u8]) {
     }
     let again = Fs::open_device(Box::new(overlay), "fuzz.img");
     note("reopen", &again);
-    if let Ok(fs) = again {
-        let w = walk(&fs);
-        if verbose() {
-            eprintln!("reopened: {w:?}");
-        }
+    let again = again.expect("the image recovery and unmount wrote opens");
+    let w2 = walk(&again);
+    if verbose() {
+        eprintln!("reopened: {w2:?}");
     }
+    assert_eq!(
+        w, w2,
+        "the reopened image shows a tree other than the read-write open's"
+    );
 }
