@@ -63,16 +63,27 @@ static ZERO: [u8; BLOCK] = [0; BLOCK];
 
 /// A base image: its non-zero blocks, and the metadata blocks ops address.
 pub struct Base {
-    blocks: u64,
-    map: HashMap<u64, Box<[u8]>>,
-    hot: Vec<u64>,
-    sb: Vec<u8>,
+    pub(crate) blocks: u64,
+    pub(crate) map: HashMap<u64, Box<[u8]>>,
+    pub(crate) hot: Vec<u64>,
+    pub(crate) sb: Vec<u8>,
 }
 
 impl Base {
     /// Inflates a `seed_cut.py --sparse` file: gzip of "uf2fsSPR", block count (u64),
     /// then (block address u64, 4096 bytes) for each non-zero block.
     fn load(gz: &[u8]) -> Base {
+        let mut base = Base::inflate(gz);
+        let is_text = |b: &[u8]| b.iter().all(|&c| c == b'\n' || (0x20..0x7f).contains(&c));
+        let mut hot: Vec<u64> = base.map.iter().filter(|(_, b)| !is_text(b)).map(|(&a, _)| a).collect();
+        hot.sort_unstable();
+        base.hot = hot;
+        base
+    }
+
+    /// Inflates a `seed_cut.py --sparse` file (see [`Base::load`]) with no hot blocks:
+    /// the caller picks them.
+    pub(crate) fn inflate(gz: &[u8]) -> Base {
         let mut raw = Vec::new();
         GzDecoder::new(gz).read_to_end(&mut raw).expect("base image inflates");
         assert_eq!(&raw[..8], b"uf2fsSPR", "base image magic");
@@ -82,14 +93,16 @@ impl Base {
             let addr = u64::from_le_bytes(rec[..8].try_into().unwrap());
             map.insert(addr, rec[8..].to_vec().into_boxed_slice());
         }
-        let is_text = |b: &[u8]| b.iter().all(|&c| c == b'\n' || (0x20..0x7f).contains(&c));
-        let mut hot: Vec<u64> = map.iter().filter(|(_, b)| !is_text(b)).map(|(&a, _)| a).collect();
-        hot.sort_unstable();
         let sb = map.get(&0).expect("base image has block 0")[F2FS_SUPER_OFFSET..][..SUPERBLOCK_SIZE].to_vec();
-        Base { blocks, map, hot, sb }
+        Base {
+            blocks,
+            map,
+            hot: Vec::new(),
+            sb,
+        }
     }
 
-    fn block(&self, addr: u64) -> &[u8] {
+    pub(crate) fn block(&self, addr: u64) -> &[u8] {
         self.map.get(&addr).map_or(&ZERO[..], |b| &b[..])
     }
 }
@@ -106,14 +119,31 @@ pub fn bases() -> &'static [Base; 2] {
 }
 
 /// A base image with patched blocks and possibly a shorter length.
+#[derive(Clone)]
 pub struct Patched {
-    base: &'static Base,
-    blocks: u64,
-    patches: HashMap<u64, Box<[u8]>>,
+    pub(crate) base: &'static Base,
+    pub(crate) blocks: u64,
+    pub(crate) patches: HashMap<u64, Box<[u8]>>,
 }
 
 impl Patched {
-    fn block_mut(&mut self, addr: u64) -> &mut [u8] {
+    /// The base image, unchanged.
+    pub(crate) fn new(base: &'static Base) -> Patched {
+        Patched {
+            base,
+            blocks: base.blocks,
+            patches: HashMap::new(),
+        }
+    }
+
+    /// Block `addr` as it reads now.
+    pub(crate) fn block(&self, addr: u64) -> &[u8] {
+        self.patches
+            .get(&addr)
+            .map_or_else(|| self.base.block(addr), |b| &b[..])
+    }
+
+    pub(crate) fn block_mut(&mut self, addr: u64) -> &mut [u8] {
         let base = self.base;
         self.patches
             .entry(addr)
@@ -148,30 +178,30 @@ impl BlockDevice for Patched {
 }
 
 /// Reads the input's operands; bytes past the end read as zero.
-struct Input<'a> {
-    data: &'a [u8],
-    pos: usize,
+pub(crate) struct Input<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl Input<'_> {
-    fn bytes(&mut self, n: usize) -> &[u8] {
+    pub(crate) fn bytes(&mut self, n: usize) -> &[u8] {
         let start = self.pos.min(self.data.len());
         let end = (start + n).min(self.data.len());
         self.pos = self.pos.saturating_add(n);
         &self.data[start..end]
     }
-    fn u8(&mut self) -> u8 {
+    pub(crate) fn u8(&mut self) -> u8 {
         self.bytes(1).first().copied().unwrap_or(0)
     }
-    fn u16(&mut self) -> u16 {
+    pub(crate) fn u16(&mut self) -> u16 {
         let b = self.bytes(2);
         u16::from_le_bytes([b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0)])
     }
-    fn u32(&mut self) -> u32 {
+    pub(crate) fn u32(&mut self) -> u32 {
         let (lo, hi) = (self.u16() as u32, self.u16() as u32);
         lo | hi << 16
     }
-    fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.pos >= self.data.len()
     }
 }
@@ -180,47 +210,14 @@ impl Input<'_> {
 pub fn damaged_image(data: &[u8]) -> Patched {
     let flags = data.first().copied().unwrap_or(0);
     let base = &bases()[(flags & 1) as usize];
-    let mut img = Patched {
-        base,
-        blocks: base.blocks,
-        patches: HashMap::new(),
-    };
+    let mut img = Patched::new(base);
     let mut inp = Input { data, pos: 1 };
-    let hot = |i: u16| base.hot[i as usize % base.hot.len()];
     for _ in 0..MAX_OPS {
         if inp.done() {
             break;
         }
-        match inp.u8() % 6 {
-            0 => {
-                let (addr, off, len) = (hot(inp.u16()), inp.u16() as usize % BLOCK, inp.u8() as usize);
-                write(&mut img, addr, off, inp.bytes(len));
-            }
-            1 => {
-                let (addr, bit) = (hot(inp.u16()), inp.u16() as usize % (BLOCK * 8));
-                img.block_mut(addr)[bit / 8] ^= 1 << (bit % 8);
-            }
-            2 => {
-                let (addr, off, len, value) = (hot(inp.u16()), inp.u16() as usize % BLOCK, inp.u16(), inp.u8());
-                let b = img.block_mut(addr);
-                let end = (off + len as usize).min(BLOCK);
-                b[off..end].fill(value);
-            }
-            3 => img.blocks = inp.u32() as u64 % (base.blocks + 1),
-            4 => {
-                let addr = inp.u32() as u64 % base.blocks;
-                let (off, len) = (inp.u16() as usize % BLOCK, inp.u8() as usize);
-                write(&mut img, addr, off, inp.bytes(len));
-            }
-            _ => {
-                let (from, to) = (hot(inp.u16()), hot(inp.u16()));
-                let src = img
-                    .patches
-                    .get(&from)
-                    .map_or_else(|| base.block(from).to_vec(), |b| b.to_vec());
-                img.block_mut(to).copy_from_slice(&src);
-            }
-        }
+        let op = inp.u8() % 6;
+        apply_op(&mut img, &mut inp, op);
     }
     if flags & 2 != 0 {
         fix_checksums(&mut img);
@@ -228,7 +225,43 @@ pub fn damaged_image(data: &[u8]) -> Patched {
     img
 }
 
-fn write(img: &mut Patched, addr: u64, off: usize, bytes: &[u8]) {
+/// Applies image op `op` (0..6, see the module notes), reading its operands from `inp`.
+pub(crate) fn apply_op(img: &mut Patched, inp: &mut Input, op: u8) {
+    let base = img.base;
+    let hot = |i: u16| base.hot[i as usize % base.hot.len()];
+    match op {
+        0 => {
+            let (addr, off, len) = (hot(inp.u16()), inp.u16() as usize % BLOCK, inp.u8() as usize);
+            write(img, addr, off, inp.bytes(len));
+        }
+        1 => {
+            let (addr, bit) = (hot(inp.u16()), inp.u16() as usize % (BLOCK * 8));
+            img.block_mut(addr)[bit / 8] ^= 1 << (bit % 8);
+        }
+        2 => {
+            let (addr, off, len, value) = (hot(inp.u16()), inp.u16() as usize % BLOCK, inp.u16(), inp.u8());
+            let b = img.block_mut(addr);
+            let end = (off + len as usize).min(BLOCK);
+            b[off..end].fill(value);
+        }
+        3 => img.blocks = inp.u32() as u64 % (base.blocks + 1),
+        4 => {
+            let addr = inp.u32() as u64 % base.blocks;
+            let (off, len) = (inp.u16() as usize % BLOCK, inp.u8() as usize);
+            write(img, addr, off, inp.bytes(len));
+        }
+        _ => {
+            let (from, to) = (hot(inp.u16()), hot(inp.u16()));
+            let src = img
+                .patches
+                .get(&from)
+                .map_or_else(|| base.block(from).to_vec(), |b| b.to_vec());
+            img.block_mut(to).copy_from_slice(&src);
+        }
+    }
+}
+
+pub(crate) fn write(img: &mut Patched, addr: u64, off: usize, bytes: &[u8]) {
     let b = img.block_mut(addr);
     let n = bytes.len().min(BLOCK - off);
     b[off..off + n].copy_from_slice(&bytes[..n]);
@@ -237,7 +270,7 @@ fn write(img: &mut Patched, addr: u64, off: usize, bytes: &[u8]) {
 /// Recomputes the checksums of patched blocks that carry one, by where they sit: the
 /// superblock copies, checkpoint blocks (CP area), inode blocks (main area, footer says
 /// inode, extra attributes hold a checksum). Geometry comes from the base superblock.
-fn fix_checksums(img: &mut Patched) {
+pub(crate) fn fix_checksums(img: &mut Patched) {
     let sb = &img.base.sb;
     let cp_start = u32_at(sb, 76) as u64;
     let cp_end = cp_start + ((u32_at(sb, 52) as u64) << 9);
@@ -272,8 +305,8 @@ fn fix_checksums(img: &mut Patched) {
     }
 }
 
-/// What a walk saw, for `UF2FS_FUZZ_VERBOSE`.
-#[derive(Default, Debug)]
+/// What a walk saw, for `UF2FS_FUZZ_VERBOSE` (and the `recovery` target's comparisons).
+#[derive(Default, Debug, PartialEq, Eq)]
 pub struct Walk {
     /// Inodes visited.
     pub visited: usize,

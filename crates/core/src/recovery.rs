@@ -518,6 +518,15 @@ impl Fs {
                 format!("fsync'd inode {ino} names parent {parent}, which does not exist; run fsck.f2fs"),
             ));
         }
+        if name.contains(&b'/') || name.contains(&0) || name == b"." || name == b".." {
+            return Err(corrupt(
+                at,
+                format!(
+                    "fsync'd inode {ino}'s name {:?} is not a file name; run fsck.f2fs",
+                    crate::error::show_name(&name)
+                ),
+            ));
+        }
         let mut dir = t.load_inode(parent)?;
         if !dir.is_dir() {
             return Err(corrupt(

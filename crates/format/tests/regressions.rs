@@ -5,7 +5,8 @@
 //! - every committed seed in `fuzz/corpus/<target>/` (real image blocks: the checks must
 //!   hold on good data too).
 //!
-//! `fuzz/regressions/image/` needs uf2fs-core and is replayed by `fuzz/run-all.sh`.
+//! `fuzz/regressions/image/` and `fuzz/regressions/recovery/` need uf2fs-core and are
+//! replayed by `fuzz/run-all.sh`.
 
 #[path = "../../../fuzz/src/parsers.rs"]
 mod parsers;
@@ -55,7 +56,7 @@ fn saved_fuzz_crashes_stay_fixed() {
         for e in entries.flatten().filter(|e| e.path().is_dir()) {
             let name = e.file_name().to_string_lossy().into_owned();
             assert!(
-                name == "image" || parsers::TARGETS.iter().any(|(t, _)| *t == name),
+                name == "image" || name == "recovery" || parsers::TARGETS.iter().any(|(t, _)| *t == name),
                 "fuzz/regressions/{name} is not a fuzz target"
             );
         }
