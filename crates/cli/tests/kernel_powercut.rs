@@ -286,3 +286,36 @@ fn recovers_after_a_cut_during_recovery(name: &str) {
 fn powercut_recovers_again_after_a_cut_during_recovery() {
     recovers_after_a_cut_during_recovery(FIXTURES[0]);
 }
+
+/// After recovering Linux's image, uf2fs's own checkpoints keep Linux's
+/// `CP_CRC_RECOVERY_FLAG`, so its fsync stamps node footers with the checkpoint's
+/// checksum too: a file fsync'd then (no checkpoint) is found by the next recovery.
+#[test]
+fn fsync_after_recovering_a_crc_recovery_image_is_recovered() {
+    use uf2fs_core::device::CrashDevice;
+    const CP_CRC_RECOVERY_FLAG: u32 = 0x40;
+    let tmp = scratch("kernel-powercut-crc-");
+    let img = gunzip(FIXTURES[0], tmp.path());
+    let rw = uf2fs_core::OpenOptions { read_write: true };
+    let dev = CrashDevice::new(std::fs::read(&img).unwrap(), 1 << 20);
+    let fs = Fs::open_device_with(Box::new(dev.clone()), "recovered", rw).unwrap();
+    let flags = fs.last_checkpoint().ckpt_flags;
+    assert_ne!(flags & CP_CRC_RECOVERY_FLAG, 0, "the recovery checkpoint kept the flag");
+    let version = fs.last_checkpoint().checkpoint_ver;
+    let f = fs.create(fs.root(), b"after-recovery", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, b"fsync'd under CP_CRC_RECOVERY_FLAG").unwrap();
+    fs.fsync(f, false).unwrap();
+    assert_eq!(
+        fs.last_checkpoint().checkpoint_ver,
+        version,
+        "the fsync wrote a checkpoint"
+    );
+    let crashed = dev.image_now();
+    drop(fs);
+    let back = Fs::open_device_with(Box::new(uf2fs_core::device::MemDevice::new(crashed)), "again", rw).unwrap();
+    let f = back.lookup(back.root(), b"after-recovery").unwrap();
+    let mut buf = [0u8; 64];
+    let n = back.read(f, 0, &mut buf).unwrap();
+    assert_eq!(&buf[..n], b"fsync'd under CP_CRC_RECOVERY_FLAG");
+    assert_no_differences(&back, &manifest(FIXTURES[0]), "reopened after the second crash");
+}

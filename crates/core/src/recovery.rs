@@ -31,7 +31,6 @@
 //! durable: the chain's blocks are garbage from then on.
 
 use crate::checkpoint::roll_forward::walk_chain;
-use crate::fs::ReadWrite;
 use crate::inode::InodeMut;
 use crate::namei::{dentry, newinode};
 use crate::tree::{node_log, Loc, Tree};
@@ -42,14 +41,12 @@ use uf2fs_format::consts::{
     BLOCK_SIZE, COMPRESS_ADDR, DEF_NIDS_PER_INODE, I_ADDR_OFFSET, I_NID_OFFSET, NEW_ADDR, NULL_ADDR,
 };
 use uf2fs_format::le::u32_at;
-use uf2fs_format::node::{Inode, NodeFooter, F2FS_DATA_EXIST, F2FS_INLINE_DATA, F2FS_INLINE_XATTR, NODE_DENT_BIT};
+use uf2fs_format::node::{
+    Inode, NodeFooter, F2FS_DATA_EXIST, F2FS_INLINE_DATA, F2FS_INLINE_XATTR, F2FS_PIN_FILE, FADVISE_KEEP_SIZE_BIT,
+    NODE_DENT_BIT,
+};
 use uf2fs_format::summary::Summary;
 use uf2fs_format::xattr::XATTR_NODE_OFFSET;
-
-/// `i_inline` bit of a pinned file (kept by recovery as the kernel keeps it).
-const F2FS_PIN_FILE: u8 = 0x40;
-/// `i_advise` bit of a file whose size fallocate keeps (blocks past it are wanted).
-const FADVISE_KEEP_SIZE_BIT: u8 = 0x10;
 
 /// What roll-forward recovery did at open.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -173,7 +170,7 @@ impl Fs {
         }
         report.inodes = entries.len() as u64;
         // Nothing written from here on may land on the chain before the checkpoint.
-        segs(rw).hold_for_recovery(&chain)?;
+        segs_of(&t).hold_for_recovery(&chain)?;
 
         // Pass 2: replay, in chain order.
         let mut touched: Vec<Ino> = Vec::new();
@@ -219,7 +216,7 @@ impl Fs {
             }
         }
         t.release_pool();
-        segs(rw).finish_recovery(dev, &chain)?;
+        segs_of(&t).finish_recovery(dev, &chain)?;
         self.write_checkpoint()?;
         rw.fsync.set_recovered(report.inodes, report.nodes_replayed);
         Ok(report)
@@ -561,10 +558,6 @@ impl Fs {
         dir.inode.ctime = fsynced.ctime;
         t.store_inode(dir)
     }
-}
-
-fn segs<'a>(rw: &'a ReadWrite) -> std::sync::MutexGuard<'a, crate::segment::SegmentManager> {
-    rw.segs.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn segs_of<'a>(t: &'a Tree) -> std::sync::MutexGuard<'a, crate::segment::SegmentManager> {

@@ -15,85 +15,23 @@
 #[path = "common/cuts.rs"]
 mod cuts;
 
+#[path = "common/oracle.rs"]
+mod oracle;
+#[path = "common/volume.rs"]
+mod volume;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use uf2fs_core::device::{CrashDevice, MemDevice};
-use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
-use uf2fs_core::{Error, Fs, Ino, OpenOptions};
+use uf2fs_core::device::MemDevice;
+use uf2fs_core::{Error, Fs, Ino};
 use uf2fs_format::checkpoint::{checkpoint_crc, CP_CRC_RECOVERY_FLAG, CP_ORPHAN_PRESENT_FLAG, CP_UMOUNT_FLAG};
 use uf2fs_format::le::{put_u32, put_u64, u32_at};
+use volume::{fresh_image, fsck_clean, open_rw, pattern, read_all, RW};
 
 const MIB: u64 = 1 << 20;
 const EXTRA: &str = "extra_attr,inode_checksum,flexible_inline_xattr";
-const RW: OpenOptions = OpenOptions { read_write: true };
-
-/// `fsck.f2fs -f` on `image` written to `dir` (fsck writes to what it checks): exit 0
-/// and no "[Fail]", "[FIX" or "ASSERT". Returns its output.
-fn fsck_clean(dir: &Path, image: &[u8], what: &str) -> String {
-    let img = dir.join("fsck.img");
-    std::fs::write(&img, image).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .arg("-f")
-        .arg(&img)
-        .output()
-        .expect("cannot run fsck.f2fs (is f2fs-tools installed?)");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bad: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
-        .collect();
-    assert!(
-        out.status.success() && bad.is_empty(),
-        "fsck.f2fs -f after {what}:\n{text}"
-    );
-    let _ = std::fs::remove_file(&img);
-    text
-}
-
-/// A fresh uf2fs volume of `size` bytes with `features`, as bytes.
-fn fresh_image(dir: &Path, features: &str, size: u64) -> Vec<u8> {
-    let img: PathBuf = dir.join("fresh.img");
-    let _ = std::fs::remove_file(&img);
-    let opts = MkfsOptions {
-        size_bytes: Some(size),
-        features: parse_features(features).unwrap(),
-        ..MkfsOptions::default()
-    };
-    mkfs(&img, &opts).unwrap();
-    let bytes = std::fs::read(&img).unwrap();
-    let _ = std::fs::remove_file(&img);
-    bytes
-}
-
-/// Opens `image` read-write on a recording device.
-fn open_rw(image: Vec<u8>) -> (Fs, CrashDevice) {
-    let dev = CrashDevice::new(image, 1 << 20);
-    let fs = Fs::open_device_with(Box::new(dev.clone()), "crash", RW).unwrap();
-    (fs, dev)
-}
 
 fn open_ro(image: &[u8]) -> Fs {
     Fs::open_device(Box::new(MemDevice::new(image.to_vec())), "ro").unwrap()
-}
-
-/// `len` bytes of a pattern seeded by `seed`.
-fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32 * 31 + seed as u32 * 7 + (i as u32 >> 12)) as u8)
-        .collect()
-}
-
-fn read_all(fs: &Fs, ino: Ino) -> Vec<u8> {
-    let size = fs.stat(ino).unwrap().size as usize;
-    let mut buf = vec![0u8; size + 10];
-    let n = fs.read(ino, 0, &mut buf).unwrap();
-    buf.truncate(n);
-    buf
 }
 
 /// Every name under the root, recursively, with its file contents (None for others).

@@ -8,70 +8,16 @@
 //! fsck-clean and reads the same read-only. The cases Linux checkpoints for (a renamed
 //! file, a hard link, a directory, `fsync_mode=strict`) still write a checkpoint.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use uf2fs_core::device::CrashDevice;
-use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
-use uf2fs_core::{Fs, FsyncMode, Ino, OpenOptions};
+#[path = "common/oracle.rs"]
+mod oracle;
+#[path = "common/volume.rs"]
+mod volume;
+
+use uf2fs_core::{Fs, FsyncMode};
+use volume::{fresh_image, fsck_clean, open_rw, pattern, read_all};
 
 const MIB: u64 = 1 << 20;
 const EXTRA: &str = "extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime";
-const RW: OpenOptions = OpenOptions { read_write: true };
-
-/// `fsck.f2fs -f` on `image`: exit 0 and no "[Fail]", "[FIX" or "ASSERT".
-fn fsck_clean(dir: &Path, image: &[u8], what: &str) {
-    let img = dir.join("fsck.img");
-    std::fs::write(&img, image).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .arg("-f")
-        .arg(&img)
-        .output()
-        .expect("cannot run fsck.f2fs (is f2fs-tools installed?)");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bad = text
-        .lines()
-        .any(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"));
-    assert!(out.status.success() && !bad, "fsck.f2fs -f after {what}:\n{text}");
-    let _ = std::fs::remove_file(&img);
-}
-
-fn fresh_image(dir: &Path, features: &str, size: u64) -> Vec<u8> {
-    let img: PathBuf = dir.join("fresh.img");
-    let _ = std::fs::remove_file(&img);
-    let opts = MkfsOptions {
-        size_bytes: Some(size),
-        features: parse_features(features).unwrap(),
-        ..MkfsOptions::default()
-    };
-    mkfs(&img, &opts).unwrap();
-    let bytes = std::fs::read(&img).unwrap();
-    let _ = std::fs::remove_file(&img);
-    bytes
-}
-
-fn open_rw(image: Vec<u8>) -> (Fs, CrashDevice) {
-    let dev = CrashDevice::new(image, 1 << 22);
-    let fs = Fs::open_device_with(Box::new(dev.clone()), "crash", RW).unwrap();
-    (fs, dev)
-}
-
-fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32 * 31 + seed as u32 * 7 + (i as u32 >> 12)) as u8)
-        .collect()
-}
-
-fn read_all(fs: &Fs, ino: Ino) -> Vec<u8> {
-    let size = fs.stat(ino).unwrap().size as usize;
-    let mut buf = vec![0u8; size + 10];
-    let n = fs.read(ino, 0, &mut buf).unwrap();
-    buf.truncate(n);
-    buf
-}
 
 /// Whether the image's warm node log holds an fsync'd node after its checkpoint.
 fn has_fsync_chain(image: &[u8]) -> bool {

@@ -15,6 +15,8 @@ pub const F2FS_INLINE_DENTRY: u8 = 0x04;
 pub const F2FS_DATA_EXIST: u8 = 0x08;
 /// `i_inline`: extra attributes present.
 pub const F2FS_EXTRA_ATTR: u8 = 0x20;
+/// `i_inline`: a pinned file (its blocks stay where they are).
+pub const F2FS_PIN_FILE: u8 = 0x40;
 /// `i_inline`: a compressed file whose reserved blocks were released
 /// (`F2FS_IOC_RELEASE_COMPRESS_BLOCKS`): its clusters' `COMPRESS_ADDR` and `NEW_ADDR`
 /// slots no longer count as used blocks.
@@ -22,6 +24,9 @@ pub const F2FS_COMPRESS_RELEASED: u8 = 0x80;
 
 /// `i_advise`: file is encrypted.
 pub const FADVISE_ENCRYPT_BIT: u8 = 0x04;
+/// `i_advise`: fallocate with `KEEP_SIZE` reserved blocks past `i_size`, which the
+/// size keeps (roll-forward recovery does not grow it to cover them).
+pub const FADVISE_KEEP_SIZE_BIT: u8 = 0x10;
 /// `i_advise`: file is protected by fs-verity.
 pub const FADVISE_VERITY_BIT: u8 = 0x40;
 /// `i_flags`: compressed file.

@@ -33,6 +33,7 @@ use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
 use std::sync::PoisonError;
 use uf2fs_format::consts::{BLOCK_SIZE, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::node::FADVISE_KEEP_SIZE_BIT;
 
 /// Blocks one write operation dirties at most (1 MiB).
 pub const WRITE_CHUNK_BLOCKS: u64 = 256;
@@ -59,10 +60,6 @@ const FALLOC_NAMES: [(u32, &str); 7] = [
     (0x20, "INSERT_RANGE"),
     (0x40, "UNSHARE_RANGE"),
 ];
-
-/// `i_advise` bit the kernel sets when fallocate reserves blocks past the end of file
-/// with `KEEP_SIZE` (`FADVISE_KEEP_SIZE_BIT`).
-const FADVISE_KEEP_SIZE_BIT: u8 = 0x10;
 
 const B: u64 = BLOCK_SIZE as u64;
 

@@ -303,7 +303,7 @@ impl NodeManager {
         }
         // Out of the map while they are written; back in it if anything fails.
         let map = std::mem::take(&mut *dirty).map;
-        let mut pending: Vec<Pending> = (map.into_iter().zip(entries))
+        let pending: Vec<Pending> = (map.into_iter().zip(entries))
             .map(|((nid, node), entry)| Pending {
                 nid,
                 entry,
@@ -311,20 +311,7 @@ impl NodeManager {
                 marks: 0,
             })
             .collect();
-        let written = write_pending(
-            dev,
-            sb,
-            &mut lock_segs(segs),
-            &mut pending,
-            node_ver,
-            WriteKind::UserNode,
-        );
-        if let Err(e) = written {
-            dirty.put_back(pending);
-            return Err(e);
-        }
-        self.written_clean(&pending);
-        Ok(pending.len())
+        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
     }
 
     /// Writes inode `ino`'s dirty direct nodes (inode, direct and xattr nodes: what
@@ -384,15 +371,24 @@ impl NodeManager {
                 marks,
             });
         }
-        let written = write_pending(
-            dev,
-            sb,
-            &mut lock_segs(segs),
-            &mut pending,
-            node_ver,
-            WriteKind::UserNode,
-        );
-        if let Err(e) = written {
+        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
+    }
+
+    /// Writes `pending` (taken out of `dirty`, which the caller holds) to their logs
+    /// ([`write_pending`]), then records them clean; on an error they go back into
+    /// `dirty`. Returns the blocks written.
+    #[allow(clippy::too_many_arguments)]
+    fn write_out(
+        &self,
+        dev: &dyn BlockDevice,
+        sb: &Superblock,
+        segs: &Mutex<SegmentManager>,
+        dirty: &mut DirtyNodes,
+        mut pending: Vec<Pending>,
+        node_ver: u64,
+        kind: WriteKind,
+    ) -> Result<usize> {
+        if let Err(e) = write_pending(dev, sb, &mut lock_segs(segs), &mut pending, node_ver, kind) {
             dirty.put_back(pending);
             return Err(e);
         }
@@ -531,16 +527,11 @@ impl NodeManager {
                 marks: 0,
             });
         }
-        let written = loaded.and_then(|()| {
-            let mut s = lock_segs(segs);
-            write_pending(dev, sb, &mut s, &mut pending, node_ver, WriteKind::GcNode)
-        });
-        if let Err(e) = written {
+        if let Err(e) = loaded {
             dirty.put_back(pending);
             return Err(e);
         }
-        self.written_clean(&pending);
-        Ok(pending.len())
+        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::GcNode)
     }
 
     /// A clean node to move, from the clean cache (or the device), its footer checked
