@@ -47,6 +47,6 @@ pub use gc::{
     Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcStats, PacingSettings, PacingStats,
 };
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
-pub use namei::Creator;
+pub use namei::{flags, Creator};
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

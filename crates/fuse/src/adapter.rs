@@ -10,9 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    INodeNo, IoctlFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, Seek, SetAttr, Stat, Timestamp};
 
@@ -22,6 +22,7 @@ use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
 use crate::lookups::Lookups;
 use crate::open_files::OpenFiles;
+use crate::protect::AttrChange;
 use crate::{caller, kernel, read_buf, xattr};
 
 /// How long the kernel may cache attributes and names. Every change goes through the
@@ -102,6 +103,7 @@ impl F2fsFuse {
     fn remove_file(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
         self.writable()?;
         let dir = self.inos.to_core(parent)?;
+        self.may_remove_name(dir, name.as_bytes())?;
         self.fs.unlink(dir, name.as_bytes()).or_errno()
     }
 
@@ -133,6 +135,7 @@ impl F2fsFuse {
     ) -> Result<(FileAttr, Generation), Errno> {
         self.writable()?;
         let dir = self.inos.to_core(parent)?;
+        self.may_add_name(dir)?;
         let stat = op(&self.fs, dir).or_errno()?;
         Ok(self.hand_out(&stat))
     }
@@ -170,9 +173,17 @@ impl F2fsFuse {
     }
 
     /// setattr: the size through the core's truncate, then the other attributes.
-    fn set_attr(&self, req: &Request, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
+    fn set_attr(
+        &self,
+        req: &Request,
+        node: INodeNo,
+        size: Option<u64>,
+        change: &AttrChange,
+    ) -> Result<FileAttr, Errno> {
         self.writable()?;
         let ino = self.inos.to_core(node)?;
+        self.may_setattr(ino, change)?;
+        let attrs = change.attrs;
         let mut attrs = attrs.clone();
         if let Some(size) = size {
             // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
@@ -224,7 +235,7 @@ impl F2fsFuse {
     /// Has the kernel drop the attributes of `node` it cached, for a change it did not
     /// ask for. Attributes only (a negative offset): the kernel may hold the pages of a
     /// write in progress locked. A failure leaves the cache stale until its TTL.
-    fn attrs_changed(&self, node: INodeNo) {
+    pub(crate) fn attrs_changed(&self, node: INodeNo) {
         if let Some(notifier) = self.notifier.get() {
             let _ = notifier.inval_inode(node, -1, 0);
         }
@@ -459,7 +470,9 @@ impl Filesystem for F2fsFuse {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let allowed = if self.writable {
-            self.inos.to_core(ino).and_then(|ino| self.take_handle(ino))
+            self.inos
+                .to_core(ino)
+                .and_then(|ino| self.may_open(ino, flags).and_then(|()| self.take_handle(ino)))
         } else {
             open_allowed(flags)
         };
@@ -609,6 +622,7 @@ impl Filesystem for F2fsFuse {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let times_set = AttrChange::explicit(atime, mtime);
         let attrs = SetAttr {
             mode,
             uid,
@@ -618,7 +632,12 @@ impl Filesystem for F2fsFuse {
             mtime: mtime.map(timestamp_or_now),
             ctime: ctime.map(timestamp),
         };
-        match self.set_attr(req, ino, size, &attrs) {
+        let change = AttrChange {
+            attrs: &attrs,
+            times_set,
+            size: size.is_some(),
+        };
+        match self.set_attr(req, ino, size, &change) {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(errno) => reply.error(errno),
         }
@@ -645,6 +664,7 @@ impl Filesystem for F2fsFuse {
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.writable().and_then(|()| {
             let dir = self.inos.to_core(parent)?;
+            self.may_remove_name(dir, name.as_bytes())?;
             self.fs.rmdir(dir, name.as_bytes()).or_errno()
         });
         reply_empty(reply, result);
@@ -677,6 +697,13 @@ impl Filesystem for F2fsFuse {
             let flags = rename_flags(flags)?;
             let src = self.inos.to_core(parent)?;
             let dst = self.inos.to_core(newparent)?;
+            self.may_rename(
+                src,
+                name.as_bytes(),
+                dst,
+                newname.as_bytes(),
+                flags & uf2fs_core::RENAME_EXCHANGE != 0,
+            )?;
             self.fs
                 .rename(src, name.as_bytes(), dst, newname.as_bytes(), flags)
                 .or_errno()
@@ -688,6 +715,8 @@ impl Filesystem for F2fsFuse {
         let made = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
             let dir = self.inos.to_core(newparent)?;
+            self.may_link(ino)?;
+            self.may_add_name(dir)?;
             let stat = self.fs.link(ino, dir, newname.as_bytes()).or_errno()?;
             Ok(self.hand_out(&stat))
         });
@@ -709,6 +738,7 @@ impl Filesystem for F2fsFuse {
         let written = self.writable().and_then(|()| {
             let node = ino;
             let ino = self.inos.to_core(node)?;
+            self.may_write(ino)?;
             self.drop_privs(req, node, ino)?;
             self.fs.write(ino, offset, data).or_errno()
         });
@@ -761,6 +791,7 @@ impl Filesystem for F2fsFuse {
     ) {
         let result = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
+            self.may_change_xattr(ino)?;
             let mut flags = xattr::set_flags(flags, position)?;
             if name.as_bytes() == xattr::ACL_ACCESS.as_bytes() {
                 let gid = self.fs.stat(ino).or_errno()?.gid;
@@ -776,6 +807,7 @@ impl Filesystem for F2fsFuse {
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
+            self.may_change_xattr(ino)?;
             self.fs.remove_xattr(ino, name.as_bytes()).or_errno()
         });
         reply_empty(reply, result);
@@ -795,6 +827,7 @@ impl Filesystem for F2fsFuse {
             let node = ino;
             let ino = self.inos.to_core(node)?;
             let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
+            self.may_fallocate(ino, mode)?;
             self.drop_privs(req, node, ino)?;
             let done = self.fs.fallocate(ino, offset, length, mode).or_errno();
             if done.is_err() {
@@ -824,6 +857,27 @@ impl Filesystem for F2fsFuse {
         })();
         match found {
             Ok(offset) => reply.offset(offset),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn ioctl(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: IoctlFlags,
+        cmd: u32,
+        in_data: &[u8],
+        out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        let served = self
+            .inos
+            .to_core(ino)
+            .and_then(|ino| self.serve_ioctl(req, ino, cmd, in_data, out_size));
+        match served {
+            Ok(out) => reply.ioctl(0, &out),
             Err(errno) => reply.error(errno),
         }
     }
