@@ -259,6 +259,9 @@ impl F2fsFuse {
     /// Look `name` up in `parent`: `Ok(None)` when it does not exist.
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<Option<(FileAttr, Generation)>, Errno> {
         let dir = self.inos.to_core(parent)?;
+        if name.as_bytes() == b"." {
+            return self.lookup_self(dir).map(Some);
+        }
         match self.fs.lookup(dir, name.as_bytes()) {
             Ok(ino) => match self.held_attr(ino) {
                 // Freed between the lookup and the stat: gone, unless the name still
@@ -274,6 +277,19 @@ impl F2fsFuse {
                 r => r.map(Some),
             },
             Err(uf2fs_core::Error::NotFound(_)) => Ok(None),
+            Err(err) => Err(crate::errors::errno(&err)),
+        }
+    }
+
+    /// LOOKUP of "." in node `ino`, whatever its type: how the kernel finds an inode
+    /// by a file handle (`open_by_handle_at`, NFS export) once it has forgotten it
+    /// (`fuse_get_dentry`). Node ids are inode numbers, so a handle stays good as long
+    /// as its inode lives, across unmounts too; the kernel compares the generation. An
+    /// id that names no inode (freed, or a node of another kind) is stale.
+    fn lookup_self(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
+        match self.fs.stat(ino) {
+            Ok(_) => self.held_attr(ino),
+            Err(uf2fs_core::Error::NotFound(_) | uf2fs_core::Error::Corrupt { .. }) => Err(Errno::ESTALE),
             Err(err) => Err(crate::errors::errno(&err)),
         }
     }

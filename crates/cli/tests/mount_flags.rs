@@ -1,0 +1,218 @@
+//! Inode flags through the mount, as Linux F2FS keeps them: `chattr` and `lsattr`
+//! (FS_IOC_SETFLAGS/GETFLAGS) and `xfs_io chattr`/`lsattr` (FS_IOC_FSSETXATTR/
+//! FSGETXATTR, the commands fstests uses), immutable and append-only files and
+//! directories refused what Linux refuses them (EPERM), the other flags kept, the
+//! flags F2FS refuses refused with its errnos, `CAP_LINUX_IMMUTABLE` required;
+//! then `fsck.f2fs -f` clean, `dump.f2fs` reading the `i_flags` written (F2FS stores
+//! the `FS_*_FL` values), and a second mount keeping and enforcing them.
+//!
+//! Needs /dev/fuse, fusermount3, chattr/lsattr (e2fsprogs), xfs_io (xfsprogs),
+//! setfattr (attr) and setpriv (util-linux). Without /dev/fuse the test prints why and
+//! passes, unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which case it fails.
+
+mod common;
+
+use common::fsck;
+use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+use uf2fs_testkit::image::tool;
+
+const EPERM: i32 = 1;
+
+/// Runs `argv` then `path`; its success and what it printed (stdout and stderr).
+fn run(argv: &[&str], path: &Path) -> (bool, String) {
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Runs `argv` on `path` and panics unless it succeeds; returns its output.
+fn ok(argv: &[&str], path: &Path) -> String {
+    let (success, text) = run(argv, path);
+    assert!(success, "{argv:?} {}: {text}", path.display());
+    text
+}
+
+/// Runs `argv` on `path` and panics unless it fails saying `why`.
+fn refused(argv: &[&str], path: &Path, why: &str) {
+    let (success, text) = run(argv, path);
+    assert!(!success, "{argv:?} {} succeeded: {text}", path.display());
+    assert!(text.contains(why), "{argv:?} {}: {text}", path.display());
+}
+
+/// The flag letters `lsattr` shows for `path` (the first column).
+fn lsattr(path: &Path) -> String {
+    let text = ok(&["lsattr", "-d"], path);
+    text.split_whitespace().next().unwrap_or_default().to_owned()
+}
+
+/// The errno of a failed call, panicking on success.
+fn errno<T: std::fmt::Debug>(r: std::io::Result<T>, what: &str) -> i32 {
+    match r {
+        Ok(v) => panic!("{what} succeeded: {v:?}"),
+        Err(e) => e.raw_os_error().unwrap_or(0),
+    }
+}
+
+/// The `i_flags` dump.f2fs reads for inode `ino` of `img` (a copy: dump.f2fs may
+/// write).
+fn dumped_flags(img: &Path, work: &Path, ino: u64) -> u32 {
+    let copy = work.join("dump.img");
+    fs::copy(img, &copy).unwrap();
+    let out = Command::new(tool("dump.f2fs"))
+        .args(["-i", &ino.to_string()])
+        .arg(&copy)
+        .output()
+        .expect("run dump.f2fs");
+    fs::remove_file(&copy).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("i_flags"))
+        .unwrap_or_else(|| panic!("no i_flags in dump.f2fs -i {ino}: {text}"));
+    // i_flags    [0x      10 : 16]
+    let decimal = line.rsplit(':').next().unwrap().trim().trim_end_matches(']').trim();
+    decimal.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+#[test]
+fn inode_flags_are_kept_and_enforced_as_f2fs_does() {
+    if !fuse_available(&[
+        ("chattr", "e2fsprogs"),
+        ("lsattr", "e2fsprogs"),
+        ("xfs_io", "xfsprogs"),
+        ("setfattr", "attr"),
+        ("setpriv", "util-linux"),
+    ]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: CAP_LINUX_IMMUTABLE and another user need root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-flags-", "64M");
+    let log = tmp.path().join("mount.log");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "allow_other"]);
+    fs::set_permissions(&mnt, fs::Permissions::from_mode(0o777)).unwrap();
+    let f = mnt.join("f");
+    let d = mnt.join("d");
+    fs::write(&f, b"hello").unwrap();
+    fs::create_dir(&d).unwrap();
+    fs::write(d.join("inner"), b"x").unwrap();
+
+    // Immutable, set as fstests sets it (FS_IOC_FSSETXATTR) and seen both ways.
+    ok(&["xfs_io", "-r", "-c", "chattr +i"], &f);
+    assert!(lsattr(&f).contains('i'), "{}", lsattr(&f));
+    assert!(ok(&["xfs_io", "-r", "-c", "lsattr"], &f).contains('i'));
+    let open_rw = fs::OpenOptions::new().write(true).open(&f);
+    assert_eq!(errno(open_rw, "open of an immutable file for writing"), EPERM);
+    let open_append = fs::OpenOptions::new().append(true).open(&f);
+    assert_eq!(errno(open_append, "open of an immutable file to append"), EPERM);
+    assert_eq!(errno(fs::remove_file(&f), "unlink of an immutable file"), EPERM);
+    assert_eq!(errno(fs::rename(&f, mnt.join("g")), "rename"), EPERM);
+    assert_eq!(errno(fs::hard_link(&f, mnt.join("h")), "link"), EPERM);
+    let chmod = fs::set_permissions(&f, fs::Permissions::from_mode(0o600));
+    assert_eq!(errno(chmod, "chmod"), EPERM);
+    refused(&["touch"], &f, "Operation not permitted");
+    refused(&["setfattr", "-n", "user.x", "-v", "1"], &f, "Operation not permitted");
+    // A file opened for writing before the flag was set cannot write either (F2FS's
+    // write checks), nor allocate.
+    ok(&["chattr", "-i"], &f);
+    let mut early = fs::OpenOptions::new().write(true).open(&f).unwrap();
+    ok(&["chattr", "+i"], &f);
+    assert_eq!(errno(early.write_all(b"overwrite"), "write to an immutable file"), EPERM);
+    drop(early);
+    refused(&["fallocate", "-l", "8192"], &f, "Operation not permitted");
+    assert_eq!(fs::read(&f).unwrap(), b"hello");
+    ok(&["chattr", "-i"], &f);
+    assert!(!lsattr(&f).contains('i'));
+
+    // An immutable directory: no new names, no removals.
+    ok(&["chattr", "+i"], &d);
+    assert_eq!(errno(fs::write(d.join("new"), b"1"), "create in an immutable dir"), EPERM);
+    assert_eq!(errno(fs::create_dir(d.join("sub")), "mkdir"), EPERM);
+    assert_eq!(errno(fs::remove_file(d.join("inner")), "unlink"), EPERM);
+    assert_eq!(errno(fs::rename(d.join("inner"), mnt.join("out")), "rename"), EPERM);
+    // Its files' data stay writable.
+    fs::write(d.join("inner"), b"y").unwrap();
+    ok(&["chattr", "-i"], &d);
+
+    // Append-only: appends only.
+    ok(&["chattr", "+a"], &f);
+    let mut a = fs::OpenOptions::new().append(true).open(&f).unwrap();
+    a.write_all(b" world").unwrap();
+    drop(a);
+    let open_rw = fs::OpenOptions::new().write(true).open(&f);
+    assert_eq!(errno(open_rw, "open of an append-only file without O_APPEND"), EPERM);
+    let open_trunc = fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_TRUNC)
+        .open(&f);
+    assert_eq!(errno(open_trunc, "open with O_TRUNC"), EPERM);
+    refused(&["truncate", "-s", "0"], &f, "Operation not permitted");
+    refused(&["fallocate", "-p", "-o", "0", "-l", "4096"], &f, "Operation not permitted");
+    assert_eq!(errno(fs::remove_file(&f), "unlink of an append-only file"), EPERM);
+    refused(&["setfattr", "-n", "user.x", "-v", "1"], &f, "Operation not permitted");
+    ok(&["touch"], &f); // the current time: allowed
+    refused(&["touch", "-d", "2001-02-03"], &f, "Operation not permitted");
+    assert_eq!(fs::read(&f).unwrap(), b"hello world");
+
+    // An append-only directory: new names, but none removed.
+    ok(&["chattr", "+a"], &d);
+    fs::write(d.join("added"), b"1").unwrap();
+    assert_eq!(errno(fs::remove_file(d.join("added")), "unlink"), EPERM);
+    ok(&["chattr", "-a"], &d);
+    fs::remove_file(d.join("added")).unwrap();
+
+    // The other flags are kept; those the volume cannot have are refused as F2FS
+    // refuses them (no casefold or compression feature here).
+    ok(&["chattr", "+dAS"], &d);
+    assert_eq!(&lsattr(&d)[..8], "--S---dA", "{}", lsattr(&d));
+    fs::write(d.join("child"), b"1").unwrap();
+    assert_eq!(&lsattr(&d.join("child"))[..8], "--S---dA", "inherited");
+    refused(&["chattr", "+F"], &d, "Operation not supported");
+    refused(&["chattr", "+c"], &d, "Operation not supported");
+    refused(&["xfs_io", "-r", "-c", "chattr +x"], &d, "Operation not supported");
+
+    // Only with CAP_LINUX_IMMUTABLE: nobody may set nodump on its file, not immutable.
+    let g = mnt.join("g");
+    fs::write(&g, b"nobody's").unwrap();
+    nix::unistd::chown(&g, Some(65534.into()), Some(65534.into())).unwrap();
+    let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+    ok(&[&nobody[..], &["chattr", "+d"]].concat(), &g);
+    refused(&[&nobody[..], &["chattr", "+i"]].concat(), &g, "Operation not permitted");
+    assert!(!lsattr(&g).contains('i'));
+
+    ok(&["chattr", "+i"], &g);
+    let inos = [f.clone(), d.clone(), g.clone()].map(|p| fs::metadata(p).unwrap().ino());
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the flags");
+    // FS_APPEND_FL, FS_SYNC_FL | FS_NODUMP_FL | FS_NOATIME_FL | FS_INDEX_FL,
+    // FS_NODUMP_FL | FS_IMMUTABLE_FL: F2FS's i_flags values.
+    assert_eq!(dumped_flags(&img, tmp.path(), inos[0]), 0x20);
+    assert_eq!(dumped_flags(&img, tmp.path(), inos[1]), 0x10c8);
+    assert_eq!(dumped_flags(&img, tmp.path(), inos[2]), 0x50);
+
+    // Kept and enforced by the next mount.
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    assert!(lsattr(&g).contains('i'));
+    assert_eq!(errno(fs::remove_file(&g), "unlink after a remount"), EPERM);
+    ok(&["chattr", "-i"], &g);
+    fs::remove_file(&g).unwrap();
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the second mount");
+}
