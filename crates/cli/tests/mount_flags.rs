@@ -132,7 +132,10 @@ fn inode_flags_are_kept_and_enforced_as_f2fs_does() {
     ok(&["chattr", "-i"], &f);
     let mut early = fs::OpenOptions::new().write(true).open(&f).unwrap();
     ok(&["chattr", "+i"], &f);
-    assert_eq!(errno(early.write_all(b"overwrite"), "write to an immutable file"), EPERM);
+    assert_eq!(
+        errno(early.write_all(b"overwrite"), "write to an immutable file"),
+        EPERM
+    );
     drop(early);
     refused(&["fallocate", "-l", "8192"], &f, "Operation not permitted");
     assert_eq!(fs::read(&f).unwrap(), b"hello");
@@ -141,7 +144,10 @@ fn inode_flags_are_kept_and_enforced_as_f2fs_does() {
 
     // An immutable directory: no new names, no removals.
     ok(&["chattr", "+i"], &d);
-    assert_eq!(errno(fs::write(d.join("new"), b"1"), "create in an immutable dir"), EPERM);
+    assert_eq!(
+        errno(fs::write(d.join("new"), b"1"), "create in an immutable dir"),
+        EPERM
+    );
     assert_eq!(errno(fs::create_dir(d.join("sub")), "mkdir"), EPERM);
     assert_eq!(errno(fs::remove_file(d.join("inner")), "unlink"), EPERM);
     assert_eq!(errno(fs::rename(d.join("inner"), mnt.join("out")), "rename"), EPERM);
@@ -156,13 +162,14 @@ fn inode_flags_are_kept_and_enforced_as_f2fs_does() {
     drop(a);
     let open_rw = fs::OpenOptions::new().write(true).open(&f);
     assert_eq!(errno(open_rw, "open of an append-only file without O_APPEND"), EPERM);
-    let open_trunc = fs::OpenOptions::new()
-        .append(true)
-        .custom_flags(libc::O_TRUNC)
-        .open(&f);
+    let open_trunc = fs::OpenOptions::new().append(true).custom_flags(libc::O_TRUNC).open(&f);
     assert_eq!(errno(open_trunc, "open with O_TRUNC"), EPERM);
     refused(&["truncate", "-s", "0"], &f, "Operation not permitted");
-    refused(&["fallocate", "-p", "-o", "0", "-l", "4096"], &f, "Operation not permitted");
+    refused(
+        &["fallocate", "-p", "-o", "0", "-l", "4096"],
+        &f,
+        "Operation not permitted",
+    );
     assert_eq!(errno(fs::remove_file(&f), "unlink of an append-only file"), EPERM);
     refused(&["setfattr", "-n", "user.x", "-v", "1"], &f, "Operation not permitted");
     ok(&["touch"], &f); // the current time: allowed
@@ -192,7 +199,11 @@ fn inode_flags_are_kept_and_enforced_as_f2fs_does() {
     nix::unistd::chown(&g, Some(65534.into()), Some(65534.into())).unwrap();
     let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
     ok(&[&nobody[..], &["chattr", "+d"]].concat(), &g);
-    refused(&[&nobody[..], &["chattr", "+i"]].concat(), &g, "Operation not permitted");
+    refused(
+        &[&nobody[..], &["chattr", "+i"]].concat(),
+        &g,
+        "Operation not permitted",
+    );
     assert!(!lsattr(&g).contains('i'));
 
     ok(&["chattr", "+i"], &g);
@@ -215,4 +226,89 @@ fn inode_flags_are_kept_and_enforced_as_f2fs_does() {
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
     fsck::unmounted(&img, tmp.path(), "after the second mount");
+}
+
+/// Saves file handles (`name_to_handle_at`) of paths, or opens saved ones
+/// (`open_by_handle_at`) and prints what each gives: its first bytes, `dir`, or the
+/// errno's name. Python's ctypes calls libc, as the tests may not use unsafe code.
+const HANDLES_PY: &str = r#"
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Handle(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("f", ctypes.c_ubyte * 128)]
+cmd, mnt, store = sys.argv[1:4]
+if cmd == "save":
+    out = []
+    for path in sys.argv[4:]:
+        h = Handle(bytes=128)
+        mount_id = ctypes.c_int()
+        if libc.name_to_handle_at(-100, path.encode(), ctypes.byref(h), ctypes.byref(mount_id), 0):
+            sys.exit("name_to_handle_at %s: %s" % (path, os.strerror(ctypes.get_errno())))
+        out.append(bytes(h).hex())
+    open(store, "w").write("\n".join(out))
+else:
+    mfd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    for line in open(store).read().split():
+        h = Handle.from_buffer_copy(bytes.fromhex(line))
+        fd = libc.open_by_handle_at(mfd, ctypes.byref(h), os.O_RDONLY)
+        if fd < 0:
+            print(errno.errorcode[ctypes.get_errno()])
+        elif os.path.isdir("/proc/self/fd/%d" % fd):
+            print("dir")
+        else:
+            print(os.read(fd, 64).decode())
+"#;
+
+/// `python3 -c HANDLES_PY ARGS...`; panics unless it succeeds; its output.
+fn handles(args: &[&Path]) -> String {
+    let out = Command::new("python3")
+        .args(["-c", HANDLES_PY])
+        .args(args)
+        .output()
+        .expect("run python3");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+/// fstests generic/426, 467, 477: file handles (`open_by_handle_at`, NFS export) of a
+/// file and a directory open their inode once the kernel has forgotten it, here across
+/// an unmount; a removed file's handle is stale (ESTALE), as on Linux F2FS.
+#[test]
+fn file_handles_outlive_the_kernels_cache() {
+    if !fuse_available(&[("python3", "python3")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: open_by_handle_at needs CAP_DAC_READ_SEARCH");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-handles-", "64M");
+    let log = tmp.path().join("mount.log");
+    let store = tmp.path().join("handles");
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    fs::write(mnt.join("kept"), b"kept data").unwrap();
+    fs::create_dir(mnt.join("dir")).unwrap();
+    fs::write(mnt.join("dir/inner"), b"inner data").unwrap();
+    fs::write(mnt.join("gone"), b"gone data").unwrap();
+    let save = |paths: &[&str]| {
+        let paths: Vec<_> = paths.iter().map(|p| mnt.join(p)).collect();
+        let mut args: Vec<&Path> = vec![Path::new("save"), &mnt, &store];
+        args.extend(paths.iter().map(|p| p.as_path()));
+        handles(&args);
+    };
+    save(&["kept", "dir", "dir/inner", "gone"]);
+    let opened = handles(&[Path::new("open"), &mnt, &store]);
+    assert_eq!(opened, "kept data\ndir\ninner data\ngone data\n");
+    fs::remove_file(mnt.join("gone")).unwrap();
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after saving handles");
+
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    let opened = handles(&[Path::new("open"), &mnt, &store]);
+    assert_eq!(opened, "kept data\ndir\ninner data\nESTALE\n");
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after opening by handle");
 }
