@@ -1,5 +1,5 @@
-//! FUSE_IOCTL: the inode flags (lsattr, chattr, `xfs_io lsattr`/`chattr`) as F2FS
-//! answers them.
+//! FUSE_IOCTL: the inode flags (lsattr, chattr, `xfs_io lsattr`/`chattr`) and the
+//! volume label (`xfs_io label`) as F2FS answers them.
 //!
 //! `FS_IOC_GETFLAGS`, `FS_IOC_SETFLAGS`, `FS_IOC_FSGETXATTR` and `FS_IOC_FSSETXATTR`
 //! never reach a FUSE file system as the caller made them: the VFS takes them
@@ -29,6 +29,11 @@ pub(crate) const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
 pub(crate) const FS_IOC_FSGETXATTR: u32 = 0x801c_581f;
 /// `_IOW('X', 32, struct fsxattr)`.
 pub(crate) const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
+
+/// `_IOR(0x94, 49, char[FSLABEL_MAX])`.
+pub(crate) const FS_IOC_GETFSLABEL: u32 = 0x8100_9431;
+/// `_IOW(0x94, 50, char[FSLABEL_MAX])`.
+pub(crate) const FS_IOC_SETFSLABEL: u32 = 0x4100_9432;
 
 /// Size of `struct fsxattr`: five `u32` and 8 bytes of padding.
 const FSXATTR_SIZE: usize = 28;
@@ -105,6 +110,22 @@ impl F2fsFuse {
                 }
                 Vec::new()
             }
+            // F2FS copies the label's bytes without a terminating NUL.
+            FS_IOC_GETFSLABEL => self.fs.volume_label().or_errno()?,
+            FS_IOC_SETFSLABEL => {
+                // As `f2fs_ioc_setfslabel`: the capability, the string, then the mount.
+                if !caller::capable(req, caller::CAP_SYS_ADMIN) {
+                    return Err(Errno::EPERM);
+                }
+                if !input[..input.len().min(uf2fs_core::FSLABEL_MAX)].contains(&0) {
+                    return Err(Errno::EINVAL);
+                }
+                if !self.writable {
+                    return Err(Errno::EROFS);
+                }
+                self.fs.set_volume_label(input).or_errno()?;
+                Vec::new()
+            }
             _ => return Err(Errno::ENOTTY),
         };
         if reply.len() > out_size as usize {
@@ -147,6 +168,8 @@ mod tests {
         assert_eq!(FS_IOC_SETFLAGS, ioc(1, b'f', 2, 8));
         assert_eq!(FS_IOC_FSGETXATTR, ioc(2, b'X', 31, FSXATTR_SIZE));
         assert_eq!(FS_IOC_FSSETXATTR, ioc(1, b'X', 32, FSXATTR_SIZE));
+        assert_eq!(FS_IOC_GETFSLABEL, ioc(2, 0x94, 49, uf2fs_core::FSLABEL_MAX));
+        assert_eq!(FS_IOC_SETFSLABEL, ioc(1, 0x94, 50, uf2fs_core::FSLABEL_MAX));
         assert_eq!(u64::from(FS_IOC_GETFLAGS), libc::FS_IOC_GETFLAGS as u64);
         assert_eq!(u64::from(FS_IOC_SETFLAGS), libc::FS_IOC_SETFLAGS as u64);
     }

@@ -1,14 +1,20 @@
-//! Inode flags through the mount, as Linux F2FS keeps them: `chattr` and `lsattr`
-//! (FS_IOC_SETFLAGS/GETFLAGS) and `xfs_io chattr`/`lsattr` (FS_IOC_FSSETXATTR/
-//! FSGETXATTR, the commands fstests uses), immutable and append-only files and
-//! directories refused what Linux refuses them (EPERM), the other flags kept, the
-//! flags F2FS refuses refused with its errnos, `CAP_LINUX_IMMUTABLE` required;
-//! then `fsck.f2fs -f` clean, `dump.f2fs` reading the `i_flags` written (F2FS stores
-//! the `FS_*_FL` values), and a second mount keeping and enforcing them.
+//! What Linux F2FS does beyond files and names, through the mount, checked with the
+//! tools fstests uses:
+//!
+//! - inode flags: `chattr` and `lsattr` (FS_IOC_SETFLAGS/GETFLAGS) and `xfs_io
+//!   chattr`/`lsattr` (FS_IOC_FSSETXATTR/FSGETXATTR); immutable and append-only files
+//!   and directories refused what Linux refuses them (EPERM), the other flags kept, the
+//!   flags F2FS refuses refused with its errnos, `CAP_LINUX_IMMUTABLE` required; then
+//!   `fsck.f2fs -f` clean, `dump.f2fs` reading the `i_flags` written (F2FS stores the
+//!   `FS_*_FL` values), and a second mount keeping and enforcing them;
+//! - file handles (`open_by_handle_at`) across an unmount;
+//! - the volume label (`xfs_io label`, FS_IOC_GETFSLABEL/SETFSLABEL), read back by
+//!   `blkid` and `uf2fs info`, with and without superblock checksums.
 //!
 //! Needs /dev/fuse, fusermount3, chattr/lsattr (e2fsprogs), xfs_io (xfsprogs),
-//! setfattr (attr) and setpriv (util-linux). Without /dev/fuse the test prints why and
-//! passes, unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which case it fails.
+//! setfattr (attr), setpriv and blkid (util-linux), python3. Without /dev/fuse the
+//! tests print why and pass, unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which
+//! case they fail.
 
 mod common;
 
@@ -311,4 +317,66 @@ fn file_handles_outlive_the_kernels_cache() {
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
     fsck::unmounted(&img, tmp.path(), "after opening by handle");
+}
+
+/// `blkid`'s reading of the label of `img`.
+fn blkid_label(img: &Path) -> String {
+    let out = Command::new("blkid")
+        .args(["-p", "-s", "LABEL", "-o", "value"])
+        .arg(img)
+        .output()
+        .expect("run blkid");
+    String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+}
+
+/// fstests generic/492's sequence: `xfs_io label` sets and reads the superblock's
+/// volume name as Linux F2FS does (255 bytes at most, `EINVAL` beyond, root only),
+/// both superblock copies written (with their checksum under sb_checksum), kept across
+/// an unmount; `blkid` and `uf2fs info` read it from the image.
+#[test]
+fn volume_label_is_the_superblocks() {
+    if !fuse_available(&[
+        ("xfs_io", "xfsprogs"),
+        ("blkid", "util-linux"),
+        ("setpriv", "util-linux"),
+    ]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: setting a label needs CAP_SYS_ADMIN");
+        return;
+    }
+    for features in [&[][..], &["-O", "sb_checksum"][..]] {
+        let volume = Volume::empty("mount-label-");
+        volume.mkfs("64M", features);
+        let Volume { tmp, img, mnt } = volume;
+        let log = tmp.path().join("mount.log");
+        let mut m = Mounted::start(&img, &mnt, &log, &["-o", "allow_other"]);
+        assert_eq!(ok(&["xfs_io", "-c", "label"], &mnt), "label = \"\"\n");
+        assert_eq!(
+            ok(&["xfs_io", "-c", "label -s label.492"], &mnt),
+            "label = \"label.492\"\n"
+        );
+        assert_eq!(ok(&["xfs_io", "-c", "label -c"], &mnt), "label = \"\"\n");
+        let longest = "o".repeat(255);
+        let set_longest = format!("label -s {longest}");
+        assert!(ok(&["xfs_io", "-c", &set_longest], &mnt).contains(&longest));
+        let too_long = format!("label -s {longest}o");
+        refused(&["xfs_io", "-c", &too_long], &mnt, "Invalid argument");
+        let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+        let (_, text) = run(&[&nobody[..], &["xfs_io", "-r", "-c", "label -s mine"]].concat(), &mnt);
+        assert!(text.contains("Operation not permitted"), "{text}");
+        ok(&["xfs_io", "-c", "label -s héllo.492"], &mnt);
+        let (unmounted, text) = m.unmount();
+        assert!(unmounted, "{text}");
+        fsck::unmounted(&img, tmp.path(), "after a label change");
+        assert_eq!(blkid_label(&img), "héllo.492");
+        let info = common::uf2fs().run(["info".as_ref(), img.as_os_str()]);
+        info.assert_ok();
+        assert!(info.out().contains("héllo.492"), "{}", info.out());
+        let mut m = Mounted::start(&img, &mnt, &log, &[]);
+        assert_eq!(ok(&["xfs_io", "-c", "label"], &mnt), "label = \"héllo.492\"\n");
+        let (unmounted, text) = m.unmount();
+        assert!(unmounted, "{text}");
+    }
 }
