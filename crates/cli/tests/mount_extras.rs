@@ -380,3 +380,80 @@ fn volume_label_is_the_superblocks() {
         assert!(unmounted, "{text}");
     }
 }
+
+/// `renameat2(AT_FDCWD, FROM, AT_FDCWD, TO, FLAGS)` through python3's ctypes: `ok` or
+/// the errno's name.
+fn renameat2(from: &Path, to: &Path, flags: u32, as_nobody: bool) -> String {
+    let script = "import ctypes, errno, sys\n\
+        libc = ctypes.CDLL(None, use_errno=True)\n\
+        r = libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), int(sys.argv[3]))\n\
+        print('ok' if r == 0 else errno.errorcode[ctypes.get_errno()])";
+    let mut cmd = if as_nobody {
+        let mut c = Command::new("setpriv");
+        // The system interpreter: a per-user shim may not be readable by nobody.
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3"]);
+        c
+    } else {
+        Command::new("python3")
+    };
+    let out = cmd
+        .args(["-c", script])
+        .arg(from)
+        .arg(to)
+        .arg(flags.to_string())
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// fstests generic/078, 585, 626, 700: `RENAME_WHITEOUT` (overlayfs's) leaves the
+/// source name naming a whiteout, a character device 0:0 with mode 0 owned by the
+/// caller (the group of a set-group-ID directory), as Linux F2FS does; refused with
+/// `RENAME_EXCHANGE` (EINVAL); the image stays fsck-clean.
+#[test]
+fn whiteout_renames_leave_whiteouts() {
+    if !fuse_available(&[("python3", "python3"), ("setpriv", "util-linux")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: switching to another user needs root");
+        return;
+    }
+    const WHITEOUT: u32 = 4;
+    const EXCHANGE: u32 = 2;
+    let Volume { tmp, img, mnt } = fresh_volume("mount-whiteout-", "64M");
+    let log = tmp.path().join("mount.log");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "allow_other"]);
+    let whiteout = |p: &Path| {
+        let meta = fs::symlink_metadata(p).unwrap();
+        (meta.mode(), meta.rdev(), meta.uid(), meta.gid(), meta.nlink())
+    };
+    fs::write(mnt.join("a"), b"data").unwrap();
+    assert_eq!(renameat2(&mnt.join("a"), &mnt.join("b"), WHITEOUT, false), "ok");
+    assert_eq!(fs::read(mnt.join("b")).unwrap(), b"data");
+    assert_eq!(whiteout(&mnt.join("a")), (0o020000, 0, 0, 0, 1));
+    // Over an existing target; exchange refused.
+    fs::write(mnt.join("c"), b"c").unwrap();
+    assert_eq!(renameat2(&mnt.join("c"), &mnt.join("b"), WHITEOUT, false), "ok");
+    assert_eq!(fs::read(mnt.join("b")).unwrap(), b"c");
+    let both = WHITEOUT | EXCHANGE;
+    assert_eq!(renameat2(&mnt.join("b"), &mnt.join("a"), both, false), "EINVAL");
+    // Made by another user in a set-group-ID directory.
+    let d = mnt.join("d");
+    fs::create_dir(&d).unwrap();
+    fs::set_permissions(&d, fs::Permissions::from_mode(0o2777)).unwrap();
+    nix::unistd::chown(&d, None, Some(4242.into())).unwrap();
+    fs::write(d.join("x"), b"x").unwrap();
+    nix::unistd::chown(&d.join("x"), Some(65534.into()), None).unwrap();
+    assert_eq!(renameat2(&d.join("x"), &d.join("y"), WHITEOUT, true), "ok");
+    assert_eq!(whiteout(&d.join("x")), (0o020000, 0, 65534, 4242, 1));
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after whiteout renames");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "ro"]);
+    assert_eq!(whiteout(&mnt.join("a")), (0o020000, 0, 0, 0, 1));
+    assert_eq!(whiteout(&d.join("x")), (0o020000, 0, 65534, 4242, 1));
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+}

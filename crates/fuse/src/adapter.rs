@@ -701,7 +701,7 @@ impl Filesystem for F2fsFuse {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -720,8 +720,9 @@ impl Filesystem for F2fsFuse {
                 newname.as_bytes(),
                 flags & uf2fs_core::RENAME_EXCHANGE != 0,
             )?;
+            // A whiteout is made by the caller (the umask plays no part: its mode is 0).
             self.fs
-                .rename(src, name.as_bytes(), dst, newname.as_bytes(), flags)
+                .rename_as(src, name.as_bytes(), dst, newname.as_bytes(), flags, creator(req, 0))
                 .or_errno()
         });
         reply_empty(reply, result);
@@ -935,12 +936,13 @@ fn reply_entry(reply: ReplyEntry, made: Result<(FileAttr, Generation), Errno>) {
     }
 }
 
-/// Core rename flags for FUSE's: `RENAME_NOREPLACE` and `RENAME_EXCHANGE`; anything
-/// else (`RENAME_WHITEOUT`, unknown bits) is `EINVAL`.
+/// Core rename flags for FUSE's: `RENAME_NOREPLACE`, `RENAME_EXCHANGE` and
+/// `RENAME_WHITEOUT` (the kernel checked `CAP_MKNOD`); unknown bits are `EINVAL`, and
+/// so are the combinations Linux refuses (the core's check).
 fn rename_flags(flags: RenameFlags) -> Result<u32, Errno> {
     let bits = flags.bits();
-    let known = uf2fs_core::RENAME_NOREPLACE | uf2fs_core::RENAME_EXCHANGE;
-    if bits & !known != 0 || bits == known {
+    let known = uf2fs_core::RENAME_NOREPLACE | uf2fs_core::RENAME_EXCHANGE | uf2fs_core::RENAME_WHITEOUT;
+    if bits & !known != 0 {
         return Err(Errno::EINVAL);
     }
     Ok(bits)

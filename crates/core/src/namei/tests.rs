@@ -236,3 +236,42 @@ fn a_strict_volume_refuses_names_it_cannot_fold() {
     // Outside casefolded directories any name goes.
     fs.create(fs.root(), b"bad-\xff", 0o644, 0, 0).unwrap();
 }
+
+#[test]
+fn a_whiteout_rename_leaves_a_character_device_of_mode_zero() {
+    use crate::{Creator, FileKind, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT};
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, dev) = fresh(tmp.path());
+    let root = fs.root();
+    let a = fs.create(root, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.write(a, 0, b"data").unwrap();
+    let who = Creator {
+        uid: 1000,
+        gid: 100,
+        umask: 0o022,
+    };
+    fs.rename_as(root, b"a", root, b"b", RENAME_WHITEOUT, who).unwrap();
+    assert_eq!(fs.lookup(root, b"b").unwrap(), a);
+    let w = fs.stat(fs.lookup(root, b"a").unwrap()).unwrap();
+    assert_eq!(w.kind, FileKind::CharDev);
+    assert_eq!((w.mode & 0o7777, w.rdev, w.nlink), (0, (0, 0), 1));
+    assert_eq!((w.uid, w.gid), (1000, 100));
+    // Over an existing name, and of a directory (which leaves its parent's links).
+    let c = fs.create(root, b"c", 0o644, 0, 0).unwrap().ino;
+    fs.rename_as(root, b"c", root, b"b", RENAME_WHITEOUT, who).unwrap();
+    assert_eq!(fs.lookup(root, b"b").unwrap(), c);
+    let d = fs.mkdir(root, b"d", 0o755, 0, 0).unwrap().ino;
+    let sub = fs.mkdir(d, b"sub", 0o755, 0, 0).unwrap().ino;
+    fs.rename_as(d, b"sub", root, b"moved", RENAME_WHITEOUT | RENAME_NOREPLACE, who)
+        .unwrap();
+    assert_eq!(fs.lookup(root, b"moved").unwrap(), sub);
+    assert_eq!(fs.lookup(sub, b"..").unwrap(), root);
+    assert_eq!(fs.stat(d).unwrap().nlink, 2);
+    let ws = fs.stat(fs.lookup(d, b"sub").unwrap()).unwrap();
+    assert_eq!(ws.kind, FileKind::CharDev);
+    // Not with an exchange (Linux's EINVAL).
+    let err = fs.rename_as(root, b"b", root, b"d", RENAME_WHITEOUT | RENAME_EXCHANGE, who);
+    assert!(matches!(err, Err(Error::Invalid(_))), "{err:?}");
+    fs.unmount().unwrap();
+    fsck_clean(tmp.path(), &dev.image_now(), "whiteout renames");
+}
