@@ -457,3 +457,112 @@ fn whiteout_renames_leave_whiteouts() {
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
 }
+
+/// (atime, mtime, ctime) of `path` in nanoseconds.
+fn times(path: &Path) -> (i128, i128, i128) {
+    let m = fs::metadata(path).unwrap();
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (
+        ns(m.atime(), m.atime_nsec()),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+    )
+}
+
+/// Reads `path` whole through a new descriptor.
+fn read(path: &Path) {
+    fs::read(path).unwrap();
+}
+
+/// fstests generic/003's sequence: `relatime` by default (a read updates the access
+/// time once after a change, not again; nothing else changes), `noatime`,
+/// `strictatime` (every read), `nodiratime`, `chattr +A`, and nothing on a read-only
+/// mount; the times survive the unmount.
+#[test]
+fn access_times_follow_the_mount_options() {
+    if !fuse_available(&[("chattr", "e2fsprogs")]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-atime-", "64M");
+    let log = tmp.path().join("mount.log");
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(1100));
+    let f = mnt.join("f");
+    let d = mnt.join("d");
+
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    let mounts = fs::read_to_string("/proc/mounts").unwrap();
+    assert!(
+        mounts
+            .lines()
+            .any(|l| l.contains(mnt.to_str().unwrap()) && l.contains("relatime")),
+        "{mounts}"
+    );
+    fs::create_dir(&d).unwrap();
+    fs::write(&f, b"aaa").unwrap();
+    let written = times(&f);
+    pause();
+    read(&f);
+    let first = times(&f);
+    assert!(
+        first.0 > written.0,
+        "relatime: the first read after a write updates atime"
+    );
+    assert_eq!((first.1, first.2), (written.1, written.2), "only atime changes");
+    pause();
+    read(&f);
+    assert_eq!(times(&f), first, "relatime: a second read does not");
+    let listed = times(&d);
+    pause();
+    fs::read_dir(&d).unwrap().for_each(drop);
+    let dir_first = times(&d);
+    assert!(dir_first.0 > listed.0, "a listing updates the directory's atime");
+    // chattr +A: never.
+    fs::write(&f, b"bbb").unwrap();
+    Command::new("chattr").arg("+A").arg(&f).status().unwrap();
+    let flagged = times(&f);
+    pause();
+    read(&f);
+    assert_eq!(times(&f).0, flagged.0, "FS_NOATIME_FL");
+    Command::new("chattr").arg("-A").arg(&f).status().unwrap();
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after access time updates");
+
+    // noatime: never; nodiratime: not directories.
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "noatime"]);
+    assert_eq!(times(&f).0, flagged.0, "kept across the unmount");
+    fs::write(&f, b"ccc").unwrap();
+    let before = times(&f);
+    pause();
+    read(&f);
+    assert_eq!(times(&f), before, "noatime");
+    m.unmount();
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "nodiratime"]);
+    fs::write(d.join("new"), b"1").unwrap();
+    let before = times(&d);
+    pause();
+    fs::read_dir(&d).unwrap().for_each(drop);
+    assert_eq!(times(&d), before, "nodiratime");
+    m.unmount();
+
+    // strictatime: every read.
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "strictatime"]);
+    let before = times(&f);
+    pause();
+    read(&f);
+    let second = times(&f);
+    assert!(second.0 > before.0, "strictatime: read after read");
+    pause();
+    read(&f);
+    assert!(times(&f).0 > second.0, "strictatime: and again");
+    let last = times(&f);
+    m.unmount();
+
+    // Read-only: never.
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "ro,strictatime"]);
+    pause();
+    read(&f);
+    assert_eq!(times(&f), last, "a read-only mount");
+    m.unmount();
+    fsck::unmounted(&img, tmp.path(), "after the atime mounts");
+}

@@ -60,6 +60,8 @@ pub(crate) struct F2fsFuse {
     /// The session's channel for telling the kernel of changes it did not ask for (set
     /// once the session exists: [`F2fsFuse::notifier_slot`]).
     notifier: Arc<OnceLock<Notifier>>,
+    /// When reads and listings update access times.
+    pub(crate) atime: crate::atime::Policy,
 }
 
 impl F2fsFuse {
@@ -74,6 +76,7 @@ impl F2fsFuse {
             files: OpenFiles::default(),
             lookups: Lookups::default(),
             notifier: Arc::default(),
+            atime: crate::atime::Policy::default(),
         }
     }
 
@@ -389,14 +392,19 @@ impl F2fsFuse {
         }
     }
 
-    /// Serve a READ of `size` bytes at `offset`.
-    fn read_data(&self, node: INodeNo, offset: u64, size: u32, reply: ReplyData) {
+    /// Serve a READ of `size` bytes at `offset` through a descriptor opened with
+    /// `flags`. The access time changes (when due) before the reply: once the reply is
+    /// in, the kernel drops the access time it cached and may ask for it at once.
+    fn read_data(&self, node: INodeNo, offset: u64, size: u32, flags: OpenFlags, reply: ReplyData) {
         let ino = match self.inos.to_core(node) {
             Ok(ino) => ino,
             Err(errno) => return reply.error(errno),
         };
         read_buf::with_buffer(size as usize, |buf| match self.fs.read(ino, offset, buf).or_errno() {
-            Ok(len) => reply.data(&buf[..len]),
+            Ok(len) => {
+                self.accessed(ino, flags);
+                reply.data(&buf[..len]);
+            }
             Err(errno) => reply.error(errno),
         });
     }
@@ -412,6 +420,14 @@ impl F2fsFuse {
             Ok(())
         } else {
             Err(Errno::EACCES)
+        }
+    }
+
+    /// Directory `node` was listed: its access time changes when the rule says so
+    /// (before the reply, as for a read).
+    fn listed(&self, node: INodeNo) {
+        if let Ok(dir) = self.inos.to_core(node) {
+            self.accessed(dir, OpenFlags(0));
         }
     }
 
@@ -486,15 +502,19 @@ impl Filesystem for F2fsFuse {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let allowed = if self.writable {
-            self.inos
-                .to_core(ino)
-                .and_then(|ino| self.may_open(ino, flags).and_then(|()| self.take_handle(ino)))
+            self.inos.to_core(ino).and_then(|ino| {
+                self.may_open(ino, flags)?;
+                self.take_handle(ino)?;
+                Ok(self.keep_cache(ino))
+            })
         } else {
-            open_allowed(flags)
+            open_allowed(flags).map(|()| true)
         };
         match allowed {
-            // The image changes only through this mount: keep cached pages across opens.
-            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            // The image changes only through this mount: keep cached pages across opens,
+            // unless the next read must come here to update the access time.
+            Ok(true) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(false) => reply.opened(FileHandle(0), FopenFlags::empty()),
             Err(errno) => reply.error(errno),
         }
     }
@@ -535,11 +555,11 @@ impl Filesystem for F2fsFuse {
         _fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.read_data(ino, offset, size, reply);
+        self.read_data(ino, offset, size, flags, reply);
     }
 
     /// close(2) does not make data durable on Linux F2FS either: nothing to do. Data
@@ -553,22 +573,32 @@ impl Filesystem for F2fsFuse {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let keep = self.inos.to_core(ino).map_or(true, |ino| self.keep_cache(ino));
         match self.open_dir(ino) {
-            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR),
+            // The listing may be cached across opens, unless the next listing must come
+            // here to update the access time.
+            Ok(fh) if keep => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR),
+            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_CACHE_DIR),
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         match self.fill_dir(fh, offset, &mut reply) {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                self.listed(ino);
+                reply.ok();
+            }
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         match self.fill_dir_plus(fh, offset, &mut reply) {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                self.listed(ino);
+                reply.ok();
+            }
             Err(errno) => reply.error(errno),
         }
     }
