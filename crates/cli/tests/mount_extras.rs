@@ -566,3 +566,54 @@ fn access_times_follow_the_mount_options() {
     m.unmount();
     fsck::unmounted(&img, tmp.path(), "after the atime mounts");
 }
+
+/// fstests generic/430-433's operations: `copy_file_range` (`xfs_io copy_range`)
+/// within the mount copies the source range, up to the source's end, to the target
+/// offset, growing the target or writing inside it, as the kernel's own copy through
+/// the page cache would; then fsck-clean, and the same data after a remount.
+#[test]
+fn copy_file_range_copies_the_range() {
+    if !fuse_available(&[("xfs_io", "xfsprogs")]) {
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-copy-", "256M");
+    let log = tmp.path().join("mount.log");
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    let src: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 4096) as u8).collect();
+    fs::write(mnt.join("src"), &src).unwrap();
+    let copy = |args: &str, dst: &str| {
+        ok(
+            &[
+                "xfs_io",
+                "-f",
+                "-c",
+                &format!("copy_range {args} {}", mnt.join("src").display()),
+            ],
+            &mnt.join(dst),
+        )
+    };
+    // Into a new file, past its end: zeros before the offset.
+    copy("-s 1000 -d 5000 -l 2000000", "a");
+    let mut want_a = vec![0u8; 5000];
+    want_a.extend_from_slice(&src[1000..2_001_000]);
+    // Past the source's end: only what is there.
+    copy("-s 2999000 -l 100000", "b");
+    let want_b = src[2_999_000..].to_vec();
+    // Inside a larger file: its size stays.
+    let mut want_c = vec![9u8; 4_000_000];
+    fs::write(mnt.join("c"), &want_c).unwrap();
+    copy("-s 0 -d 4096 -l 1500000", "c");
+    want_c[4096..4096 + 1_500_000].copy_from_slice(&src[..1_500_000]);
+    for (name, want) in [("a", &want_a), ("b", &want_b), ("c", &want_c)] {
+        assert!(fs::read(mnt.join(name)).unwrap() == *want, "{name} after the copy");
+    }
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after copy_file_range");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "ro"]);
+    for (name, want) in [("a", &want_a), ("b", &want_b), ("c", &want_c)] {
+        assert!(fs::read(mnt.join(name)).unwrap() == *want, "{name} after a remount");
+    }
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+}

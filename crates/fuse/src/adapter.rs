@@ -25,6 +25,11 @@ use crate::open_files::OpenFiles;
 use crate::protect::AttrChange;
 use crate::{caller, kernel, read_buf, xattr};
 
+/// Most bytes one COPY_FILE_RANGE copies (its reply counts in 32 bits).
+const COPY_MAX: u64 = 1 << 30;
+/// Bytes read and written at a time by a copy.
+const COPY_CHUNK: u64 = 1 << 20;
+
 /// How long the kernel may cache attributes and names. Every change goes through the
 /// kernel (which updates or drops what it cached), so this only bounds staleness if
 /// someone rewrites the image behind the mount.
@@ -421,6 +426,34 @@ impl F2fsFuse {
         } else {
             Err(Errno::EACCES)
         }
+    }
+
+    /// Copies up to `len` bytes (at most [`COPY_MAX`]) of `src` from `offset_in` to
+    /// `dst` at `offset_out`, a chunk at a time; stops at the source's end. The bytes
+    /// copied; an error only when nothing was.
+    fn copy_range(&self, src: Ino, offset_in: u64, dst: Ino, offset_out: u64, len: u64) -> Result<u64, Errno> {
+        let len = len.min(COPY_MAX);
+        let mut done = 0u64;
+        let mut buf = vec![0u8; COPY_CHUNK.min(len) as usize];
+        while done < len {
+            let want = (len - done).min(COPY_CHUNK) as usize;
+            let step = self
+                .fs
+                .read(src, offset_in + done, &mut buf[..want])
+                .and_then(|n| Ok((n, self.fs.write(dst, offset_out + done, &buf[..n])?)));
+            match step {
+                Ok((0, _)) => break,
+                Ok((n, written)) => {
+                    done += written as u64;
+                    if written < n {
+                        break;
+                    }
+                }
+                Err(err) if done == 0 => return Err(crate::errors::errno(&err)),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
     }
 
     /// Directory `node` was listed: its access time changes when the rule says so
@@ -929,21 +962,38 @@ impl Filesystem for F2fsFuse {
         }
     }
 
+    /// Copies in the file system, as the kernel's fallback would through the page
+    /// cache (F2FS has no copy_file_range of its own: the VFS splices): the data of the
+    /// source range, up to its end of file, written at the target offset. The VFS
+    /// checked the flags (none), the ranges (no overlap within a file) and the target's
+    /// `O_APPEND`.
     fn copy_file_range(
         &self,
-        _req: &Request,
-        _ino_in: INodeNo,
+        req: &Request,
+        ino_in: INodeNo,
         _fh_in: FileHandle,
-        _offset_in: u64,
-        _ino_out: INodeNo,
+        offset_in: u64,
+        ino_out: INodeNo,
         _fh_out: FileHandle,
-        _offset_out: u64,
-        _len: u64,
+        offset_out: u64,
+        len: u64,
         _flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
-        // ENOSYS on a writable mount: the kernel then copies through read and write.
-        reply.error(self.writable().err().unwrap_or(Errno::ENOSYS));
+        let copied = self.writable().and_then(|()| {
+            let src = self.inos.to_core(ino_in)?;
+            let dst = self.inos.to_core(ino_out)?;
+            self.may_write(dst)?;
+            self.drop_privs(req, ino_out, dst)?;
+            let copied = self.copy_range(src, offset_in, dst, offset_out, len)?;
+            self.accessed(src, OpenFlags(0));
+            Ok(copied)
+        });
+        match copied {
+            // At most COPY_MAX (< 4 GiB) per request; the caller loops.
+            Ok(len) => reply.written(u32::try_from(len).unwrap_or(u32::MAX)),
+            Err(errno) => reply.error(errno),
+        }
     }
 }
 
