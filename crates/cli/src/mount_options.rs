@@ -48,6 +48,10 @@ pub struct ParsedMountOptions {
     /// pacer's aim, in microseconds): the paced cleaner (docs/gc-pacing.md); `off`
     /// (default) runs no paced cleaner.
     pub gc_pacing: PacingSettings,
+    /// `writeback_cache` (or `no_writeback_cache`, the default): FUSE's writeback
+    /// cache, where the kernel keeps written pages and sends them in large writes
+    /// later (see `uf2fs_fuse::MountOptions::writeback_cache`).
+    pub writeback_cache: bool,
 }
 
 /// The largest `gc_latency_target_us` (one second): a step longer than that is no
@@ -78,6 +82,7 @@ impl Default for ParsedMountOptions {
             writeback_contexts: default_writeback_contexts(),
             writeback_policy: DEFAULT_WRITEBACK_POLICY.to_string(),
             gc_pacing: PacingSettings::default(),
+            writeback_cache: false,
         }
     }
 }
@@ -119,6 +124,7 @@ fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String
         "checkpoint_merge" | "nocheckpoint_merge" => parsed.settings.checkpoint_merge = option == "checkpoint_merge",
         // The kernel's age-threshold GC switch.
         "atgc" => parsed.gc_policy = Some(GcPolicy::Atgc),
+        "writeback_cache" | "no_writeback_cache" => parsed.writeback_cache = option == "writeback_cache",
         _ => parse_valued(parsed, option)?,
     }
     Ok(())
@@ -348,6 +354,13 @@ mod tests {
             parse(&["active_logs=2", "active_logs=4"]).unwrap().settings.active_logs,
             ActiveLogs::Four
         );
+    }
+
+    #[test]
+    fn writeback_cache_is_off_unless_asked() {
+        assert!(!parse(&[]).unwrap().writeback_cache);
+        assert!(parse(&["writeback_cache"]).unwrap().writeback_cache);
+        assert!(!parse(&["writeback_cache,no_writeback_cache"]).unwrap().writeback_cache);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub(crate) struct F2fsFuse {
     pub(crate) fs: Arc<Fs>,
     /// Whether the mount is read-write (modifying requests call the core).
     pub(crate) writable: bool,
+    /// Whether to ask the kernel for its writeback cache at FUSE_INIT
+    /// ([`crate::MountOptions::writeback_cache`]).
+    pub(crate) writeback_cache: bool,
     /// Core inode numbers <-> FUSE node ids.
     pub(crate) inos: InoMap,
     /// Open directory streams.
@@ -68,6 +71,7 @@ impl F2fsFuse {
         F2fsFuse {
             fs,
             writable,
+            writeback_cache: false,
             inos,
             dirs: DirHandles::new(OPEN_DIRS_MAX),
             files: OpenFiles::default(),
@@ -422,7 +426,7 @@ fn reply_empty(reply: ReplyEmpty, result: Result<(), Errno>) {
 /// callers the operation does not exist).
 impl Filesystem for F2fsFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        kernel::configure(config);
+        kernel::configure(config, self.writeback_cache);
         Ok(())
     }
 

@@ -82,6 +82,13 @@ pub struct MountOptions {
     /// [`uf2fs_core::Fs::checkpoint_if_due`]). `None`: only fsync and the unmount
     /// write checkpoints. Default [`DEFAULT_CHECKPOINT_INTERVAL`].
     pub checkpoint_interval: Option<Duration>,
+    /// FUSE's writeback cache (`FUSE_WRITEBACK_CACHE`, when the kernel offers it): the
+    /// kernel keeps written pages in its page cache and sends them later in large
+    /// writes, keeping sizes and times itself meanwhile (as for a local file system),
+    /// instead of sending every write(2) through at once. Faster for small writes; a
+    /// write error (ENOSPC, EIO) then reaches the writer at fsync or close, as on a
+    /// local file system, not at write(2). Default off.
+    pub writeback_cache: bool,
 }
 
 impl Default for MountOptions {
@@ -95,6 +102,7 @@ impl Default for MountOptions {
             suid: None,
             exec: None,
             checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
+            writeback_cache: false,
         }
     }
 }
@@ -116,7 +124,8 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     let resolved = std::fs::canonicalize(mountpoint);
     let config = session_config(opts);
     let fs = Arc::new(fs);
-    let adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
+    let mut adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
+    adapter.writeback_cache = opts.writeback_cache && !opts.read_only;
     let notifier = adapter.notifier_slot();
     let session = fuser::Session::new(adapter, mountpoint, &config)?;
     let _ = notifier.set(session.notifier());
