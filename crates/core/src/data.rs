@@ -2,12 +2,12 @@
 //! reading byte ranges with one device read per contiguous run.
 
 use crate::compress::ClusterCache;
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::inode::InodeRef;
 use crate::node::{NodeBlock, NodeManager};
 use crate::{Error, Result};
 use std::sync::Arc;
-use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NIDS_PER_BLOCK, NULL_ADDR};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{node_slot, Compression, F2FS_INLINE_DATA};
 
 /// A run of file blocks that share one node block.
@@ -44,9 +44,9 @@ pub enum Seek {
 
 /// Zeroes `buf[pos..]` up to the end of a hole: file blocks `fb..end`, `within` bytes
 /// into block `fb` (`end` may be `u64::MAX`, past the double-indirect range: the size
-/// saturates). Returns the new fill position.
-fn zero_hole(buf: &mut [u8], pos: usize, fb: u64, end: u64, within: u64) -> usize {
-    let hole = (end - fb).saturating_mul(BLOCK as u64) - within;
+/// saturates), in blocks of `block` bytes. Returns the new fill position.
+fn zero_hole(buf: &mut [u8], pos: usize, fb: u64, end: u64, within: u64, block: u64) -> usize {
+    let hole = (end - fb).saturating_mul(block) - within;
     let bytes = hole.min((buf.len() - pos) as u64) as usize;
     buf[pos..pos + bytes].fill(0);
     pos + bytes
@@ -78,6 +78,11 @@ impl Mapper<'_> {
             .map_err(|e| Error::corrupt(format!("node of inode {}", self.inode.ino), None, e.to_string()))
     }
 
+    /// Bytes of a block.
+    fn bs(&self) -> usize {
+        self.inode.inode.geometry.block_size()
+    }
+
     /// Addresses per direct node block of this inode (fewer for compressed files,
     /// whose clusters never straddle two nodes).
     fn per_block(&self) -> u64 {
@@ -103,13 +108,13 @@ impl Mapper<'_> {
 
     /// The chunk containing file block `fb` (iterative walk of the node tree). A direct
     /// node holds `a` = [`Inode::addrs_per_block`] addresses, an indirect node 1018
-    /// node ids (`n`); so an indirect node covers `a * n` blocks, a double-indirect
+    /// node ids (4090 with 16 KiB blocks: `n`); so an indirect node covers `a * n` blocks, a double-indirect
     /// one `a * n * n`.
     ///
     /// [`Inode::addrs_per_block`]: uf2fs_format::node::Inode::addrs_per_block
     pub fn chunk(&self, fb: u64) -> Result<Chunk> {
         let a = self.per_block();
-        let n = NIDS_PER_BLOCK as u64;
+        let n = self.inode.inode.geometry.nids_per_block() as u64;
         let i = &self.inode.inode;
         let in_inode = i.addrs_per_inode() as u64;
         if fb < in_inode {
@@ -240,7 +245,7 @@ impl Mapper<'_> {
                 Seek::Hole => size,
             }));
         }
-        let block = BLOCK as u64;
+        let block = self.bs() as u64;
         let found = |fb: u64| Some((fb * block).max(offset).min(size));
         let end = size.div_ceil(block);
         let mut fb = offset / block;
@@ -321,7 +326,7 @@ impl Mapper<'_> {
     /// from the cache of decoded clusters); runs of clusters stored as plain blocks
     /// are read as any file's blocks, one device read per contiguous run.
     fn read_compressed(&self, c: &Compression, cluster: u64, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let block = BLOCK as u64;
+        let block = self.bs() as u64;
         let cluster_bytes = cluster * block;
         let wanted_end = (offset + buf.len() as u64).div_ceil(block);
         let mut pos = 0usize;
@@ -333,7 +338,7 @@ impl Mapper<'_> {
             // Node blocks of a compressed file hold whole clusters, so the chunk
             // starting at the cluster's first block holds all of it.
             match self.chunk(index * cluster)? {
-                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, at % block),
+                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, at % block, block),
                 Chunk::Mapped {
                     first,
                     node,
@@ -469,17 +474,18 @@ impl Mapper<'_> {
         if let Some(data) = self.clusters.get(key) {
             return Ok(data);
         }
-        let mut raw = vec![0u8; addrs.len() * BLOCK];
+        let bs = self.bs();
+        let mut raw = vec![0u8; addrs.len() * bs];
         let mut i = 0;
         while i < addrs.len() {
             let mut run = 1;
             while i + run < addrs.len() && addrs[i + run] == addrs[i] + run as u64 {
                 run += 1;
             }
-            self.dev.read_blocks(addrs[i], &mut raw[i * BLOCK..(i + run) * BLOCK])?;
+            self.dev.read_blocks(addrs[i], &mut raw[i * bs..(i + run) * bs])?;
             i += run;
         }
-        let mut out = vec![0u8; cluster * BLOCK];
+        let mut out = vec![0u8; cluster * bs];
         crate::compress::decompress_cluster(ino, index, addrs[0], c, &raw, &mut out)?;
         let out = Arc::new(out);
         self.clusters.put(key, out.clone());
@@ -492,9 +498,10 @@ impl Mapper<'_> {
         let mut pos = 0usize;
         while pos < buf.len() {
             let at = offset + pos as u64;
-            let fb = at / BLOCK as u64;
-            let within = (at % BLOCK as u64) as usize;
-            let bytes = (BLOCK - within).min(buf.len() - pos);
+            let bs = self.bs();
+            let fb = at / bs as u64;
+            let within = (at % bs as u64) as usize;
+            let bytes = (bs - within).min(buf.len() - pos);
             let out = &mut buf[pos..pos + bytes];
             let dirty = self.pages.and_then(|p| p.get(self.inode.ino, fb));
             match dirty {
@@ -524,12 +531,13 @@ impl Mapper<'_> {
     fn read_blocks(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let mut pos = 0usize; // bytes of buf filled
         let mut bounce = Vec::new();
+        let bs = self.bs();
         while pos < buf.len() {
             let at = offset + pos as u64;
-            let fb = at / BLOCK as u64;
-            let within = (at % BLOCK as u64) as usize;
+            let fb = at / bs as u64;
+            let within = (at % bs as u64) as usize;
             match self.chunk(fb)? {
-                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, within as u64),
+                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, within as u64, self.bs() as u64),
                 Chunk::Mapped {
                     first,
                     node,
@@ -538,7 +546,7 @@ impl Mapper<'_> {
                     len,
                 } => {
                     let base = slot + (fb - first) as usize;
-                    let blocks_wanted = (within + buf.len() - pos).div_ceil(BLOCK) as u64;
+                    let blocks_wanted = (within + buf.len() - pos).div_ceil(bs) as u64;
                     let avail = (len - (fb - first)).min(blocks_wanted) as usize;
                     pos = self.read_run(&node, in_inode, base, avail, within, buf, pos, &mut bounce)?;
                 }
@@ -562,6 +570,7 @@ impl Mapper<'_> {
         mut pos: usize,
         bounce: &mut Vec<u8>,
     ) -> Result<usize> {
+        let bs = self.bs();
         let mut k = 0;
         while k < count && pos < buf.len() {
             let addr = self.addr_in(node, in_inode, slot + k)?;
@@ -574,19 +583,19 @@ impl Mapper<'_> {
                     (None, None) => true,
                     _ => false,
                 };
-                if !contiguous || (run * BLOCK - within) >= buf.len() - pos {
+                if !contiguous || (run * bs - within) >= buf.len() - pos {
                     break;
                 }
                 run += 1;
             }
-            let bytes = (run * BLOCK - within).min(buf.len() - pos);
+            let bytes = (run * bs - within).min(buf.len() - pos);
             let out = &mut buf[pos..pos + bytes];
             match addr {
                 None => out.fill(0),
-                Some(a) if within == 0 && bytes % BLOCK == 0 => self.dev.read_blocks(a, out)?,
+                Some(a) if within == 0 && bytes % bs == 0 => self.dev.read_blocks(a, out)?,
                 Some(a) => {
-                    bounce.resize(run * BLOCK, 0);
-                    self.dev.read_blocks(a, &mut bounce[..run * BLOCK])?;
+                    bounce.resize(run * bs, 0);
+                    self.dev.read_blocks(a, &mut bounce[..run * bs])?;
                     out.copy_from_slice(&bounce[within..within + bytes]);
                 }
             }

@@ -577,11 +577,17 @@ mod tests {
         let mut seen = 0;
         for offset in 1..(6 + 2 * n + 3 * (n + 1)) as u32 {
             let Some(first) = super::first_index_of(offset, per_inode, per_block) else {
-                assert!(!crate::node::is_dnode(offset), "offset {offset}");
+                assert!(
+                    !crate::node::is_dnode(uf2fs_format::Geometry::DEFAULT, offset),
+                    "offset {offset}"
+                );
                 continue;
             };
-            assert!(crate::node::is_dnode(offset), "offset {offset}");
-            let p = node_path(per_inode, first).unwrap();
+            assert!(
+                crate::node::is_dnode(uf2fs_format::Geometry::DEFAULT, offset),
+                "offset {offset}"
+            );
+            let p = node_path(uf2fs_format::Geometry::DEFAULT, per_inode, first).unwrap();
             assert_eq!(p.offsets[p.depth], offset, "offset {offset}");
             assert_eq!(p.slots[p.depth], 0, "offset {offset}");
             seen += 1;

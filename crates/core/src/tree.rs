@@ -18,6 +18,7 @@ use uf2fs_format::consts::{ADDRS_PER_BLOCK, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::{Inode, NodeFooter};
 use uf2fs_format::superblock::Superblock;
+use uf2fs_format::Geometry;
 
 /// Where the address of a file block lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +35,9 @@ pub struct Loc {
 
 /// The node log of a node at footer offset `offset` of an inode that is (or is not) a
 /// directory: indirect nodes cold, direct nodes hot for directories and warm otherwise.
+/// (The write path is 4 KiB-only: `Fs::open` refuses other block sizes read-write.)
 pub fn node_log(offset: u32, dir: bool) -> LogType {
-    if !is_dnode(offset) {
+    if !is_dnode(Geometry::DEFAULT, offset) {
         LogType::ColdNode
     } else if dir {
         LogType::HotNode
@@ -164,7 +166,7 @@ impl Tree<'_> {
                 inode.ino
             )));
         }
-        crate::node::node_path(inode.inode.addrs_per_inode() as u64, index)
+        crate::node::node_path(inode.inode.geometry, inode.inode.addrs_per_inode() as u64, index)
     }
 
     /// Where the address of file block `index` lives, or `None` when a node on the way

@@ -75,7 +75,7 @@ fn read_node(t: &Tree, nid: u32, ino: Ino) -> Result<NodeBlock> {
 
 /// Walks from the inode towards the direct node of block `index`.
 fn walk(t: &Tree, inode: &InodeMut, index: u64) -> Result<(NodePath, Walk)> {
-    let path = node_path(inode.inode.addrs_per_inode() as u64, index)?;
+    let path = node_path(inode.inode.geometry, inode.inode.addrs_per_inode() as u64, index)?;
     if path.depth == 0 {
         return Ok((path, Walk::Inode));
     }
@@ -188,7 +188,7 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
     let mut reserved = 0;
     let mut index = first;
     while index < end {
-        let path = node_path(in_inode, index)?;
+        let path = node_path(inode.inode.geometry, in_inode, index)?;
         if path.depth == 0 {
             let stop = end.min(in_inode);
             let holes: Vec<usize> = (index as usize..stop as usize)
@@ -432,19 +432,19 @@ mod tests {
         let a = 873;
         // A block in the second indirect node's 5th direct node.
         let index = a + 2 * D + D * N + 4 * D + 17;
-        let p = node_path(a, index).unwrap();
+        let p = node_path(uf2fs_format::Geometry::DEFAULT, a, index).unwrap();
         assert_eq!(p.depth, 2);
         assert_eq!(span(&p, index, 2), (a + 2 * D + D * N + 4 * D, D));
         assert_eq!(span(&p, index, 1), (a + 2 * D + D * N, D * N));
         // Double indirect: indirect 3, direct 7, slot 9.
         let base = a + 2 * D + 2 * D * N;
         let index = base + 3 * D * N + 7 * D + 9;
-        let p = node_path(a, index).unwrap();
+        let p = node_path(uf2fs_format::Geometry::DEFAULT, a, index).unwrap();
         assert_eq!(p.depth, 3);
         assert_eq!(span(&p, index, 1), (base, D * N * N));
         assert_eq!(span(&p, index, 2), (base + 3 * D * N, D * N));
         assert_eq!(span(&p, index, 3), (base + 3 * D * N + 7 * D, D));
-        let p = node_path(a, a + 5).unwrap();
+        let p = node_path(uf2fs_format::Geometry::DEFAULT, a, a + 5).unwrap();
         assert_eq!(span(&p, a + 5, 1), (a, D));
     }
 }

@@ -119,6 +119,7 @@ pub fn build(sb: &Superblock, n: &NewInode, kind: FileKind) -> InodeMut {
         crtime: sb.has(FEATURE_INODE_CRTIME).then_some(time),
         compress: None,
         nids: [0; 5],
+        geometry: sb.geometry(),
     };
     let mut m = InodeMut {
         ino: n.ino,

@@ -2,19 +2,19 @@
 //! inode down to the direct node, and the node offsets (footer offsets) of the nodes on
 //! the way, numbered as F2FS numbers them (its `get_node_path`).
 //!
+//! With `D` addresses per direct node and `N` node ids per indirect node (both 1018
+//! with 4 KiB blocks, 4090 with 16 KiB ones: [`Geometry`]):
+//!
 //! | file blocks (after the inode's own)   | path                                  |
 //! |---------------------------------------|---------------------------------------|
-//! | next 1018                             | `i_nid[0]` (direct, offset 1)          |
-//! | next 1018                             | `i_nid[1]` (direct, offset 2)          |
-//! | next 1018²                            | `i_nid[2]` (indirect, offset 3) -> direct (4 + k) |
-//! | next 1018²                            | `i_nid[3]` (indirect, offset 4 + N) -> direct (5 + N + k) |
-//! | next 1018³                            | `i_nid[4]` (double indirect, 5 + 2N) -> indirect (6 + 2N + k(N + 1)) -> direct (7 + 2N + k(N + 1) + j) |
+//! | next D                                | `i_nid[0]` (direct, offset 1)          |
+//! | next D                                | `i_nid[1]` (direct, offset 2)          |
+//! | next D·N                              | `i_nid[2]` (indirect, offset 3) -> direct (4 + k) |
+//! | next D·N                              | `i_nid[3]` (indirect, offset 4 + N) -> direct (5 + N + k) |
+//! | next D·N²                             | `i_nid[4]` (double indirect, 5 + 2N) -> indirect (6 + 2N + k(N + 1)) -> direct (7 + 2N + k(N + 1) + j) |
 
 use crate::{Error, Result};
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, NIDS_PER_BLOCK};
-
-const D: u64 = ADDRS_PER_BLOCK as u64;
-const N: u64 = NIDS_PER_BLOCK as u64;
+use uf2fs_format::Geometry;
 
 /// The path to one file block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +30,10 @@ pub struct NodePath {
     pub offsets: [u32; 4],
 }
 
-/// The path to file block `index` of an inode holding `addrs_per_inode` addresses.
-pub fn node_path(addrs_per_inode: u64, index: u64) -> Result<NodePath> {
+/// The path to file block `index` of an inode holding `addrs_per_inode` addresses, on
+/// a volume of geometry `geo`.
+pub fn node_path(geo: Geometry, addrs_per_inode: u64, index: u64) -> Result<NodePath> {
+    let (d, n) = (geo.addrs_per_block() as u64, geo.nids_per_block() as u64);
     let mut p = NodePath {
         depth: 0,
         slots: [0; 4],
@@ -43,35 +45,35 @@ pub fn node_path(addrs_per_inode: u64, index: u64) -> Result<NodePath> {
     }
     let mut rest = index - addrs_per_inode;
     for (i_nid, offset) in [(0usize, 1u64), (1, 2)] {
-        if rest < D {
+        if rest < d {
             p.depth = 1;
             p.slots = [i_nid, rest as usize, 0, 0];
             p.offsets = [0, offset as u32, 0, 0];
             return Ok(p);
         }
-        rest -= D;
+        rest -= d;
     }
-    for (i_nid, offset) in [(2usize, 3u64), (3, 4 + N)] {
-        if rest < D * N {
-            let k = rest / D;
+    for (i_nid, offset) in [(2usize, 3u64), (3, 4 + n)] {
+        if rest < d * n {
+            let k = rest / d;
             p.depth = 2;
-            p.slots = [i_nid, k as usize, (rest % D) as usize, 0];
+            p.slots = [i_nid, k as usize, (rest % d) as usize, 0];
             p.offsets = [0, offset as u32, (offset + 1 + k) as u32, 0];
             return Ok(p);
         }
-        rest -= D * N;
+        rest -= d * n;
     }
-    if rest < D * N * N {
-        let k = rest / (D * N);
-        let j = (rest / D) % N;
-        let base = 5 + 2 * N;
+    if rest < d * n * n {
+        let k = rest / (d * n);
+        let j = (rest / d) % n;
+        let base = 5 + 2 * n;
         p.depth = 3;
-        p.slots = [4, k as usize, j as usize, (rest % D) as usize];
+        p.slots = [4, k as usize, j as usize, (rest % d) as usize];
         p.offsets = [
             0,
             base as u32,
-            (base + 1 + k * (N + 1)) as u32,
-            (base + 2 + k * (N + 1) + j) as u32,
+            (base + 1 + k * (n + 1)) as u32,
+            (base + 2 + k * (n + 1) + j) as u32,
         ];
         return Ok(p);
     }
@@ -82,12 +84,13 @@ pub fn node_path(addrs_per_inode: u64, index: u64) -> Result<NodePath> {
 
 /// Whether the node at `offset` is a direct node (or the inode): it holds data
 /// addresses rather than node ids.
-pub fn is_dnode(offset: u32) -> bool {
+pub fn is_dnode(geo: Geometry, offset: u32) -> bool {
+    let n = geo.nids_per_block() as u64;
     let o = offset as u64;
-    if o == 3 || o == 4 + N || o == 5 + 2 * N {
+    if o == 3 || o == 4 + n || o == 5 + 2 * n {
         return false;
     }
-    if o >= 6 + 2 * N && (o - (6 + 2 * N)) % (N + 1) == 0 {
+    if o >= 6 + 2 * n && (o - (6 + 2 * n)) % (n + 1) == 0 {
         return false;
     }
     true
@@ -97,25 +100,29 @@ pub fn is_dnode(offset: u32) -> bool {
 mod tests {
     use super::*;
 
+    const D: u64 = 1018;
+    const N: u64 = 1018;
+    const G: Geometry = Geometry::DEFAULT;
+
     #[test]
     fn paths_follow_the_f2fs_numbering() {
         let a = 864;
-        assert_eq!(node_path(a, 5).unwrap().depth, 0);
-        let p = node_path(a, a).unwrap();
+        assert_eq!(node_path(G, a, 5).unwrap().depth, 0);
+        let p = node_path(G, a, a).unwrap();
         assert_eq!((p.depth, p.slots[0], p.slots[1], p.offsets[1]), (1, 0, 0, 1));
-        let p = node_path(a, a + D).unwrap();
+        let p = node_path(G, a, a + D).unwrap();
         assert_eq!((p.depth, p.slots[0], p.offsets[1]), (1, 1, 2));
-        let p = node_path(a, a + 2 * D + D + 7).unwrap();
+        let p = node_path(G, a, a + 2 * D + D + 7).unwrap();
         assert_eq!(
             (p.depth, p.slots[..3].to_vec(), p.offsets[..3].to_vec()),
             (2, vec![2, 1, 7], vec![0, 3, 5])
         );
-        let p = node_path(a, a + 2 * D + D * N).unwrap();
+        let p = node_path(G, a, a + 2 * D + D * N).unwrap();
         assert_eq!(
             (p.slots[0], p.offsets[1], p.offsets[2]),
             (3, 4 + N as u32, 5 + N as u32)
         );
-        let p = node_path(a, a + 2 * D + 2 * D * N + D * N + D + 3).unwrap();
+        let p = node_path(G, a, a + 2 * D + 2 * D * N + D * N + D + 3).unwrap();
         assert_eq!(p.depth, 3);
         assert_eq!(p.slots, [4, 1, 1, 3]);
         let base = 5 + 2 * N as u32;
@@ -123,16 +130,16 @@ mod tests {
             p.offsets,
             [0, base, base + 1 + (N as u32 + 1), base + 2 + (N as u32 + 1) + 1]
         );
-        assert!(node_path(a, a + 2 * D + 2 * D * N + D * N * N).is_err());
+        assert!(node_path(G, a, a + 2 * D + 2 * D * N + D * N * N).is_err());
         for p in [
-            node_path(a, 0).unwrap(),
-            node_path(a, a + 3 * D).unwrap(),
-            node_path(a, a + 2 * D + 2 * D * N + 5 * D * N + 9 * D).unwrap(),
+            node_path(G, a, 0).unwrap(),
+            node_path(G, a, a + 3 * D).unwrap(),
+            node_path(G, a, a + 2 * D + 2 * D * N + 5 * D * N + 9 * D).unwrap(),
         ] {
             for level in 0..p.depth {
-                assert!(!is_dnode(p.offsets[level]) || level == 0, "{p:?} level {level}");
+                assert!(!is_dnode(G, p.offsets[level]) || level == 0, "{p:?} level {level}");
             }
-            assert!(is_dnode(p.offsets[p.depth]), "{p:?}");
+            assert!(is_dnode(G, p.offsets[p.depth]), "{p:?}");
         }
     }
 }

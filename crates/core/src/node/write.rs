@@ -344,8 +344,9 @@ impl NodeManager {
             .filter(|&nid| {
                 nid != ino
                     && dirty.map.get(&nid).is_some_and(|n| {
-                        NodeFooter::decode(&n.block)
-                            .is_ok_and(|f| super::is_dnode(f.offset()) || f.offset() == XATTR_NODE_OFFSET)
+                        NodeFooter::decode(&n.block).is_ok_and(|f| {
+                            super::is_dnode(self.geometry, f.offset()) || f.offset() == XATTR_NODE_OFFSET
+                        })
                     })
             })
             .collect();
