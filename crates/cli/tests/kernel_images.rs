@@ -26,7 +26,7 @@ use uf2fs_testkit::lsfmt::{mode_string, parse_long_line, utc_minute};
 use uf2fs_testkit::run::{arg, path_arg};
 use uf2fs_testkit::tree::is_root;
 
-const FIXTURES: [&str; 4] = ["default", "extra-attr", "casefold", "compress"];
+const FIXTURES: [&str; 5] = ["default", "extra-attr", "casefold", "compress", "blk16"];
 
 macro_rules! per_fixture {
     ($($module:ident => $name:literal),*) => {$(
@@ -51,7 +51,53 @@ macro_rules! per_fixture {
     )*};
 }
 
-per_fixture!(default => "default", extra_attr => "extra-attr", compress => "compress");
+per_fixture!(default => "default", extra_attr => "extra-attr", compress => "compress", blk16 => "blk16");
+
+/// The 16 KiB-block fixture (`tests/fixtures/blk16`, made by
+/// `scripts/make-blk16-fixture.py` with an f2fs-tools build that has `mkfs.f2fs -b
+/// 16384`; not written by Linux): read back as the kernel fixtures are (above, against
+/// what sload.f2fs stored), and what only such an image has.
+mod blk16_geometry {
+    use super::*;
+
+    #[test]
+    fn files_reach_the_indirect_node_plain_and_compressed() {
+        let fx = fixture("blk16");
+        let fs = uf2fs_core::Fs::open(&fx.img, &[]).unwrap();
+        assert_eq!(fs.superblock().block_size(), 16384);
+        let plain = fs.resolve(b"/big/indirect.bin", true).unwrap();
+        let st = fs.stat(plain).unwrap();
+        assert_eq!(st.blksize, 16384);
+        // 3936 addresses in the inode, 4090 in each direct node: block 12116 on is in
+        // the first indirect node's first direct node.
+        assert!(st.size > 12116 * 16384, "{}", st.size);
+        let extents = fs.extents(plain).unwrap();
+        let blocks: u64 = extents.iter().map(|e| e.2).sum();
+        assert_eq!(blocks, st.size.div_ceil(16384), "every block of the file is mapped");
+        // st_blocks: 512-byte sectors of the data blocks (32 per 16 KiB block) and of
+        // the node blocks (the inode is not counted).
+        assert!(st.blocks >= blocks * 32, "{} sectors for {blocks} blocks", st.blocks);
+        let z = fs.resolve(b"/compress/indirect.z", true).unwrap();
+        let c = fs.compression(z).unwrap().expect("a compressed file");
+        assert_eq!((c.algorithm, c.cluster_blocks), ("lz4", 4));
+        // 3936 addresses in the inode and 4088 (whole clusters) per direct node.
+        assert!(fs.stat(z).unwrap().size > (3936 + 2 * 4088) * 16384);
+        assert!(c.compressed_clusters > 3000, "{c:?}");
+    }
+
+    #[test]
+    fn read_write_opens_are_refused_and_change_nothing() {
+        let fx = fixture("blk16");
+        let before = fs::read(&fx.img).unwrap();
+        let err = uf2fs_core::Fs::open_rw(&fx.img, &[]).err().expect("refused");
+        assert!(
+            matches!(err, uf2fs_core::Error::Unsupported { feature: "block size", .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("16384-byte blocks") && err.to_string().contains("read-only"), "{err}");
+        assert!(fs::read(&fx.img).unwrap() == before, "the refused open changed the image");
+    }
+}
 
 /// The compressed fixture (`scripts/kernel/make-fixtures.sh compress`): one directory
 /// per compression setting Linux wrote with. Besides reading back as the others do
@@ -306,14 +352,30 @@ fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel")
 }
 
+/// Where fixture `name` lives: `tests/fixtures/kernel`, or its own directory for
+/// images not made by Linux.
+fn fixture_dir_of(name: &str) -> PathBuf {
+    match name {
+        "blk16" => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blk16"),
+        _ => fixture_dir(),
+    }
+}
+
 fn load(name: &str) -> Fixture {
     let dir = scratch("kernel-image-");
     let img = dir.path().join(format!("{name}.img"));
-    let gz = fixture_dir().join(format!("{name}.img.gz"));
-    let input = fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display()));
+    let dir_of = fixture_dir_of(name);
     let mut out = fs::File::create(&img).expect("scratch image");
-    std::io::copy(&mut flate2::read::GzDecoder::new(input), &mut out).expect("gunzip fixture");
-    let raw = fs::read(fixture_dir().join(format!("{name}.manifest"))).expect("manifest");
+    let zst = dir_of.join(format!("{name}.img.zst"));
+    if zst.is_file() {
+        let input = fs::File::open(&zst).unwrap_or_else(|e| panic!("{}: {e}", zst.display()));
+        zstd::stream::copy_decode(input, &mut out).expect("unzstd fixture");
+    } else {
+        let gz = dir_of.join(format!("{name}.img.gz"));
+        let input = fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display()));
+        std::io::copy(&mut flate2::read::GzDecoder::new(input), &mut out).expect("gunzip fixture");
+    }
+    let raw = fs::read(dir_of.join(format!("{name}.manifest"))).expect("manifest");
     let entries = parse_manifest(&raw);
     assert!(
         entries.len() > 50,
@@ -344,6 +406,13 @@ fn info(name: &str) {
         .find(|l| l.starts_with("checkpoint flags:"))
         .unwrap_or_else(|| panic!("no checkpoint flags in:\n{text}"));
     assert!(flags.contains("umount"), "{flags}");
+    if name == "blk16" {
+        assert!(text.contains("block size:         16384"), "{text}");
+        let features = text.lines().find(|l| l.starts_with("features:")).unwrap();
+        for f in ["extra_attr", "compression", "casefold"] {
+            assert!(features.contains(f), "{features}");
+        }
+    }
     if name == "extra-attr" {
         let features = text.lines().find(|l| l.starts_with("features:")).unwrap();
         for f in ["extra_attr", "inode_checksum", "flexible_inline_xattr", "inode_crtime"] {
