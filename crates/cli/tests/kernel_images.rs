@@ -91,11 +91,23 @@ mod blk16_geometry {
         let before = fs::read(&fx.img).unwrap();
         let err = uf2fs_core::Fs::open_rw(&fx.img, &[]).err().expect("refused");
         assert!(
-            matches!(err, uf2fs_core::Error::Unsupported { feature: "block size", .. }),
+            matches!(
+                err,
+                uf2fs_core::Error::Unsupported {
+                    feature: "block size",
+                    ..
+                }
+            ),
             "{err}"
         );
-        assert!(err.to_string().contains("16384-byte blocks") && err.to_string().contains("read-only"), "{err}");
-        assert!(fs::read(&fx.img).unwrap() == before, "the refused open changed the image");
+        assert!(
+            err.to_string().contains("16384-byte blocks") && err.to_string().contains("read-only"),
+            "{err}"
+        );
+        assert!(
+            fs::read(&fx.img).unwrap() == before,
+            "the refused open changed the image"
+        );
     }
 }
 
