@@ -40,7 +40,6 @@ use std::sync::PoisonError;
 use uf2fs_format::consts::{
     BLOCK_SIZE, COMPRESS_ADDR, DEF_NIDS_PER_INODE, I_ADDR_OFFSET, I_NID_OFFSET, NEW_ADDR, NULL_ADDR,
 };
-use uf2fs_format::le::u32_at;
 use uf2fs_format::node::{
     Inode, NodeFooter, F2FS_DATA_EXIST, F2FS_INLINE_DATA, F2FS_INLINE_XATTR, F2FS_PIN_FILE, FADVISE_KEEP_SIZE_BIT,
     NODE_DENT_BIT,
@@ -259,7 +258,7 @@ impl Fs {
         let mut nf = NodeFooter::new(f.ino, f.ino, 0, false);
         nf.flag = f.flag & !(uf2fs_format::node::NODE_FSYNC_BIT | NODE_DENT_BIT);
         nf.encode(&mut b).map_err(|e| corrupt(blkaddr, e.to_string()))?;
-        t.new_node(f.ino, f.ino, b, node_log(0, false))
+        t.new_node(f.ino, f.ino, b, node_log(sb.geometry(), 0, false))
     }
 
     /// Replays node block `block` (at `blkaddr`, footer `f`) of `inode` onto it (see
@@ -337,7 +336,9 @@ impl Fs {
                 ),
             )
         })?;
-        let dests: Vec<u32> = (0..per_block as usize).map(|s| u32_at(block, 4 * s)).collect();
+        let dests = (0..per_block as usize)
+            .map(|s| crate::tree::slot_of(block, s))
+            .collect::<Result<Vec<u32>>>()?;
         self.replay_slots(t, inode, first, &dests, blkaddr)
     }
 
@@ -448,10 +449,11 @@ impl Fs {
         } else {
             let b = self.nodes().read(dev, sum.nid, owner.ino)?;
             let mut b = b.to_vec();
-            if slot < uf2fs_format::consts::ADDRS_PER_BLOCK && u32_at(&b, 4 * slot) == addr {
-                uf2fs_format::le::put_u32(&mut b, 4 * slot, NULL_ADDR);
+            if crate::tree::slot_of(&b, slot).is_ok_and(|a| a == addr) {
+                crate::tree::set_slot(&mut b, slot, NULL_ADDR)?;
                 let off = NodeFooter::decode(&b).map_err(|e| corrupt(at, e.to_string()))?.offset();
-                self.nodes().store_dirty(sum.nid, b, node_log(off, false));
+                self.nodes()
+                    .store_dirty(sum.nid, b, node_log(self.superblock().geometry(), off, false));
                 if owner.ino == inode.ino {
                     inode.inode.blocks = inode.inode.blocks.saturating_sub(1);
                 } else {
@@ -479,7 +481,7 @@ impl Fs {
     /// Replays an fsync'd xattr node: its contents become the inode's xattr node (made
     /// when the inode has none).
     fn replay_xattr_node(&self, t: &mut Tree, inode: &mut InodeMut, block: &[u8]) -> Result<()> {
-        let log = node_log(XATTR_NODE_OFFSET, false);
+        let log = node_log(inode.inode.geometry, XATTR_NODE_OFFSET, false);
         let xnid = inode.inode.xattr_nid;
         let mut b = block.to_vec();
         if xnid != 0 {

@@ -123,7 +123,7 @@ pub fn build(sb: &Superblock, n: &NewInode, kind: FileKind) -> InodeMut {
     };
     let mut m = InodeMut {
         ino: n.ino,
-        block: new_node_block(n.ino, n.ino, 0, dir),
+        block: new_node_block(sb.geometry(), n.ino, n.ino, 0, dir),
         inode,
     };
     if dir {
