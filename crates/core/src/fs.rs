@@ -283,8 +283,7 @@ impl Fs {
             return Err(Error::Unsupported {
                 feature: "block size",
                 detail: format!(
-                    "the image has {}-byte blocks, which uf2fs reads but does not write yet: \
-                     open it read-only (mount -o ro)",
+                    "the image has {}-byte blocks, which uf2fs reads but does not write yet",
                     sbc.sb.block_size()
                 ),
             });
