@@ -4,7 +4,7 @@
 use crate::compress::ClusterCache;
 use crate::device::BlockDevice;
 use crate::inode::InodeRef;
-use crate::node::{NodeBlock, NodeManager};
+use crate::node::{node_path, NodeBlock, NodeManager, TreeShape};
 use crate::{Error, Result};
 use std::sync::Arc;
 use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
@@ -83,87 +83,53 @@ impl Mapper<'_> {
         self.inode.inode.geometry.block_size()
     }
 
-    /// Addresses per direct node block of this inode (fewer for compressed files,
-    /// whose clusters never straddle two nodes).
-    fn per_block(&self) -> u64 {
-        self.inode.inode.addrs_per_block() as u64
-    }
-
-    /// A direct node run starting at file block `fb`, whose node covers
-    /// `base..base + addrs_per_block`.
-    fn direct(&self, nid: u32, base: u64, fb: u64) -> Result<Chunk> {
-        let d = self.per_block();
-        if nid == 0 {
-            return Ok(Chunk::Hole { end: base + d });
-        }
-        let node = self.node(nid)?;
-        Ok(Chunk::Mapped {
-            first: fb,
-            node,
-            in_inode: false,
-            slot: (fb - base) as usize,
-            len: base + d - fb,
-        })
-    }
-
-    /// The chunk containing file block `fb` (iterative walk of the node tree). A direct
-    /// node holds `a` = [`Inode::addrs_per_block`] addresses, an indirect node 1018
-    /// node ids (4090 with 16 KiB blocks: `n`); so an indirect node covers `a * n` blocks, a double-indirect
-    /// one `a * n * n`.
+    /// The chunk containing file block `fb`: the run of it and the following blocks
+    /// whose addresses one node holds (the inode, or a direct node found by walking
+    /// [`node_path`] down the tree), or the hole up to the end of the first node
+    /// missing on the way ([`NodePath::span`]). The tree's numbers are the inode's
+    /// [`TreeShape`]: a direct node holds [`Inode::addrs_per_block`] addresses (1018,
+    /// 4090 with 16 KiB blocks, fewer for compressed files), an indirect node
+    /// [`Geometry::nids_per_block`] node ids.
     ///
     /// [`Inode::addrs_per_block`]: uf2fs_format::node::Inode::addrs_per_block
+    /// [`Geometry::nids_per_block`]: uf2fs_format::Geometry::nids_per_block
+    /// [`NodePath::span`]: crate::node::NodePath::span
     pub fn chunk(&self, fb: u64) -> Result<Chunk> {
-        let a = self.per_block();
-        let n = self.inode.inode.geometry.nids_per_block() as u64;
         let i = &self.inode.inode;
-        let in_inode = i.addrs_per_inode() as u64;
-        if fb < in_inode {
+        let shape = TreeShape::of(i);
+        if fb < shape.in_inode {
             return Ok(Chunk::Mapped {
                 first: fb,
                 node: self.inode.block.clone(),
                 in_inode: true,
                 slot: fb as usize,
-                len: in_inode - fb,
+                len: shape.in_inode - fb,
             });
         }
-        let mut rel = fb - in_inode;
-        let mut base = in_inode;
-        for &nid in &i.nids[..2] {
-            if rel < a {
-                return self.direct(nid, base, fb);
-            }
-            rel -= a;
-            base += a;
-        }
-        for &nid in &i.nids[2..4] {
-            if rel < a * n {
-                if nid == 0 {
-                    return Ok(Chunk::Hole { end: base + a * n });
-                }
-                let ind = self.node(nid)?;
-                let k = rel / a;
-                return self.direct(self.slot(&ind, k)?, base + k * a, fb);
-            }
-            rel -= a * n;
-            base += a * n;
-        }
-        if rel >= a * n * n {
+        if fb >= shape.max_blocks() {
             return Ok(Chunk::Hole { end: u64::MAX });
         }
-        let dind_nid = i.nids[4];
-        if dind_nid == 0 {
-            return Ok(Chunk::Hole { end: base + a * n * n });
+        let path = node_path(shape, fb)?;
+        let mut nid = i.nids[path.slots[0]];
+        for level in 1..=path.depth {
+            if nid == 0 {
+                let (start, len) = path.span(shape, fb, level);
+                return Ok(Chunk::Hole { end: start + len });
+            }
+            let node = self.node(nid)?;
+            if level == path.depth {
+                let slot = path.slots[level];
+                return Ok(Chunk::Mapped {
+                    first: fb,
+                    node,
+                    in_inode: false,
+                    slot,
+                    len: shape.per_dnode - slot as u64,
+                });
+            }
+            nid = self.slot(&node, path.slots[level] as u64)?;
         }
-        let dind = self.node(dind_nid)?;
-        let k1 = rel / (a * n);
-        let ind_nid = self.slot(&dind, k1)?;
-        let ind_base = base + k1 * a * n;
-        if ind_nid == 0 {
-            return Ok(Chunk::Hole { end: ind_base + a * n });
-        }
-        let ind = self.node(ind_nid)?;
-        let k2 = (rel / a) % n;
-        self.direct(self.slot(&ind, k2)?, ind_base + k2 * a, fb)
+        Err(Error::Invalid(format!("node path of block {fb} has no direct node")))
     }
 
     /// Address slot `slot` of `node` as stored (`NULL_ADDR`, `NEW_ADDR` and

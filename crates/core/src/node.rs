@@ -18,7 +18,7 @@ mod cache;
 mod free_nid;
 mod path;
 mod write;
-pub use path::{is_dnode, node_path, NodePath};
+pub use path::{is_dnode, node_path, NodePath, TreeShape};
 pub use write::DIRTY_NODES_MAX;
 
 /// Clean node blocks kept in memory (at most 128 MiB): every node block of a 32 GiB

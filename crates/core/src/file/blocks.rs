@@ -13,30 +13,33 @@
 //! reservations until it is written or dropped.
 
 use crate::inode::InodeMut;
-use crate::node::{node_path, NodeBlock, NodePath};
+use crate::node::{node_path, NodeBlock, NodePath, TreeShape};
 use crate::tree::{node_log, set_slot, slot_of as slot, Tree};
 use crate::{Error, Ino, Result};
 use std::sync::PoisonError;
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::NodeFooter;
 
-/// Addresses per direct node and node ids per indirect node on `inode`'s volume (the
-/// volume's geometry: 1018 each with 4 KiB blocks).
-fn fan(inode: &InodeMut) -> (u64, u64) {
-    let g = inode.inode.geometry;
-    (g.addrs_per_block() as u64, g.nids_per_block() as u64)
+/// The shape of `inode`'s node tree.
+fn shape(inode: &InodeMut) -> TreeShape {
+    TreeShape::of(&inode.inode)
 }
 
-/// Addresses per direct node on `inode`'s volume.
+/// Addresses per direct node of `inode`.
 pub fn addrs_per_dnode(inode: &InodeMut) -> u64 {
-    fan(inode).0
+    shape(inode).per_dnode
+}
+
+/// Addresses per direct node and node ids per indirect node of `inode`.
+fn fan(inode: &InodeMut) -> (u64, u64) {
+    let s = shape(inode);
+    (s.per_dnode, s.per_indirect)
 }
 
 /// File blocks an inode's node tree addresses (its own addresses, two direct, two
 /// indirect and one double-indirect node).
 pub fn max_blocks(inode: &InodeMut) -> u64 {
-    let (d, n) = fan(inode);
-    inode.inode.addrs_per_inode() as u64 + 2 * d + 2 * d * n + d * n * n
+    shape(inode).max_blocks()
 }
 
 /// What a range of blocks needs before it can be reserved and written.
@@ -64,32 +67,20 @@ enum Walk {
     Dnode { nid: u32, block: NodeBlock, start: u64 },
 }
 
-/// Start and length (in blocks) of the node at `level` (1..=depth) of `path`, the path
-/// of block `index`, with fan-out `(d, n)` (see [`fan`]).
-fn span(path: &NodePath, index: u64, level: usize, (d, n): (u64, u64)) -> (u64, u64) {
-    let mut start = index;
-    let mut unit = 1u64;
-    for m in (level..=path.depth).rev() {
-        start -= path.slots[m] as u64 * unit;
-        unit *= if m == path.depth { d } else { n };
-    }
-    (start, unit)
-}
-
 fn read_node(t: &Tree, nid: u32, ino: Ino) -> Result<NodeBlock> {
     t.nodes.read(t.dev, nid, ino)
 }
 
 /// Walks from the inode towards the direct node of block `index`.
 fn walk(t: &Tree, inode: &InodeMut, index: u64) -> Result<(NodePath, Walk)> {
-    let path = node_path(inode.inode.geometry, inode.inode.addrs_per_inode() as u64, index)?;
+    let path = node_path(shape(inode), index)?;
     if path.depth == 0 {
         return Ok((path, Walk::Inode));
     }
     let mut nid = inode.inode.nids[path.slots[0]];
     for level in 1..=path.depth {
         if nid == 0 {
-            let (start, len) = span(&path, index, level, fan(inode));
+            let (start, len) = path.span(shape(inode), index, level);
             return Ok((
                 path,
                 Walk::Missing {
@@ -128,7 +119,7 @@ pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<Ra
                 plan.holes += stop - index;
                 // Every node at `level` and below inside [index, stop) is missing.
                 for l in level..=path.depth {
-                    let (start, len) = span(&path, index, l, fan(inode));
+                    let (start, len) = path.span(shape(inode), index, l);
                     let count = (stop - 1 - start) / len + 1;
                     if l == path.depth {
                         plan.new_direct += count;
@@ -201,7 +192,7 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
     let mut reserved = 0;
     let mut index = first;
     while index < end {
-        let path = node_path(inode.inode.geometry, in_inode, index)?;
+        let path = node_path(shape(inode), index)?;
         if path.depth == 0 {
             let stop = end.min(in_inode);
             let holes: Vec<usize> = (index as usize..stop as usize)
@@ -453,21 +444,22 @@ mod tests {
     #[test]
     fn spans_cover_the_node_at_each_level() {
         let a = 873;
+        let sh = TreeShape::plain(uf2fs_format::Geometry::DEFAULT, a);
         // A block in the second indirect node's 5th direct node.
         let index = a + 2 * D + D * N + 4 * D + 17;
-        let p = node_path(uf2fs_format::Geometry::DEFAULT, a, index).unwrap();
+        let p = node_path(sh, index).unwrap();
         assert_eq!(p.depth, 2);
-        assert_eq!(span(&p, index, 2, (D, N)), (a + 2 * D + D * N + 4 * D, D));
-        assert_eq!(span(&p, index, 1, (D, N)), (a + 2 * D + D * N, D * N));
+        assert_eq!(p.span(sh, index, 2), (a + 2 * D + D * N + 4 * D, D));
+        assert_eq!(p.span(sh, index, 1), (a + 2 * D + D * N, D * N));
         // Double indirect: indirect 3, direct 7, slot 9.
         let base = a + 2 * D + 2 * D * N;
         let index = base + 3 * D * N + 7 * D + 9;
-        let p = node_path(uf2fs_format::Geometry::DEFAULT, a, index).unwrap();
+        let p = node_path(sh, index).unwrap();
         assert_eq!(p.depth, 3);
-        assert_eq!(span(&p, index, 1, (D, N)), (base, D * N * N));
-        assert_eq!(span(&p, index, 2, (D, N)), (base + 3 * D * N, D * N));
-        assert_eq!(span(&p, index, 3, (D, N)), (base + 3 * D * N + 7 * D, D));
-        let p = node_path(uf2fs_format::Geometry::DEFAULT, a, a + 5).unwrap();
-        assert_eq!(span(&p, a + 5, 1, (D, N)), (a, D));
+        assert_eq!(p.span(sh, index, 1), (base, D * N * N));
+        assert_eq!(p.span(sh, index, 2), (base + 3 * D * N, D * N));
+        assert_eq!(p.span(sh, index, 3), (base + 3 * D * N + 7 * D, D));
+        let p = node_path(sh, a + 5).unwrap();
+        assert_eq!(p.span(sh, a + 5, 1), (a, D));
     }
 }

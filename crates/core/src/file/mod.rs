@@ -61,6 +61,8 @@ const FALLOC_NAMES: [(u32, &str); 7] = [
     (0x40, "UNSHARE_RANGE"),
 ];
 
+/// Bytes of a block where the write side runs: 4 KiB volumes only (`Fs::open`
+/// refuses others read-write; reads take the volume's `Geometry`).
 const B: u64 = BLOCK_SIZE as u64;
 
 /// The data log class of a regular file's blocks: cold or hot by its advise bits (hot

@@ -32,7 +32,7 @@ use crate::pagecache::{DirtyPage, PageCache};
 use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, Fs, Ino, Result};
 use std::sync::PoisonError;
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
 
@@ -121,7 +121,11 @@ fn write_groups(
         let loc = t
             .locate(inode, first)?
             .ok_or_else(|| Error::Invalid(format!("dirty block {first} of inode {ino} has no node")))?;
-        let capacity = if loc.in_inode { in_inode } else { ADDRS_PER_BLOCK as u64 };
+        let capacity = if loc.in_inode {
+            in_inode
+        } else {
+            inode.inode.geometry.addrs_per_block() as u64
+        };
         let group_end = first - loc.slot as u64 + capacity;
         let n = pages[i..].iter().take_while(|(index, _)| *index < group_end).count();
         let group = &pages[i..i + n];
