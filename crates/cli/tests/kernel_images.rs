@@ -110,6 +110,54 @@ mod blk16_geometry {
         );
     }
 
+    /// Android sparse images of the 16 KiB volume (img2simg with 4 and 16 KiB chunks)
+    /// read in place as the raw image does. Skipped, saying why, without img2simg
+    /// unless UF2FS_REQUIRE_LIBSPARSE is set.
+    #[test]
+    fn sparse_images_of_it_read_as_the_raw_image() {
+        use std::process::Command;
+        let have = Command::new("img2simg")
+            .output()
+            .is_ok_and(|o| o.status.code().is_some());
+        if !have {
+            assert!(
+                std::env::var_os("UF2FS_REQUIRE_LIBSPARSE").is_none(),
+                "UF2FS_REQUIRE_LIBSPARSE is set but img2simg is not installed"
+            );
+            eprintln!("skipping: img2simg is not installed (Debian package android-sdk-libsparse-utils)");
+            return;
+        }
+        let fx = fixture("blk16");
+        let tmp = scratch("blk16-sparse-");
+        let bin = uf2fs();
+        let raw_ls = bin.run([arg(b"ls"), arg(b"-lR"), path_arg(&fx.img)]);
+        let raw_big = bin.run([arg(b"cat"), path_arg(&fx.img), arg(b"/big/indirect.bin")]);
+        for chunk in ["4096", "16384"] {
+            let simg = tmp.path().join(format!("blk16-{chunk}.simg"));
+            let out = Command::new("img2simg")
+                .arg(&fx.img)
+                .arg(&simg)
+                .arg(chunk)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "img2simg: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let ls = bin.run([arg(b"ls"), arg(b"-lR"), path_arg(&simg)]);
+            assert!(
+                ls.assert_ok() == raw_ls.assert_ok(),
+                "ls -lR of the {chunk}-byte-chunk sparse image"
+            );
+            let big = bin.run([arg(b"cat"), path_arg(&simg), arg(b"/big/indirect.bin")]);
+            assert!(
+                big.assert_ok() == raw_big.assert_ok(),
+                "cat of the {chunk}-byte-chunk sparse image"
+            );
+        }
+    }
+
     /// Runs the reading commands on a damaged copy `img`; each must end within the
     /// limit without a panic or signal, and a failure print one `uf2fs: ` line.
     fn read_everything(img: &Path, out: &Path, what: &str, problems: &mut Vec<String>) {
