@@ -5,6 +5,8 @@
 #   fuse2fs   ext4 over FUSE (Debian's fuse2fs) on a sparse image of SIZE
 #   uf2fs-1   `uf2fs mount -o writeback_contexts=1` on an F2FS image of SIZE
 #   uf2fs-N   `uf2fs mount -o writeback_contexts=N` (N: --contexts, default 2)
+#   uf2fs-N-wbc  the same with `-o writeback_cache` (FUSE's writeback cache), with
+#             --writeback-cache
 #
 # Jobs, buffered, ioengine=psync, for NUMJOBS in --numjobs (default 1,2,4), each job its
 # own file: sequential write of FILE_SIZE in 1 MiB writes (--rw=write --bs=1M), and
@@ -15,7 +17,7 @@
 #
 # usage: scripts/bench-writeback-fio.sh [--size SIZE] [--file-size SIZE] [--rand-size SIZE]
 #                                       [--numjobs LIST] [--contexts N] [--reps N]
-#                                       [--work DIR] [--out FILE]
+#                                       [--writeback-cache] [--work DIR] [--out FILE]
 # Defaults: 4G images, 256M per sequential job, 32M per random job, numjobs 1,2,4,
 # contexts 2, 2 rounds: about 5 minutes. Run as root; needs fio, fuse2fs, fuse3.
 set -euo pipefail
@@ -27,7 +29,7 @@ repo="$(dirname "$here")"
 export PATH="$PATH:/usr/sbin:/sbin"
 
 size=4G; file_size=256M; rand_size=32M; numjobs="1,2,4"; contexts=2; reps=2
-work=/var/tmp/uf2fs-wbfio; out=""
+work=/var/tmp/uf2fs-wbfio; out=""; wbc=0
 cmdline="scripts/bench-writeback-fio.sh $*"
 usage() { sed -n '/^# usage:/,/^# Defaults:/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
     --reps) reps="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --writeback-cache) wbc=1; shift ;;
     -h | --help) usage ;;
     *) fst_log "bench-writeback-fio: unknown argument $1"; usage ;;
     esac
@@ -73,11 +76,17 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 targets=(fuse2fs uf2fs-1 "uf2fs-$contexts")
+if [ "$wbc" = 1 ]; then targets+=("uf2fs-$contexts-wbc"); fi
 mount_target() { # TARGET
     case "$1" in
     fuse2fs)
         fst_make_ext4 "$work/t.img" "$size"
         fst_mount_fuse2fs "$work/t.img" "$work/mnt" "$work/mount-fuse2fs.log" ;;
+    uf2fs-*-wbc)
+        local n=${1#uf2fs-}
+        fst_make_f2fs "$uf2fs_bin" "$work/t.img" "$size"
+        FST_UF2FS_OPTS="allow_other,writeback_contexts=${n%-wbc},writeback_cache" \
+            fst_mount_uf2fs "$uf2fs_bin" "$work/t.img" "$work/mnt" "$work/mount-$1.log" ;;
     uf2fs-*)
         fst_make_f2fs "$uf2fs_bin" "$work/t.img" "$size"
         FST_UF2FS_OPTS="allow_other,writeback_contexts=${1#uf2fs-}" \
@@ -121,13 +130,25 @@ for line in open(raw):
     v[(kind, int(n), t)].append(float(mbs))
 keys = sorted({(k, n) for k, n, _ in v})
 n_t = f"uf2fs-{contexts}"
+w_t = f"uf2fs-{contexts}-wbc"
+wbc = any(t == w_t for _, _, t in v)
+nan = float("nan")
 print(f"`{cmd}` ({cpus} CPUs); aggregate write MB/s, medians:\n")
-print(f"| job | numjobs | fuse2fs | uf2fs, 1 context | uf2fs, {contexts} contexts | {contexts} vs 1 |")
-print("|---|---:|---:|---:|---:|---:|")
+head = f"| job | numjobs | fuse2fs | uf2fs, 1 context | uf2fs, {contexts} contexts | {contexts} vs 1 |"
+rule = "|---|---:|---:|---:|---:|---:|"
+if wbc:
+    head += f" uf2fs, {contexts} contexts, writeback_cache | writeback_cache vs not |"
+    rule += "---:|---:|"
+print(head)
+print(rule)
 for kind, n in keys:
-    m = {t: statistics.median(v[(kind, n, t)]) for t in ("fuse2fs", "uf2fs-1", n_t) if v[(kind, n, t)]}
-    ratio = m[n_t] / m["uf2fs-1"] if m.get("uf2fs-1") else float("nan")
-    print(f"| {kind} | {n} | {m.get('fuse2fs', float('nan')):.1f} | {m.get('uf2fs-1', float('nan')):.1f} | {m.get(n_t, float('nan')):.1f} | {ratio:.2f}x |")
+    m = {t: statistics.median(v[(kind, n, t)]) for t in ("fuse2fs", "uf2fs-1", n_t, w_t) if v[(kind, n, t)]}
+    ratio = m[n_t] / m["uf2fs-1"] if m.get("uf2fs-1") else nan
+    row = f"| {kind} | {n} | {m.get('fuse2fs', nan):.1f} | {m.get('uf2fs-1', nan):.1f} | {m.get(n_t, nan):.1f} | {ratio:.2f}x |"
+    if wbc:
+        wr = m[w_t] / m[n_t] if m.get(n_t) and m.get(w_t) else nan
+        row += f" {m.get(w_t, nan):.1f} | {wr:.2f}x |"
+    print(row)
 EOF
 )
 echo "$report"

@@ -84,6 +84,21 @@ pub struct WafArgs {
     /// Runs at once, each on its own device (default: the available cores).
     #[arg(long, value_name = "N", value_parser = parse_jobs)]
     pub jobs: Option<usize>,
+    /// Pause the writer after every SIZE of overwrites, and run the mount's background
+    /// work (F2FS's background cleaner and 60 s checkpoints) on the simulated clock,
+    /// which moves at 256 MiB/s of writes and through the pauses (needs --idle-secs).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "idle_secs")]
+    pub idle_every: Option<u64>,
+    /// Length of each pause of --idle-every, in simulated seconds.
+    #[arg(long, value_name = "S", value_parser = parse_pause, requires = "idle_every")]
+    pub idle_secs: Option<f64>,
+}
+
+fn parse_pause(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a pause in seconds (more than 0, at most 86400)")),
+    }
 }
 
 /// `--workload`'s list.
@@ -142,9 +157,17 @@ impl WafArgs {
         s.file_bytes = self.file_size.unwrap_or(s.file_bytes);
         s.io_bytes = self.io_size.unwrap_or(s.io_bytes);
         s.seed = self.seed.unwrap_or(s.seed);
-        // Still "the preset" only if nothing but the seed changed.
+        if let (Some(every_bytes), Some(pause_secs)) = (self.idle_every, self.idle_secs) {
+            s.idle = Some(uf2fs_lab::Idle {
+                every_bytes: every_bytes.max(1),
+                pause_secs,
+            });
+        }
+        // Still "the preset" only if nothing but the seed and the pauses changed (the
+        // volume and the workload are the preset's).
         let same_but_seed = Setup {
             seed: base.seed,
+            idle: base.idle,
             ..s.clone()
         };
         if same_but_seed != base {
@@ -238,7 +261,7 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
 }
 
 /// Refuses an output path that is a directory or whose directory does not exist.
-fn check_output(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_output(path: &Path) -> anyhow::Result<()> {
     let shown = path.display();
     if path.is_dir() {
         return Err(UsageError(format!("{shown} is a directory, not a file to write")).into());
@@ -290,6 +313,26 @@ mod tests {
         let names: Vec<String> = a.policy.0.iter().map(|p| p.to_string()).collect();
         assert_eq!(names, ["greedy", "prefer-data-v2", "default"]);
         assert!(a.jobs.is_none() && a.json.is_none() && a.plot.is_none());
+    }
+
+    #[test]
+    fn pauses_keep_the_preset_and_need_both_options() {
+        let a = waf_args(&["--idle-every", "64M", "--idle-secs", "40"]).unwrap();
+        let s = a.setup();
+        assert_eq!(s.preset, Some(Preset::Small));
+        assert_eq!(
+            s.idle,
+            Some(uf2fs_lab::Idle {
+                every_bytes: 64 << 20,
+                pause_secs: 40.0
+            })
+        );
+        assert!(waf_args(&["--idle-every", "64M"]).is_err());
+        assert!(waf_args(&["--idle-secs", "40"]).is_err());
+        for bad in ["0", "nan", "1e9", "soon"] {
+            let e = waf_args(&["--idle-every", "64M", "--idle-secs", bad]).unwrap_err();
+            assert!(e.to_string().contains("not a pause in seconds"), "{bad}: {e}");
+        }
     }
 
     #[test]

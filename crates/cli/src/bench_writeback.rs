@@ -1,5 +1,6 @@
 //! `uf2fs bench writeback`: parallel writeback contexts (crate `uf2fs-lab`, module
-//! `writeback`) from the command line — options, table, `--json`.
+//! `writeback`) from the command line — options, table, `--json`, `--plot`,
+//! `--save-image`.
 
 use crate::errors::UsageError;
 use clap::Args;
@@ -50,7 +51,18 @@ pub struct WritebackArgs {
     /// Also write every run's results as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also draw throughput against contexts, one line per policy, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Save each configuration's last volume in DIR as an image
+    /// (writeback-WORKLOAD-CONTEXTS-POLICY.img, unmounted) and check the extents of its
+    /// files against f2fs-tools' `dump.f2fs -M` (up to 64 files per image).
+    #[arg(long, value_name = "DIR")]
+    pub save_image: Option<PathBuf>,
 }
+
+/// Files per saved image whose extents `--save-image` checks with dump.f2fs.
+const DUMP_CHECKED_FILES: usize = 64;
 
 fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, UsageError> {
     s.split(',')
@@ -114,6 +126,10 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
                 policies.clone()
             };
             for policy in ps {
+                let save_image = args
+                    .save_image
+                    .as_ref()
+                    .map(|d| d.join(format!("writeback-{}-{c}-{policy}.img", workload.name())));
                 configs.push(WbRun {
                     workload,
                     writers: args.writers,
@@ -121,23 +137,59 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
                     policy,
                     volume_bytes,
                     write_us: args.write_us,
+                    save_image,
                 });
             }
         }
     }
+    if let Some(dir) = &args.save_image {
+        if !dir.is_dir() {
+            return Err(UsageError(format!("--save-image: {} is not a directory", dir.display())).into());
+        }
+    }
+    for path in [&args.json, &args.plot].into_iter().flatten() {
+        crate::bench::check_output(path)?;
+    }
     let mut all: Vec<WbResult> = Vec::new();
+    let mut points = Vec::new();
+    let bar = crate::bench::progress_bar((configs.len() * args.runs) as u64);
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{:<8} {:>7} {:>8} {:<13} {:>9} {:>8} {:>11} {:>7} {:>6}",
-        "workload", "writers", "contexts", "policy", "MiB/s", "vs 1", "extents/file", "max", "WAF"
-    )?;
+    let header = format!(
+        "{:<8} {:>7} {:>8} {:<13} {:>9} {:>8} {:>11} {:>7} {:>6} {:>11} {:>10}",
+        "workload",
+        "writers",
+        "contexts",
+        "policy",
+        "MiB/s",
+        "vs 1",
+        "extents/file",
+        "max",
+        "WAF",
+        "ctx CPU s",
+        "writers CPU"
+    );
+    bar.suspend(|| writeln!(out, "{header}"))?;
     let mut base = std::collections::HashMap::new();
     for cfg in &configs {
         let mut runs = Vec::new();
-        for _ in 0..args.runs {
+        for i in 0..args.runs {
+            bar.set_message(format!(
+                "{} {} context(s) {} run {}/{}",
+                cfg.workload.name(),
+                cfg.contexts,
+                cfg.policy,
+                i + 1,
+                args.runs
+            ));
             let r = writeback::run(cfg, args.verify).map_err(anyhow::Error::msg)?;
+            bar.inc(1);
             runs.push(r);
+        }
+        if let (Some(img), Some(last)) = (&cfg.save_image, runs.last()) {
+            let files = &last.file_extents[..last.file_extents.len().min(DUMP_CHECKED_FILES)];
+            let n = writeback::check_extents_with_dump(img, files)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", img.display()))?;
+            bar.suspend(|| eprintln!("{}: dump.f2fs -M agrees on the extents of {n} files", img.display()));
         }
         let mbs = median(runs.iter().map(|r| r.mib_per_s).collect());
         let ext = median(runs.iter().map(|r| r.extents_per_file).collect());
@@ -147,9 +199,21 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
             base.insert(cfg.workload.name(), mbs);
         }
         let ratio = base.get(cfg.workload.name()).map_or(f64::NAN, |b| mbs / b);
-        writeln!(
-            out,
-            "{:<8} {:>7} {:>8} {:<13} {:>9.1} {:>7.2}x {:>11.1} {:>7} {:>6.3}",
+        // CPU per context, medians over the runs: "a/b/..." (or "-" where unknown).
+        let ctx_cpu = (0..cfg.contexts)
+            .map(|c| {
+                let v: Vec<f64> = runs.iter().filter_map(|r| r.context_cpu_s.get(c).copied()).collect();
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}", median(v))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let writers_cpu = median(runs.iter().map(|r| r.writers_cpu_s).collect());
+        let line = format!(
+            "{:<8} {:>7} {:>8} {:<13} {:>9.1} {:>7.2}x {:>11.1} {:>7} {:>6.3} {:>11} {:>10.2}",
             cfg.workload.name(),
             cfg.writers,
             cfg.contexts,
@@ -158,13 +222,28 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
             ratio,
             ext,
             max,
-            waf
-        )?;
-        out.flush()?;
+            waf,
+            ctx_cpu,
+            writers_cpu
+        );
+        bar.suspend(|| -> std::io::Result<()> {
+            writeln!(out, "{line}")?;
+            out.flush()
+        })?;
+        points.push(uf2fs_lab::plot::WbPoint {
+            workload: cfg.workload.name().to_string(),
+            policy: cfg.policy.clone(),
+            contexts: cfg.contexts,
+            mib_per_s: mbs,
+        });
         all.extend(runs);
     }
+    bar.finish_and_clear();
     if let Some(path) = &args.json {
         std::fs::write(path, writeback::to_json(&all))?;
+    }
+    if let Some(path) = &args.plot {
+        uf2fs_lab::plot::plot_writeback(&points, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -202,6 +202,7 @@ mod tests {
             gid: 100,
             size: 4096,
             blocks: 8,
+            blksize: 4096,
             atime: Timestamp::default(),
             mtime: Timestamp {
                 secs: 1_700_000_000,

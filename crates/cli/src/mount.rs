@@ -127,6 +127,7 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         checkpoint_interval: options.cp_interval,
         atime: options.atime,
         dir_atime: options.dir_atime,
+        writeback_cache: options.writeback_cache && !options.read_only,
     };
     uf2fs_fuse::mount(fs, &mountpoint, &fuse_options).with_context(|| format!("mounting on {}", escape_os(&mountpoint)))
 }

@@ -52,6 +52,10 @@ pub struct ParsedMountOptions {
     pub atime: uf2fs_fuse::AtimeMode,
     /// `diratime` (default) or `nodiratime`: whether listings update directories'.
     pub dir_atime: bool,
+    /// `writeback_cache` (or `no_writeback_cache`, the default): FUSE's writeback
+    /// cache, where the kernel keeps written pages and sends them in large writes
+    /// later (see `uf2fs_fuse::MountOptions::writeback_cache`).
+    pub writeback_cache: bool,
 }
 
 /// The largest `gc_latency_target_us` (one second): a step longer than that is no
@@ -84,6 +88,7 @@ impl Default for ParsedMountOptions {
             gc_pacing: PacingSettings::default(),
             atime: uf2fs_fuse::AtimeMode::Relative,
             dir_atime: true,
+            writeback_cache: false,
         }
     }
 }
@@ -127,6 +132,7 @@ fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String
         "checkpoint_merge" | "nocheckpoint_merge" => parsed.settings.checkpoint_merge = option == "checkpoint_merge",
         // The kernel's age-threshold GC switch.
         "atgc" => parsed.gc_policy = Some(GcPolicy::Atgc),
+        "writeback_cache" | "no_writeback_cache" => parsed.writeback_cache = option == "writeback_cache",
         _ => parse_valued(parsed, option)?,
     }
     Ok(())
@@ -356,6 +362,13 @@ mod tests {
             parse(&["active_logs=2", "active_logs=4"]).unwrap().settings.active_logs,
             ActiveLogs::Four
         );
+    }
+
+    #[test]
+    fn writeback_cache_is_off_unless_asked() {
+        assert!(!parse(&[]).unwrap().writeback_cache);
+        assert!(parse(&["writeback_cache"]).unwrap().writeback_cache);
+        assert!(!parse(&["writeback_cache,no_writeback_cache"]).unwrap().writeback_cache);
     }
 
     #[test]

@@ -253,6 +253,17 @@ fn open_file_survives_unlink(mnt: &Path) {
 
 #[test]
 fn read_write_mount_changes_pass_fsck_and_read_back() {
+    changes_pass_fsck_and_read_back(&[]);
+}
+
+/// The same with FUSE's writeback cache: the kernel keeps the written pages and sends
+/// them later, keeping sizes and times itself meanwhile.
+#[test]
+fn read_write_mount_with_the_writeback_cache_passes_fsck_and_reads_back() {
+    changes_pass_fsck_and_read_back(&["-o", "writeback_cache"]);
+}
+
+fn changes_pass_fsck_and_read_back(opts: &[&str]) {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
         return;
     }
@@ -261,7 +272,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     let mut model = Model::new();
 
     // First mount: build a tree.
-    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), &[]);
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount1.log"), opts);
     write_file(&mnt, &mut model, "hello.txt", b"hello\n".to_vec());
     write_file(&mnt, &mut model, "empty", Vec::new());
     write_file(
@@ -304,7 +315,7 @@ fn read_write_mount_changes_pass_fsck_and_read_back() {
     check_image(&img, &model);
 
     // Second mount: everything is there; change more.
-    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &[]);
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), opts);
     check_mounted(&mnt, &model);
     fs::remove_file(mnt.join("big.bin")).unwrap();
     model.remove("big.bin");

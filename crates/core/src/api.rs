@@ -79,6 +79,9 @@ pub struct Stat {
     pub size: u64,
     /// Space used, in 512-byte sectors as `st_blocks` counts it.
     pub blocks: u64,
+    /// The file system's block size (`st_blksize`): 4096, or 16384 on a volume of
+    /// 16 KiB blocks.
+    pub blksize: u32,
     /// Last access.
     pub atime: Timestamp,
     /// Last data modification.

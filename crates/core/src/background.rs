@@ -238,6 +238,17 @@ impl Simulated {
         Simulated { checkpoint, gc }
     }
 
+    /// When the next wake-up is due (`None`: nothing runs), so that a simulation can
+    /// move its clock from one to the next.
+    pub fn next_due(&self) -> Option<Duration> {
+        let cp = self.checkpoint.map(|(_, _, at)| at);
+        let gc = self.gc.as_ref().map(|(_, at)| *at);
+        match (cp, gc) {
+            (Some(c), Some(g)) => Some(c.min(g)),
+            (c, g) => c.or(g),
+        }
+    }
+
     /// Runs every wake-up due by the file system's clock now, in time order (a
     /// checkpoint check before a cleaner wake-up due at the same time). Returns the
     /// wake-ups run.

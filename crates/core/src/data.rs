@@ -2,12 +2,12 @@
 //! reading byte ranges with one device read per contiguous run.
 
 use crate::compress::ClusterCache;
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::inode::InodeRef;
-use crate::node::{NodeBlock, NodeManager};
+use crate::node::{node_path, NodeBlock, NodeManager, TreeShape};
 use crate::{Error, Result};
 use std::sync::Arc;
-use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NIDS_PER_BLOCK, NULL_ADDR};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{node_slot, Compression, F2FS_INLINE_DATA};
 
 /// A run of file blocks that share one node block.
@@ -44,9 +44,9 @@ pub enum Seek {
 
 /// Zeroes `buf[pos..]` up to the end of a hole: file blocks `fb..end`, `within` bytes
 /// into block `fb` (`end` may be `u64::MAX`, past the double-indirect range: the size
-/// saturates). Returns the new fill position.
-fn zero_hole(buf: &mut [u8], pos: usize, fb: u64, end: u64, within: u64) -> usize {
-    let hole = (end - fb).saturating_mul(BLOCK as u64) - within;
+/// saturates), in blocks of `block` bytes. Returns the new fill position.
+fn zero_hole(buf: &mut [u8], pos: usize, fb: u64, end: u64, within: u64, block: u64) -> usize {
+    let hole = (end - fb).saturating_mul(block) - within;
     let bytes = hole.min((buf.len() - pos) as u64) as usize;
     buf[pos..pos + bytes].fill(0);
     pos + bytes
@@ -78,87 +78,58 @@ impl Mapper<'_> {
             .map_err(|e| Error::corrupt(format!("node of inode {}", self.inode.ino), None, e.to_string()))
     }
 
-    /// Addresses per direct node block of this inode (fewer for compressed files,
-    /// whose clusters never straddle two nodes).
-    fn per_block(&self) -> u64 {
-        self.inode.inode.addrs_per_block() as u64
+    /// Bytes of a block.
+    fn bs(&self) -> usize {
+        self.inode.inode.geometry.block_size()
     }
 
-    /// A direct node run starting at file block `fb`, whose node covers
-    /// `base..base + addrs_per_block`.
-    fn direct(&self, nid: u32, base: u64, fb: u64) -> Result<Chunk> {
-        let d = self.per_block();
-        if nid == 0 {
-            return Ok(Chunk::Hole { end: base + d });
-        }
-        let node = self.node(nid)?;
-        Ok(Chunk::Mapped {
-            first: fb,
-            node,
-            in_inode: false,
-            slot: (fb - base) as usize,
-            len: base + d - fb,
-        })
-    }
-
-    /// The chunk containing file block `fb` (iterative walk of the node tree). A direct
-    /// node holds `a` = [`Inode::addrs_per_block`] addresses, an indirect node 1018
-    /// node ids (`n`); so an indirect node covers `a * n` blocks, a double-indirect
-    /// one `a * n * n`.
+    /// The chunk containing file block `fb`: the run of it and the following blocks
+    /// whose addresses one node holds (the inode, or a direct node found by walking
+    /// [`node_path`] down the tree), or the hole up to the end of the first node
+    /// missing on the way ([`NodePath::span`]). The tree's numbers are the inode's
+    /// [`TreeShape`]: a direct node holds [`Inode::addrs_per_block`] addresses (1018,
+    /// 4090 with 16 KiB blocks, fewer for compressed files), an indirect node
+    /// [`Geometry::nids_per_block`] node ids.
     ///
     /// [`Inode::addrs_per_block`]: uf2fs_format::node::Inode::addrs_per_block
+    /// [`Geometry::nids_per_block`]: uf2fs_format::Geometry::nids_per_block
+    /// [`NodePath::span`]: crate::node::NodePath::span
     pub fn chunk(&self, fb: u64) -> Result<Chunk> {
-        let a = self.per_block();
-        let n = NIDS_PER_BLOCK as u64;
         let i = &self.inode.inode;
-        let in_inode = i.addrs_per_inode() as u64;
-        if fb < in_inode {
+        let shape = TreeShape::of(i);
+        if fb < shape.in_inode {
             return Ok(Chunk::Mapped {
                 first: fb,
                 node: self.inode.block.clone(),
                 in_inode: true,
                 slot: fb as usize,
-                len: in_inode - fb,
+                len: shape.in_inode - fb,
             });
         }
-        let mut rel = fb - in_inode;
-        let mut base = in_inode;
-        for &nid in &i.nids[..2] {
-            if rel < a {
-                return self.direct(nid, base, fb);
-            }
-            rel -= a;
-            base += a;
-        }
-        for &nid in &i.nids[2..4] {
-            if rel < a * n {
-                if nid == 0 {
-                    return Ok(Chunk::Hole { end: base + a * n });
-                }
-                let ind = self.node(nid)?;
-                let k = rel / a;
-                return self.direct(self.slot(&ind, k)?, base + k * a, fb);
-            }
-            rel -= a * n;
-            base += a * n;
-        }
-        if rel >= a * n * n {
+        if fb >= shape.max_blocks() {
             return Ok(Chunk::Hole { end: u64::MAX });
         }
-        let dind_nid = i.nids[4];
-        if dind_nid == 0 {
-            return Ok(Chunk::Hole { end: base + a * n * n });
+        let path = node_path(shape, fb)?;
+        let mut nid = i.nids[path.slots[0]];
+        for level in 1..=path.depth {
+            if nid == 0 {
+                let (start, len) = path.span(shape, fb, level);
+                return Ok(Chunk::Hole { end: start + len });
+            }
+            let node = self.node(nid)?;
+            if level == path.depth {
+                let slot = path.slots[level];
+                return Ok(Chunk::Mapped {
+                    first: fb,
+                    node,
+                    in_inode: false,
+                    slot,
+                    len: shape.per_dnode - slot as u64,
+                });
+            }
+            nid = self.slot(&node, path.slots[level] as u64)?;
         }
-        let dind = self.node(dind_nid)?;
-        let k1 = rel / (a * n);
-        let ind_nid = self.slot(&dind, k1)?;
-        let ind_base = base + k1 * a * n;
-        if ind_nid == 0 {
-            return Ok(Chunk::Hole { end: ind_base + a * n });
-        }
-        let ind = self.node(ind_nid)?;
-        let k2 = (rel / a) % n;
-        self.direct(self.slot(&ind, k2)?, ind_base + k2 * a, fb)
+        Err(Error::Invalid(format!("node path of block {fb} has no direct node")))
     }
 
     /// Address slot `slot` of `node` as stored (`NULL_ADDR`, `NEW_ADDR` and
@@ -240,7 +211,7 @@ impl Mapper<'_> {
                 Seek::Hole => size,
             }));
         }
-        let block = BLOCK as u64;
+        let block = self.bs() as u64;
         let found = |fb: u64| Some((fb * block).max(offset).min(size));
         let end = size.div_ceil(block);
         let mut fb = offset / block;
@@ -321,7 +292,7 @@ impl Mapper<'_> {
     /// from the cache of decoded clusters); runs of clusters stored as plain blocks
     /// are read as any file's blocks, one device read per contiguous run.
     fn read_compressed(&self, c: &Compression, cluster: u64, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let block = BLOCK as u64;
+        let block = self.bs() as u64;
         let cluster_bytes = cluster * block;
         let wanted_end = (offset + buf.len() as u64).div_ceil(block);
         let mut pos = 0usize;
@@ -333,7 +304,7 @@ impl Mapper<'_> {
             // Node blocks of a compressed file hold whole clusters, so the chunk
             // starting at the cluster's first block holds all of it.
             match self.chunk(index * cluster)? {
-                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, at % block),
+                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, at % block, block),
                 Chunk::Mapped {
                     first,
                     node,
@@ -469,17 +440,18 @@ impl Mapper<'_> {
         if let Some(data) = self.clusters.get(key) {
             return Ok(data);
         }
-        let mut raw = vec![0u8; addrs.len() * BLOCK];
+        let bs = self.bs();
+        let mut raw = vec![0u8; addrs.len() * bs];
         let mut i = 0;
         while i < addrs.len() {
             let mut run = 1;
             while i + run < addrs.len() && addrs[i + run] == addrs[i] + run as u64 {
                 run += 1;
             }
-            self.dev.read_blocks(addrs[i], &mut raw[i * BLOCK..(i + run) * BLOCK])?;
+            self.dev.read_blocks(addrs[i], &mut raw[i * bs..(i + run) * bs])?;
             i += run;
         }
-        let mut out = vec![0u8; cluster * BLOCK];
+        let mut out = vec![0u8; cluster * bs];
         crate::compress::decompress_cluster(ino, index, addrs[0], c, &raw, &mut out)?;
         let out = Arc::new(out);
         self.clusters.put(key, out.clone());
@@ -492,9 +464,10 @@ impl Mapper<'_> {
         let mut pos = 0usize;
         while pos < buf.len() {
             let at = offset + pos as u64;
-            let fb = at / BLOCK as u64;
-            let within = (at % BLOCK as u64) as usize;
-            let bytes = (BLOCK - within).min(buf.len() - pos);
+            let bs = self.bs();
+            let fb = at / bs as u64;
+            let within = (at % bs as u64) as usize;
+            let bytes = (bs - within).min(buf.len() - pos);
             let out = &mut buf[pos..pos + bytes];
             let dirty = self.pages.and_then(|p| p.get(self.inode.ino, fb));
             match dirty {
@@ -524,12 +497,13 @@ impl Mapper<'_> {
     fn read_blocks(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let mut pos = 0usize; // bytes of buf filled
         let mut bounce = Vec::new();
+        let bs = self.bs();
         while pos < buf.len() {
             let at = offset + pos as u64;
-            let fb = at / BLOCK as u64;
-            let within = (at % BLOCK as u64) as usize;
+            let fb = at / bs as u64;
+            let within = (at % bs as u64) as usize;
             match self.chunk(fb)? {
-                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, within as u64),
+                Chunk::Hole { end } => pos = zero_hole(buf, pos, fb, end, within as u64, self.bs() as u64),
                 Chunk::Mapped {
                     first,
                     node,
@@ -538,7 +512,7 @@ impl Mapper<'_> {
                     len,
                 } => {
                     let base = slot + (fb - first) as usize;
-                    let blocks_wanted = (within + buf.len() - pos).div_ceil(BLOCK) as u64;
+                    let blocks_wanted = (within + buf.len() - pos).div_ceil(bs) as u64;
                     let avail = (len - (fb - first)).min(blocks_wanted) as usize;
                     pos = self.read_run(&node, in_inode, base, avail, within, buf, pos, &mut bounce)?;
                 }
@@ -562,6 +536,7 @@ impl Mapper<'_> {
         mut pos: usize,
         bounce: &mut Vec<u8>,
     ) -> Result<usize> {
+        let bs = self.bs();
         let mut k = 0;
         while k < count && pos < buf.len() {
             let addr = self.addr_in(node, in_inode, slot + k)?;
@@ -574,19 +549,19 @@ impl Mapper<'_> {
                     (None, None) => true,
                     _ => false,
                 };
-                if !contiguous || (run * BLOCK - within) >= buf.len() - pos {
+                if !contiguous || (run * bs - within) >= buf.len() - pos {
                     break;
                 }
                 run += 1;
             }
-            let bytes = (run * BLOCK - within).min(buf.len() - pos);
+            let bytes = (run * bs - within).min(buf.len() - pos);
             let out = &mut buf[pos..pos + bytes];
             match addr {
                 None => out.fill(0),
-                Some(a) if within == 0 && bytes % BLOCK == 0 => self.dev.read_blocks(a, out)?,
+                Some(a) if within == 0 && bytes % bs == 0 => self.dev.read_blocks(a, out)?,
                 Some(a) => {
-                    bounce.resize(run * BLOCK, 0);
-                    self.dev.read_blocks(a, &mut bounce[..run * BLOCK])?;
+                    bounce.resize(run * bs, 0);
+                    self.dev.read_blocks(a, &mut bounce[..run * bs])?;
                     out.copy_from_slice(&bounce[within..within + bytes]);
                 }
             }

@@ -59,7 +59,7 @@ impl Mapper<'_> {
             f(&area, None)?;
             return Ok(());
         }
-        let blocks = i.size.div_ceil(crate::device::BLOCK as u64);
+        let blocks = i.size.div_ceil(i.geometry.block_size() as u64);
         if self.pages.is_some_and(|p| p.has_inode(self.inode.ino)) {
             return self.for_each_area_dirty(blocks, f);
         }
@@ -173,7 +173,7 @@ impl Mapper<'_> {
         }
         let depth = i.current_depth.min(MAX_DIR_HASH_DEPTH);
         let dir_level = i.dir_level as u32;
-        let size_blocks = i.size.div_ceil(crate::device::BLOCK as u64);
+        let size_blocks = i.size.div_ceil(i.geometry.block_size() as u64);
         for level in 0..depth.max(1) {
             let bucket = hash as u64 % dir_buckets(level, dir_level);
             let first = dir_block_index(level, dir_level, bucket);

@@ -126,6 +126,18 @@ fn open_file(path: &Path, writable: bool) -> Result<Box<dyn BlockDevice>> {
     }))
 }
 
+/// `dev` seen in the volume's blocks: itself for 4 KiB blocks, a
+/// [`WideDevice`](crate::device::WideDevice) over it for larger ones.
+fn in_volume_blocks(
+    dev: Box<dyn BlockDevice>,
+    sb: &uf2fs_format::superblock::Superblock,
+) -> Result<Box<dyn BlockDevice>> {
+    if sb.block_size() == dev.block_size() {
+        return Ok(dev);
+    }
+    Ok(Box::new(crate::device::WideDevice::new(dev, sb.block_size())?))
+}
+
 fn open_devices(image: &Path, more: &[&Path], writable: bool) -> Result<(Box<dyn BlockDevice>, SuperblockChoice)> {
     let first = open_file(image, writable)?;
     let sbc = load_superblock(first.as_ref())?;
@@ -137,7 +149,17 @@ fn open_devices(image: &Path, more: &[&Path], writable: bool) -> Result<(Box<dyn
                 image.display()
             )));
         }
-        return Ok((first, sbc));
+        return Ok((in_volume_blocks(first, &sbc.sb)?, sbc));
+    }
+    if !sbc.sb.geometry().is_default() {
+        return Err(Error::Unsupported {
+            feature: "block size",
+            detail: format!(
+                "{} is a multi-device F2FS with {}-byte blocks; uf2fs reads multi-device volumes of 4096-byte blocks only",
+                image.display(),
+                sbc.sb.block_size()
+            ),
+        });
     }
     if more.len() + 1 != devs.len() {
         let names: Vec<&str> = devs.iter().map(|d| d.path.as_str()).collect();
@@ -202,6 +224,7 @@ impl Fs {
                 sbc.sb.devices.len()
             )));
         }
+        let dev = in_volume_blocks(dev, &sbc.sb)?;
         Fs::mount(dev, sbc, vec![PathBuf::from(name)], options)
     }
 
@@ -250,6 +273,21 @@ impl Fs {
         paths: Vec<PathBuf>,
         options: OpenOptions,
     ) -> Result<Fs> {
+        if sbc.sb.has(uf2fs_format::superblock::FEATURE_PACKED_SSA) {
+            return Err(Error::Unsupported {
+                feature: "packed_ssa",
+                detail: "summary blocks packed 4 KiB at a time into larger blocks are not read yet".to_string(),
+            });
+        }
+        if options.read_write && !sbc.sb.geometry().is_default() {
+            return Err(Error::Unsupported {
+                feature: "block size",
+                detail: format!(
+                    "the image has {}-byte blocks, which uf2fs reads but does not write yet",
+                    sbc.sb.block_size()
+                ),
+            });
+        }
         // A zoned volume (`blkzoned`) is written as a host-managed zoned device takes
         // it: the main area's zones only sequentially (see crate::device::ZonedDevice).
         let (dev, zones) = zoned(dev, &sbc.sb, options.read_write)?;
@@ -691,7 +729,7 @@ impl Fs {
             return Ok(None);
         }
         i.check_decodable()?;
-        let end = i.inode.size.div_ceil(crate::device::BLOCK as u64);
+        let end = i.inode.size.div_ceil(i.inode.geometry.block_size() as u64);
         self.mapper(&i).cluster_census(end)
     }
 
@@ -705,7 +743,7 @@ impl Fs {
         if i.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA) || i.inode.is_compressed() {
             return Ok(Vec::new());
         }
-        let end = i.inode.size.div_ceil(crate::device::BLOCK as u64);
+        let end = i.inode.size.div_ceil(i.inode.geometry.block_size() as u64);
         let mut out: Vec<(u64, u64, u64)> = Vec::new();
         self.mapper(&i).for_each_block(end, |fb, addr| {
             match out.last_mut() {
@@ -725,7 +763,7 @@ impl Fs {
         }
         i.check_decodable()?;
         let size = i.inode.size;
-        if size == 0 || size >= crate::device::BLOCK as u64 {
+        if size == 0 || size >= i.inode.geometry.block_size() as u64 {
             return Err(Error::corrupt(
                 format!("symlink inode {ino}"),
                 None,
@@ -773,7 +811,7 @@ impl Fs {
         };
         let files = self.nodes.max_nid().saturating_sub(3);
         Ok(StatFs {
-            block_size: crate::device::BLOCK as u32,
+            block_size: self.sbc.sb.block_size() as u32,
             blocks,
             blocks_free: free,
             blocks_avail: free,

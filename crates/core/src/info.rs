@@ -17,8 +17,8 @@ fn uuid(u: &[u8; 16]) -> String {
     )
 }
 
-fn mib(blocks: u64) -> String {
-    format!("{:.1} MiB", blocks as f64 * 4096.0 / (1024.0 * 1024.0))
+fn mib(blocks: u64, block_size: usize) -> String {
+    format!("{:.1} MiB", blocks as f64 * block_size as f64 / (1024.0 * 1024.0))
 }
 
 /// Builds the report: one `key: value` line each, grouped by subject.
@@ -57,13 +57,24 @@ pub fn report(paths: &[PathBuf], sbc: &SuperblockChoice, cps: &CheckpointState, 
         .map(|p| format!(" (other copy bad: {p})"))
         .unwrap_or_default();
     let _ = writeln!(s, "superblock copy:    {}{other}", sbc.copy);
+    let bs = sb.block_size();
     let _ = writeln!(
         s,
-        "block size:         4096 (sector size {})",
+        "block size:         {bs} (sector size {})",
         1u32 << sb.log_sectorsize
     );
-    let _ = writeln!(s, "blocks:             {} ({})", sb.block_count, mib(sb.block_count));
-    let _ = writeln!(s, "segment:            512 blocks (2 MiB)");
+    let _ = writeln!(
+        s,
+        "blocks:             {} ({})",
+        sb.block_count,
+        mib(sb.block_count, bs)
+    );
+    let _ = writeln!(
+        s,
+        "segment:            {} blocks ({} MiB)",
+        sb.blocks_per_seg(),
+        (sb.blocks_per_seg() as usize * bs) >> 20
+    );
     let _ = writeln!(
         s,
         "section:            {} segment(s); zone: {} section(s)",
@@ -105,7 +116,7 @@ pub fn report(paths: &[PathBuf], sbc: &SuperblockChoice, cps: &CheckpointState, 
         s,
         "user blocks:        {} ({})",
         cp.user_block_count,
-        mib(cp.user_block_count)
+        mib(cp.user_block_count, bs)
     );
     let _ = writeln!(s, "valid blocks:       {} ({used:.1}% used)", cp.valid_block_count);
     let _ = writeln!(s, "free segments:      {}", cp.free_segment_count);

@@ -65,7 +65,12 @@ impl InodeRef {
             uid: i.uid,
             gid: i.gid,
             size: i.size,
-            blocks: i.blocks.saturating_sub(1).saturating_mul(8),
+            // i_blocks counts the inode block too, in the volume's blocks.
+            blocks: i
+                .blocks
+                .saturating_sub(1)
+                .saturating_mul(i.geometry.block_size() as u64 / 512),
+            blksize: i.geometry.block_size() as u32,
             atime: ts(i.atime),
             mtime: ts(i.mtime),
             ctime: ts(i.ctime),

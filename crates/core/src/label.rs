@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::checkpoint::{load_superblock, read_blocks};
 use crate::{Error, Fs, Result};
-use uf2fs_format::consts::{BLOCK_SIZE, F2FS_SUPER_OFFSET};
+use uf2fs_format::consts::F2FS_SUPER_OFFSET;
 use uf2fs_format::crc::f2fs_crc32;
 use uf2fs_format::superblock::{FEATURE_SB_CHKSUM, MAX_VOLUME_NAME, SB_CRC_OFFSET, SUPERBLOCK_SIZE};
 
@@ -27,8 +27,9 @@ impl Fs {
     /// bytes (up to its first NUL unit), at most [`FSLABEL_MAX`] of them, without a
     /// terminating NUL.
     pub fn volume_label(&self) -> Result<Vec<u8>> {
-        let (_, block) = self.superblock_block()?;
-        let mut label = decode_name(&block[F2FS_SUPER_OFFSET..]).into_bytes();
+        let choice = load_superblock(self.device())?;
+        let (_, at, block) = self.superblock_copy(choice.copy)?;
+        let mut label = decode_name(&block[at..]).into_bytes();
         label.truncate(FSLABEL_MAX);
         Ok(label)
     }
@@ -54,8 +55,9 @@ impl Fs {
             Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
         };
         let _one = LABEL_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-        let (_, mut block) = self.superblock_block()?;
-        let sb = &mut block[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE];
+        let choice = load_superblock(self.device())?;
+        let (_, at, mut block) = self.superblock_copy(choice.copy)?;
+        let sb = &mut block[at..at + SUPERBLOCK_SIZE];
         encode_name(sb, valid);
         let feature = u32::from_le_bytes([sb[2180], sb[2181], sb[2182], sb[2183]]);
         if feature & FEATURE_SB_CHKSUM != 0 {
@@ -66,23 +68,25 @@ impl Fs {
         let dev = self.device();
         // The backup copy first, then the primary, each keeping what its block holds
         // before the superblock.
-        for blk in [1u64, 0] {
-            let mut b = read_blocks(dev, blk, 1)?;
-            b[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE].copy_from_slice(&new);
+        for copy in [1, 0] {
+            let (blk, at, mut b) = self.superblock_copy(copy)?;
+            b[at..at + SUPERBLOCK_SIZE].copy_from_slice(&new);
             dev.write_blocks(blk, &b)?;
             dev.flush()?;
         }
         Ok(())
     }
 
-    /// The superblock copy in use, read from the device now: its block number and the
-    /// whole block.
-    fn superblock_block(&self) -> Result<(u64, Vec<u8>)> {
-        let choice = load_superblock(self.device())?;
-        let blk = u64::from(choice.copy);
-        let block = read_blocks(self.device(), blk, 1)?;
-        debug_assert_eq!(block.len(), BLOCK_SIZE);
-        Ok((blk, block))
+    /// Superblock copy `copy` (0 or 1) as the device holds it now: the device block
+    /// holding it, the copy's offset in that block, and the block. The first copy sits
+    /// at byte 1024, the second one volume block further (4 or 16 KiB).
+    fn superblock_copy(&self, copy: u32) -> Result<(u64, usize, Vec<u8>)> {
+        let dev = self.device();
+        let unit = dev.block_size() as u64;
+        let byte = F2FS_SUPER_OFFSET as u64 + u64::from(copy) * self.superblock().block_size() as u64;
+        let blk = byte / unit;
+        let block = read_blocks(dev, blk, 1)?;
+        Ok((blk, (byte % unit) as usize, block))
     }
 }
 

@@ -4,12 +4,12 @@
 //! writes them out at checkpoints (see [`NodeManager::flush_nat`]), maintaining the NAT
 //! bits when the opened checkpoint had valid ones.
 
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::{Error, Result};
 use cache::ClockCache;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use uf2fs_format::consts::{NAT_ENTRY_PER_BLOCK, NAT_JOURNAL_ENTRIES, NEW_ADDR};
+use uf2fs_format::consts::NEW_ADDR;
 use uf2fs_format::nat::{nat_block_addr, nat_block_entry, NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::superblock::Superblock;
@@ -18,7 +18,7 @@ mod cache;
 mod free_nid;
 mod path;
 mod write;
-pub use path::{is_dnode, node_path, NodePath};
+pub use path::{is_dnode, node_path, NodePath, TreeShape};
 pub use write::DIRTY_NODES_MAX;
 
 /// Clean node blocks kept in memory (at most 128 MiB): every node block of a 32 GiB
@@ -49,10 +49,11 @@ pub struct NatBitsMaps {
 impl NatBitsMaps {
     /// Updates the bits of NAT block `index` from its contents.
     fn update(&mut self, index: u32, block: &[u8]) {
-        let used = (0..NAT_ENTRY_PER_BLOCK)
+        let per = block.len() / NAT_ENTRY_SIZE;
+        let used = (0..per)
             .filter(|&j| (index == 0 && j == 0) || block[j * NAT_ENTRY_SIZE + 5..j * NAT_ENTRY_SIZE + 9] != [0; 4])
             .count();
-        uf2fs_format::le::set_bit_le(&mut self.full, index as usize, used == NAT_ENTRY_PER_BLOCK);
+        uf2fs_format::le::set_bit_le(&mut self.full, index as usize, used == per);
         uf2fs_format::le::set_bit_le(&mut self.empty, index as usize, used == 0);
     }
 }
@@ -99,6 +100,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// `dirty` while dirty nodes are written out (NodeManager -> SegmentManager, the order
 /// in fs.rs).
 pub struct NodeManager {
+    geometry: uf2fs_format::Geometry,
     nat_blkaddr: u32,
     nat: Mutex<NatTable>,
     counts: Mutex<NodeCounts>,
@@ -134,6 +136,7 @@ impl NodeManager {
         journal: &[(u32, NatEntry)],
     ) -> NodeManager {
         NodeManager {
+            geometry: sb.geometry(),
             nat_blkaddr: sb.nat_blkaddr,
             nat: Mutex::new(NatTable {
                 bitmap: nat_bitmap,
@@ -156,6 +159,16 @@ impl NodeManager {
         }
     }
 
+    /// NAT entries per NAT block.
+    pub(crate) fn nat_per_block(&self) -> u32 {
+        self.geometry.nat_entries_per_block() as u32
+    }
+
+    /// The volume's block geometry.
+    pub fn geometry(&self) -> uf2fs_format::Geometry {
+        self.geometry
+    }
+
     /// The NAT entry of `nid`.
     pub fn nat_entry(&self, dev: &dyn BlockDevice, nid: u32) -> Result<NatEntry> {
         if nid == 0 || nid as u64 >= self.max_nid || self.reserved.contains(&nid) {
@@ -169,9 +182,9 @@ impl NodeManager {
         if let Some(e) = nat.dirty.get(&nid).or_else(|| nat.journal.get(&nid)) {
             return Ok(*e);
         }
-        let index = nid / NAT_ENTRY_PER_BLOCK as u32;
+        let index = nid / self.nat_per_block();
         let (addr, block) = self.nat_block(dev, &nat, index)?;
-        nat_block_entry(&block, nid as usize % NAT_ENTRY_PER_BLOCK)
+        nat_block_entry(&block, (nid % self.nat_per_block()) as usize)
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
     }
 
@@ -185,9 +198,9 @@ impl NodeManager {
         if let Some(e) = nat.journal.get(&nid) {
             return Ok(*e);
         }
-        let index = nid / NAT_ENTRY_PER_BLOCK as u32;
+        let index = nid / self.nat_per_block();
         let (addr, block) = self.nat_block(dev, &nat, index)?;
-        nat_block_entry(&block, nid as usize % NAT_ENTRY_PER_BLOCK)
+        nat_block_entry(&block, (nid % self.nat_per_block()) as usize)
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
     }
 
@@ -201,7 +214,7 @@ impl NodeManager {
         if nat.journal.contains_key(&nid) {
             return ("the checkpoint's NAT journal".to_string(), None);
         }
-        let index = nid / NAT_ENTRY_PER_BLOCK as u32;
+        let index = nid / self.nat_per_block();
         (
             "NAT block".to_string(),
             Some(nat_block_addr(self.nat_blkaddr, &nat.bitmap, index)),
@@ -387,7 +400,7 @@ impl NodeManager {
             .collect();
         let joining = t.dirty.keys().filter(|n| !t.journal.contains_key(n)).count();
         let mut blocks_written = 0;
-        if !empty_journal && t.journal.len() + joining <= NAT_JOURNAL_ENTRIES {
+        if !empty_journal && t.journal.len() + joining <= self.geometry.nat_journal_entries() {
             t.journal.append(&mut t.dirty);
         } else {
             let mut moving = std::mem::take(&mut t.journal);
@@ -411,7 +424,7 @@ impl NodeManager {
         t: &mut NatTable,
         entries: &BTreeMap<u32, NatEntry>,
     ) -> Result<u32> {
-        let per = NAT_ENTRY_PER_BLOCK as u32;
+        let per = self.nat_per_block();
         let blocks: BTreeSet<u32> = entries.keys().map(|n| n / per).collect();
         for &index in &blocks {
             let (_, live) = self.nat_block(dev, t, index)?;
@@ -423,7 +436,7 @@ impl NodeManager {
             let was = uf2fs_format::le::test_bit_msb(&t.bitmap, index as usize);
             uf2fs_format::le::set_bit_msb(&mut t.bitmap, index as usize, !was);
             let next = nat_block_addr(self.nat_blkaddr, &t.bitmap, index);
-            debug_assert_eq!(block.len(), BLOCK);
+            debug_assert_eq!(block.len(), self.geometry.block_size());
             dev.write_blocks(next, &block)?;
             if let Some(bits) = &mut t.bits {
                 bits.update(index, &block);
@@ -447,6 +460,8 @@ impl NodeManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::BLOCK;
+    use uf2fs_format::consts::NAT_ENTRY_PER_BLOCK;
 
     #[test]
     fn nat_bits_follow_block_contents() {

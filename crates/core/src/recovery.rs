@@ -37,10 +37,7 @@ use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
-use uf2fs_format::consts::{
-    BLOCK_SIZE, COMPRESS_ADDR, DEF_NIDS_PER_INODE, I_ADDR_OFFSET, I_NID_OFFSET, NEW_ADDR, NULL_ADDR,
-};
-use uf2fs_format::le::u32_at;
+use uf2fs_format::consts::{COMPRESS_ADDR, DEF_NIDS_PER_INODE, I_ADDR_OFFSET, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{
     Inode, NodeFooter, F2FS_DATA_EXIST, F2FS_INLINE_DATA, F2FS_INLINE_XATTR, F2FS_PIN_FILE, FADVISE_KEEP_SIZE_BIT,
     NODE_DENT_BIT,
@@ -86,13 +83,13 @@ fn is_real(a: u32) -> bool {
 
 /// The first file block whose address direct node `offset` (footer offset, not the
 /// inode's 0) holds, for an inode holding `per_inode` addresses in itself and
-/// `per_block` in each direct node. Node offsets count the tree depth first: 1 and 2
-/// are the direct nodes, 3 the first indirect node and its `N` direct nodes 4..=3+N,
-/// 4+N the second indirect node and 5+N..=4+2N, 5+2N the double indirect node, then
-/// each of its `N` indirect nodes followed by its `N` direct nodes. `None` for an
+/// `per_block` in each direct node, `n` node ids in each indirect node. Node offsets
+/// count the tree depth first: 1 and 2 are the direct nodes, 3 the first indirect node
+/// and its `n` direct nodes 4..=3+n, 4+n the second indirect node and 5+n..=4+2n, 5+2n
+/// the double indirect node, then each of its `n` indirect nodes followed by its `n`
+/// direct nodes. `None` for an
 /// offset that is not a direct node's.
-fn first_index_of(offset: u32, per_inode: u64, per_block: u64) -> Option<u64> {
-    let n = uf2fs_format::consts::NIDS_PER_BLOCK as u64;
+fn first_index_of(offset: u32, per_inode: u64, per_block: u64, n: u64) -> Option<u64> {
     let o = offset as u64;
     let ordinal = match o {
         1 | 2 => o - 1,
@@ -210,7 +207,7 @@ impl Fs {
             if inode.is_inline() || inode.inode.advise & FADVISE_KEEP_SIZE_BIT != 0 {
                 continue;
             }
-            let end = inode.inode.size.div_ceil(BLOCK_SIZE as u64);
+            let end = inode.inode.size.div_ceil(inode.inode.geometry.block_size() as u64);
             if crate::file::blocks::truncate_blocks(&t, &mut inode, end)? > 0 {
                 t.store_inode(inode)?;
             }
@@ -245,7 +242,7 @@ impl Fs {
         // (or inline data) area, with the inline xattr area at its end, and the node ids
         // are cleared; pass 2 copies what the fsync'd block holds.
         let start = I_ADDR_OFFSET + 4 * inode.inode.addr_start();
-        let end = I_NID_OFFSET + 4 * DEF_NIDS_PER_INODE;
+        let end = inode.inode.geometry.i_nid_offset() + 4 * DEF_NIDS_PER_INODE;
         inode.block[start..end].fill(0);
         inode.inode.nids = [0; DEF_NIDS_PER_INODE];
         inode.inode.inline &= !(F2FS_INLINE_DATA | F2FS_DATA_EXIST);
@@ -259,7 +256,7 @@ impl Fs {
         let mut nf = NodeFooter::new(f.ino, f.ino, 0, false);
         nf.flag = f.flag & !(uf2fs_format::node::NODE_FSYNC_BIT | NODE_DENT_BIT);
         nf.encode(&mut b).map_err(|e| corrupt(blkaddr, e.to_string()))?;
-        t.new_node(f.ino, f.ino, b, node_log(0, false))
+        t.new_node(f.ino, f.ino, b, node_log(sb.geometry(), 0, false))
     }
 
     /// Replays node block `block` (at `blkaddr`, footer `f`) of `inode` onto it (see
@@ -326,7 +323,8 @@ impl Fs {
         }
         let per_inode = inode.inode.addrs_per_inode() as u64;
         let per_block = inode.inode.addrs_per_block() as u64;
-        let first = first_index_of(f.offset(), per_inode, per_block).ok_or_else(|| {
+        let n = inode.inode.geometry.nids_per_block() as u64;
+        let first = first_index_of(f.offset(), per_inode, per_block, n).ok_or_else(|| {
             corrupt(
                 blkaddr,
                 format!(
@@ -337,7 +335,9 @@ impl Fs {
                 ),
             )
         })?;
-        let dests: Vec<u32> = (0..per_block as usize).map(|s| u32_at(block, 4 * s)).collect();
+        let dests = (0..per_block as usize)
+            .map(|s| crate::tree::slot_of(block, s))
+            .collect::<Result<Vec<u32>>>()?;
         self.replay_slots(t, inode, first, &dests, blkaddr)
     }
 
@@ -365,8 +365,9 @@ impl Fs {
                     format!("inode {}: a compressed cluster in an fsync'd node", inode.ino),
                 ));
             }
-            if !keep_size && inode.inode.size <= index * BLOCK_SIZE as u64 {
-                inode.inode.size = (index + 1) * BLOCK_SIZE as u64;
+            let bs = inode.inode.geometry.block_size() as u64;
+            if !keep_size && inode.inode.size <= index * bs {
+                inode.inode.size = (index + 1) * bs;
             }
             if dest == NEW_ADDR {
                 t.free_block(inode, index)?;
@@ -448,10 +449,11 @@ impl Fs {
         } else {
             let b = self.nodes().read(dev, sum.nid, owner.ino)?;
             let mut b = b.to_vec();
-            if slot < uf2fs_format::consts::ADDRS_PER_BLOCK && u32_at(&b, 4 * slot) == addr {
-                uf2fs_format::le::put_u32(&mut b, 4 * slot, NULL_ADDR);
+            if crate::tree::slot_of(&b, slot).is_ok_and(|a| a == addr) {
+                crate::tree::set_slot(&mut b, slot, NULL_ADDR)?;
                 let off = NodeFooter::decode(&b).map_err(|e| corrupt(at, e.to_string()))?.offset();
-                self.nodes().store_dirty(sum.nid, b, node_log(off, false));
+                self.nodes()
+                    .store_dirty(sum.nid, b, node_log(self.superblock().geometry(), off, false));
                 if owner.ino == inode.ino {
                     inode.inode.blocks = inode.inode.blocks.saturating_sub(1);
                 } else {
@@ -479,7 +481,7 @@ impl Fs {
     /// Replays an fsync'd xattr node: its contents become the inode's xattr node (made
     /// when the inode has none).
     fn replay_xattr_node(&self, t: &mut Tree, inode: &mut InodeMut, block: &[u8]) -> Result<()> {
-        let log = node_log(XATTR_NODE_OFFSET, false);
+        let log = node_log(inode.inode.geometry, XATTR_NODE_OFFSET, false);
         let xnid = inode.inode.xattr_nid;
         let mut b = block.to_vec();
         if xnid != 0 {
@@ -571,21 +573,23 @@ mod tests {
     /// The first block of each direct node agrees with the path to that block.
     #[test]
     fn first_index_matches_node_path() {
-        let per_inode = 923u64;
-        let per_block = uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
-        let n = uf2fs_format::consts::NIDS_PER_BLOCK as u64;
-        let mut seen = 0;
-        for offset in 1..(6 + 2 * n + 3 * (n + 1)) as u32 {
-            let Some(first) = super::first_index_of(offset, per_inode, per_block) else {
-                assert!(!crate::node::is_dnode(offset), "offset {offset}");
-                continue;
-            };
-            assert!(crate::node::is_dnode(offset), "offset {offset}");
-            let p = node_path(per_inode, first).unwrap();
-            assert_eq!(p.offsets[p.depth], offset, "offset {offset}");
-            assert_eq!(p.slots[p.depth], 0, "offset {offset}");
-            seen += 1;
+        for g in [uf2fs_format::Geometry::DEFAULT, uf2fs_format::Geometry::BLOCK_16K] {
+            let per_inode = g.addrs_per_inode() as u64 - 50;
+            let per_block = g.addrs_per_block() as u64;
+            let n = g.nids_per_block() as u64;
+            let mut seen = 0;
+            for offset in 1..(6 + 2 * n + 3 * (n + 1)) as u32 {
+                let Some(first) = super::first_index_of(offset, per_inode, per_block, n) else {
+                    assert!(!crate::node::is_dnode(g, offset), "offset {offset}");
+                    continue;
+                };
+                assert!(crate::node::is_dnode(g, offset), "offset {offset}");
+                let p = node_path(crate::node::TreeShape::plain(g, per_inode), first).unwrap();
+                assert_eq!(p.offsets[p.depth], offset, "offset {offset}");
+                assert_eq!(p.slots[p.depth], 0, "offset {offset}");
+                seen += 1;
+            }
+            assert!(seen > 3 * n, "{seen}");
         }
-        assert!(seen > 3000);
     }
 }

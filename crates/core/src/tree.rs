@@ -7,17 +7,17 @@
 //! and every node made below the inode; a reserved block holds `NEW_ADDR` until its
 //! contents are written back, and is counted as reserved space meanwhile.
 
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::inode::InodeMut;
 use crate::node::{is_dnode, NodeManager, NodePath};
 use crate::pagecache::PageCache;
 use crate::segment::{LogType, SegmentManager};
 use crate::{Error, Ino, Result};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
-use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{Inode, NodeFooter};
 use uf2fs_format::superblock::Superblock;
+use uf2fs_format::Geometry;
 
 /// Where the address of a file block lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +34,9 @@ pub struct Loc {
 
 /// The node log of a node at footer offset `offset` of an inode that is (or is not) a
 /// directory: indirect nodes cold, direct nodes hot for directories and warm otherwise.
-pub fn node_log(offset: u32, dir: bool) -> LogType {
-    if !is_dnode(offset) {
+/// `geo` is the volume's geometry (which offsets are indirect nodes).
+pub fn node_log(geo: Geometry, offset: u32, dir: bool) -> LogType {
+    if !is_dnode(geo, offset) {
         LogType::ColdNode
     } else if dir {
         LogType::HotNode
@@ -44,9 +45,20 @@ pub fn node_log(offset: u32, dir: bool) -> LogType {
     }
 }
 
-/// An empty node block: footer naming node `nid` of inode `ino` at `offset`.
-pub fn new_node_block(nid: u32, ino: Ino, offset: u32, dir: bool) -> Vec<u8> {
-    let mut b = vec![0u8; BLOCK];
+/// Slot `i` of direct or indirect node block `b` (an address or a node id).
+pub(crate) fn slot_of(b: &[u8], i: usize) -> Result<u32> {
+    uf2fs_format::node::node_slot(b, i).map_err(|e| Error::corrupt("node block", None, e.to_string()))
+}
+
+/// Sets slot `i` of direct or indirect node block `b`.
+pub(crate) fn set_slot(b: &mut [u8], i: usize, v: u32) -> Result<()> {
+    uf2fs_format::node::set_node_slot(b, i, v).map_err(|e| Error::corrupt("node block", None, e.to_string()))
+}
+
+/// An empty node block of `geo`'s size: footer naming node `nid` of inode `ino` at
+/// `offset`.
+pub fn new_node_block(geo: Geometry, nid: u32, ino: Ino, offset: u32, dir: bool) -> Vec<u8> {
+    let mut b = vec![0u8; geo.block_size()];
     // A footer always fits a whole block.
     let _ = NodeFooter::new(nid, ino, offset, dir).encode(&mut b);
     b
@@ -164,7 +176,7 @@ impl Tree<'_> {
                 inode.ino
             )));
         }
-        crate::node::node_path(inode.inode.addrs_per_inode() as u64, index)
+        crate::node::node_path(crate::node::TreeShape::of(&inode.inode), index)
     }
 
     /// Where the address of file block `index` lives, or `None` when a node on the way
@@ -186,7 +198,7 @@ impl Tree<'_> {
                 return Ok(None);
             }
             let b = self.nodes.read(self.dev, nid, inode.ino)?;
-            let value = u32_at(&b, 4 * path.slots[level]);
+            let value = slot_of(&b, path.slots[level])?;
             if level == path.depth {
                 return Ok(Some(Loc {
                     nid,
@@ -204,8 +216,9 @@ impl Tree<'_> {
     pub fn make_node(&mut self, inode: &mut InodeMut, offset: u32) -> Result<u32> {
         let nid = self.take_nid()?;
         let dir = inode.is_dir();
-        let block = new_node_block(nid, inode.ino, offset, dir);
-        if let Err(e) = self.new_node(nid, inode.ino, block, node_log(offset, dir)) {
+        let geo = inode.inode.geometry;
+        let block = new_node_block(geo, nid, inode.ino, offset, dir);
+        if let Err(e) = self.new_node(nid, inode.ino, block, node_log(geo, offset, dir)) {
             self.nodes.release_nid(nid);
             return Err(e);
         }
@@ -240,22 +253,24 @@ impl Tree<'_> {
         let dir = inode.is_dir();
         for level in 1..path.depth {
             let mut b = self.nodes.read(self.dev, nid, inode.ino)?.to_vec();
-            let mut child = u32_at(&b, 4 * path.slots[level]);
+            let mut child = slot_of(&b, path.slots[level])?;
             if child == 0 {
                 child = self.make_node(inode, path.offsets[level + 1])?;
-                put_u32(&mut b, 4 * path.slots[level], child);
-                self.nodes.store_dirty(nid, b, node_log(path.offsets[level], dir));
+                set_slot(&mut b, path.slots[level], child)?;
+                self.nodes
+                    .store_dirty(nid, b, node_log(inode.inode.geometry, path.offsets[level], dir));
             }
             nid = child;
         }
         let slot = path.slots[path.depth];
         let mut b = self.nodes.read(self.dev, nid, inode.ino)?.to_vec();
-        if u32_at(&b, 4 * slot) != NULL_ADDR {
+        if slot_of(&b, slot)? != NULL_ADDR {
             return Err(Error::Invalid(format!("block {index} of inode {} exists", inode.ino)));
         }
         self.reserve_blocks(1)?;
-        put_u32(&mut b, 4 * slot, NEW_ADDR);
-        self.nodes.store_dirty(nid, b, node_log(path.offsets[path.depth], dir));
+        set_slot(&mut b, slot, NEW_ADDR)?;
+        self.nodes
+            .store_dirty(nid, b, node_log(inode.inode.geometry, path.offsets[path.depth], dir));
         inode.inode.blocks += 1;
         Ok(Loc {
             nid,
@@ -283,11 +298,12 @@ impl Tree<'_> {
             return Ok(());
         }
         let mut b = self.nodes.read(self.dev, loc.nid, inode.ino)?.to_vec();
-        put_u32(&mut b, 4 * loc.slot, addr);
+        set_slot(&mut b, loc.slot, addr)?;
         let offset = NodeFooter::decode(&b)
             .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
             .offset();
-        self.nodes.store_dirty(loc.nid, b, node_log(offset, inode.is_dir()));
+        self.nodes
+            .store_dirty(loc.nid, b, node_log(inode.inode.geometry, offset, inode.is_dir()));
         Ok(())
     }
 
@@ -332,7 +348,7 @@ impl Tree<'_> {
         };
         match loc.addr {
             NULL_ADDR => Ok(None),
-            NEW_ADDR => Ok(Some(vec![0u8; BLOCK])),
+            NEW_ADDR => Ok(Some(vec![0u8; inode.inode.geometry.block_size()])),
             a => {
                 let (lo, hi) = self.nodes.main_area();
                 if (a as u64) < lo || (a as u64) >= hi {
@@ -404,8 +420,8 @@ impl Tree<'_> {
                 Pending::Direct(x) | Pending::Indirect(x) | Pending::DoubleIndirect(x) => x,
             };
             let b = self.nodes.read(self.dev, nid, ino)?;
-            for i in 0..ADDRS_PER_BLOCK {
-                let v = u32_at(&b, 4 * i);
+            for i in 0..inode.inode.geometry.addrs_per_block() {
+                let v = slot_of(&b, i)?;
                 match p {
                     Pending::Direct(_) => drop(v)?,
                     Pending::Indirect(_) if v != 0 => todo.push(Pending::Direct(v)),

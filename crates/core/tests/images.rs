@@ -229,13 +229,13 @@ fn absurd_file_size_is_refused_not_looped_on() {
 }
 
 #[test]
-fn an_image_with_16k_blocks_is_refused_as_unsupported_not_corrupt() {
+fn an_image_with_64k_blocks_is_refused_as_unsupported_not_corrupt() {
     let tmp = tempfile::tempdir().unwrap();
     let img = make_image(tmp.path(), &[], &[]);
-    // log_blocksize (offset 16 of the superblock at byte 1024) = 14: 16 KiB blocks,
-    // as `mkfs.f2fs -b 16384` writes it.
-    patch(&img, 1024 + 16, |b| b[..4].copy_from_slice(&14u32.to_le_bytes()));
-    let err = Fs::open(&img, &[]).err().expect("a 16 KiB-block image must be refused");
+    // log_blocksize (offset 16 of the superblock at byte 1024) = 16: 64 KiB blocks, as
+    // a 64 KiB-page machine would want them (mkfs.f2fs makes 4 and 16 KiB only).
+    patch(&img, 1024 + 16, |b| b[..4].copy_from_slice(&16u32.to_le_bytes()));
+    let err = Fs::open(&img, &[]).err().expect("a 64 KiB-block image must be refused");
     assert!(
         matches!(
             err,
@@ -246,5 +246,5 @@ fn an_image_with_16k_blocks_is_refused_as_unsupported_not_corrupt() {
         ),
         "{err}"
     );
-    assert!(err.to_string().contains("blocks of 16384 bytes"), "{err}");
+    assert!(err.to_string().contains("blocks of 65536 bytes"), "{err}");
 }

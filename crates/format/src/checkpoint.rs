@@ -8,12 +8,13 @@ use crate::consts::*;
 use crate::crc::{crc32_raw, f2fs_crc32};
 use crate::le::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
 use crate::superblock::Superblock;
-use crate::{FormatError, Result};
+use crate::{FormatError, Geometry, Result};
 
 const S: &str = "checkpoint";
 /// Offset of the variable-size version bitmaps (and the smallest checksum offset).
 pub const CP_MIN_CHKSUM_OFFSET: usize = 192;
-/// Default checksum offset: the last 4 bytes of the block.
+/// Default checksum offset of a 4 KiB checkpoint block: its last 4 bytes (see
+/// [`Geometry::cp_checksum_offset`] for others).
 pub const CP_CHKSUM_OFFSET: usize = BLOCK_SIZE - 4;
 
 /// `ckpt_flags` bits, with short names for `uf2fs info`.
@@ -112,10 +113,11 @@ pub struct Checkpoint {
 
 /// Computes a checkpoint block's checksum the way F2FS does: over the bytes before the
 /// checksum, continued over the bytes after it when the checksum is not at the end.
+/// `block` is the whole block.
 pub fn checkpoint_crc(block: &[u8], checksum_offset: usize) -> u32 {
     let crc = f2fs_crc32(&block[..checksum_offset]);
-    if checksum_offset < CP_CHKSUM_OFFSET {
-        crc32_raw(crc, &block[checksum_offset + 4..BLOCK_SIZE])
+    if checksum_offset + 4 < block.len() {
+        crc32_raw(crc, &block[checksum_offset + 4..])
     } else {
         crc
     }
@@ -123,11 +125,12 @@ pub fn checkpoint_crc(block: &[u8], checksum_offset: usize) -> u32 {
 
 impl Checkpoint {
     /// Decodes a checkpoint block and checks its checksum.
+    /// `b` is the whole block (4 or 16 KiB).
     pub fn decode(b: &[u8]) -> Result<Checkpoint> {
-        FormatError::need(S, b, BLOCK_SIZE)?;
+        let g = Geometry::of_block(S, b.len())?;
         let checksum_offset = u32_at(b, 164);
         let ofs = checksum_offset as usize;
-        if !(CP_MIN_CHKSUM_OFFSET..=CP_CHKSUM_OFFSET).contains(&ofs) {
+        if !(CP_MIN_CHKSUM_OFFSET..=g.cp_checksum_offset()).contains(&ofs) {
             return Err(FormatError::invalid(S, format!("checksum offset {ofs} out of range")));
         }
         let stored = u32_at(b, ofs);
@@ -235,9 +238,10 @@ impl Checkpoint {
     }
 
     /// Extracts the (NAT, SIT) version bitmaps. `blocks` holds the checkpoint block
-    /// followed by its `cp_payload` payload blocks.
-    pub fn version_bitmaps(&self, blocks: &[u8], cp_payload: u32) -> Result<(Vec<u8>, Vec<u8>)> {
-        FormatError::need(S, blocks, BLOCK_SIZE * (1 + cp_payload as usize))?;
+    /// followed by its `cp_payload` payload blocks, of `geo`'s size.
+    pub fn version_bitmaps(&self, blocks: &[u8], cp_payload: u32, geo: Geometry) -> Result<(Vec<u8>, Vec<u8>)> {
+        let block_size = geo.block_size();
+        FormatError::need(S, blocks, block_size * (1 + cp_payload as usize))?;
         let nat_len = self.nat_ver_bitmap_bytesize as usize;
         let sit_len = self.sit_ver_bitmap_bytesize as usize;
         let base = CP_MIN_CHKSUM_OFFSET;
@@ -246,7 +250,7 @@ impl Checkpoint {
             (base + 4, base + 4 + nat_len)
         } else if cp_payload > 0 {
             // NAT bitmap in the checkpoint block; SIT bitmap in the payload blocks.
-            (base, BLOCK_SIZE)
+            (base, block_size)
         } else {
             (base + sit_len, base)
         };
@@ -286,11 +290,12 @@ impl OrphanBlock {
     /// Decodes an orphan block.
     pub fn decode(b: &[u8]) -> Result<OrphanBlock> {
         const O: &str = "orphan block";
-        FormatError::need(O, b, BLOCK_SIZE)?;
-        let entry_count = u32_at(b, 4088);
-        let blk_addr = u16_at(b, 4084);
-        let blk_count = u16_at(b, 4086);
-        if entry_count as usize > F2FS_ORPHANS_PER_BLOCK {
+        let g = Geometry::of_block(O, b.len())?;
+        let footer = g.orphans_per_block() * 4;
+        let blk_addr = u16_at(b, footer + 4);
+        let blk_count = u16_at(b, footer + 6);
+        let entry_count = u32_at(b, footer + 8);
+        if entry_count as usize > g.orphans_per_block() {
             return Err(FormatError::invalid(O, format!("{entry_count} entries in one block")));
         }
         if blk_addr > blk_count {

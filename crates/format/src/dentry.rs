@@ -4,7 +4,7 @@ use crate::casefold::DirName;
 use crate::consts::*;
 use crate::hash::dentry_hash;
 use crate::le::{put_u16, put_u32, test_bit_le, u16_at, u32_at};
-use crate::{FormatError, Result};
+use crate::{FormatError, Geometry, Result};
 
 /// Dentry file types (`F2FS_FT_*`).
 pub mod ft {
@@ -58,14 +58,14 @@ pub fn nr_inline_dentry(bytes: usize) -> usize {
 /// Where the parts of a dentry area lie: (slots, bitmap bytes, first dentry byte,
 /// first name byte). A block has a fixed layout; an inline area of `len` bytes fits as
 /// many slots as it can, with reserved bytes between the bitmap and the dentries.
-fn area_layout(len: usize, block: bool) -> (usize, usize, usize, usize) {
-    if block {
-        let d0 = SIZE_OF_DENTRY_BITMAP + SIZE_OF_DENTRY_RESERVED;
+fn area_layout(len: usize, block: Option<Geometry>) -> (usize, usize, usize, usize) {
+    if let Some(g) = block {
+        let d0 = g.dentry_bitmap_size() + g.dentry_reserved_size();
         return (
-            NR_DENTRY_IN_BLOCK,
-            SIZE_OF_DENTRY_BITMAP,
+            g.dentries_per_block(),
+            g.dentry_bitmap_size(),
             d0,
-            d0 + SIZE_OF_DIR_ENTRY * NR_DENTRY_IN_BLOCK,
+            d0 + SIZE_OF_DIR_ENTRY * g.dentries_per_block(),
         );
     }
     let nr = nr_inline_dentry(len);
@@ -76,15 +76,15 @@ fn area_layout(len: usize, block: bool) -> (usize, usize, usize, usize) {
 }
 
 impl<'a> DentryArea<'a> {
-    /// A regular 4 KiB dentry block.
+    /// A dentry block (`b` is the whole block: 214 slots in 4 KiB, 856 in 16 KiB).
     pub fn block(b: &'a [u8]) -> Result<DentryArea<'a>> {
-        FormatError::need("dentry block", b, BLOCK_SIZE)?;
-        Ok(Self::with_layout(&b[..BLOCK_SIZE], area_layout(BLOCK_SIZE, true)))
+        let g = Geometry::of_block("dentry block", b.len())?;
+        Ok(Self::with_layout(b, area_layout(b.len(), Some(g))))
     }
 
     /// The inline dentry area of an inode (the whole inline data range).
     pub fn inline(area: &'a [u8]) -> DentryArea<'a> {
-        Self::with_layout(area, area_layout(area.len(), false))
+        Self::with_layout(area, area_layout(area.len(), None))
     }
 
     fn with_layout(area: &'a [u8], (nr, bitmap_len, d0, n0): (usize, usize, usize, usize)) -> DentryArea<'a> {
@@ -172,18 +172,16 @@ pub struct DentryAreaMut<'a> {
 }
 
 impl<'a> DentryAreaMut<'a> {
-    /// A regular 4 KiB dentry block.
+    /// A dentry block (`b` is the whole block, see [`DentryArea::block`]).
     pub fn block(b: &'a mut [u8]) -> Result<DentryAreaMut<'a>> {
-        FormatError::need("dentry block", b, BLOCK_SIZE)?;
-        Ok(DentryAreaMut {
-            area: &mut b[..BLOCK_SIZE],
-            layout: area_layout(BLOCK_SIZE, true),
-        })
+        let g = Geometry::of_block("dentry block", b.len())?;
+        let layout = area_layout(b.len(), Some(g));
+        Ok(DentryAreaMut { area: b, layout })
     }
 
     /// The inline dentry area of an inode (the whole inline data range).
     pub fn inline(area: &'a mut [u8]) -> DentryAreaMut<'a> {
-        let layout = area_layout(area.len(), false);
+        let layout = area_layout(area.len(), None);
         DentryAreaMut { area, layout }
     }
 
@@ -287,14 +285,14 @@ impl DentryArea<'_> {
     /// same index: bitmap, records and names, as F2FS moves an inline directory into
     /// its first dentry block. Fails if the area has more slots than a block.
     pub fn copy_into_block(&self, block: &mut [u8]) -> Result<()> {
-        FormatError::need("dentry block", block, BLOCK_SIZE)?;
-        if self.nr > NR_DENTRY_IN_BLOCK {
+        let g = Geometry::of_block("dentry block", block.len())?;
+        if self.nr > g.dentries_per_block() {
             return Err(FormatError::invalid(
                 "dentry",
                 format!("{} slots do not fit a block", self.nr),
             ));
         }
-        let (_, bitmap_len, d0, n0) = area_layout(BLOCK_SIZE, true);
+        let (_, bitmap_len, d0, n0) = area_layout(block.len(), Some(g));
         block[..bitmap_len].fill(0);
         block[..self.bitmap.len()].copy_from_slice(self.bitmap);
         block[d0..d0 + self.dentries.len()].copy_from_slice(self.dentries);

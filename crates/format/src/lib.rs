@@ -17,6 +17,7 @@ pub mod consts;
 pub mod crc;
 pub mod dentry;
 mod error;
+pub mod geometry;
 pub mod hash;
 pub mod le;
 pub mod nat;
@@ -27,6 +28,7 @@ pub mod superblock;
 pub mod xattr;
 
 pub use error::FormatError;
+pub use geometry::Geometry;
 
 /// Result with [`FormatError`].
 pub type Result<T> = std::result::Result<T, FormatError>;

@@ -37,9 +37,10 @@ impl NatEntry {
     }
 }
 
-/// Entry `index` (0..455) of a NAT block.
+/// Entry `index` (0..455, or 0..1820 in a 16 KiB block) of NAT block `block` (the
+/// whole block).
 pub fn nat_block_entry(block: &[u8], index: usize) -> Result<NatEntry> {
-    if index >= NAT_ENTRY_PER_BLOCK {
+    if index >= crate::Geometry::of_block("NAT block", block.len())?.nat_entries_per_block() {
         return Err(FormatError::invalid("NAT block", format!("entry {index} out of range")));
     }
     NatEntry::decode(block.get(index * NAT_ENTRY_SIZE..).unwrap_or(&[]))

@@ -3,7 +3,7 @@
 use crate::consts::*;
 use crate::le::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
 use crate::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM};
-use crate::{FormatError, Result};
+use crate::{FormatError, Geometry, Result};
 
 /// `i_inline`: inline xattrs present.
 pub const F2FS_INLINE_XATTR: u8 = 0x01;
@@ -112,10 +112,9 @@ pub struct NodeFooter {
 }
 
 impl NodeFooter {
-    /// Decodes the footer of a node block.
+    /// Decodes the footer of node block `b` (one whole block: its last 24 bytes).
     pub fn decode(b: &[u8]) -> Result<NodeFooter> {
-        FormatError::need("node block", b, BLOCK_SIZE)?;
-        let f = NODE_FOOTER_OFFSET;
+        let f = Geometry::of_block("node block", b.len())?.node_footer_offset();
         Ok(NodeFooter {
             nid: u32_at(b, f),
             ino: u32_at(b, f + 4),
@@ -125,10 +124,9 @@ impl NodeFooter {
         })
     }
 
-    /// Encodes into the last 24 bytes of node block `b` (4096 bytes).
+    /// Encodes into the last 24 bytes of node block `b` (one whole block).
     pub fn encode(&self, b: &mut [u8]) -> Result<()> {
-        FormatError::need("node block", b, BLOCK_SIZE)?;
-        let f = NODE_FOOTER_OFFSET;
+        let f = Geometry::of_block("node block", b.len())?.node_footer_offset();
         put_u32(b, f, self.nid);
         put_u32(b, f + 4, self.ino);
         put_u32(b, f + 8, self.flag);
@@ -226,6 +224,9 @@ pub struct Inode {
     pub compress: Option<Compression>,
     /// Direct(2), indirect(2) and double-indirect(1) node ids.
     pub nids: [u32; DEF_NIDS_PER_INODE],
+    /// The volume's block geometry: where `i_addr` ends and `i_nid` sits, how many
+    /// addresses the inode and its nodes hold.
+    pub geometry: Geometry,
 }
 
 impl Inode {
@@ -233,7 +234,8 @@ impl Inode {
     /// superblock's features.
     pub fn decode(b: &[u8], sb: &Superblock) -> Result<Inode> {
         const S: &str = "inode";
-        FormatError::need(S, b, BLOCK_SIZE)?;
+        let geometry = sb.geometry();
+        FormatError::need(S, b, geometry.block_size())?;
         let inline = b[3];
         let has_extra = inline & F2FS_EXTRA_ATTR != 0;
         if has_extra && !sb.has(FEATURE_EXTRA_ATTR) {
@@ -253,7 +255,7 @@ impl Inode {
         } else {
             0
         };
-        if inline_xattr_addrs as usize > MAX_INLINE_XATTR_ADDRS {
+        if inline_xattr_addrs as usize > geometry.max_inline_xattr_addrs() {
             return Err(FormatError::invalid(
                 S,
                 format!("inline xattr size {inline_xattr_addrs} slots"),
@@ -270,7 +272,7 @@ impl Inode {
         });
         let mut nids = [0u32; DEF_NIDS_PER_INODE];
         for (i, n) in nids.iter_mut().enumerate() {
-            *n = u32_at(b, I_NID_OFFSET + 4 * i);
+            *n = u32_at(b, geometry.i_nid_offset() + 4 * i);
         }
         Ok(Inode {
             mode: u16_at(b, 0),
@@ -303,15 +305,16 @@ impl Inode {
             crtime: fits(24).then(|| (u64_at(b, I_ADDR_OFFSET + 12), u32_at(b, I_ADDR_OFFSET + 20))),
             compress,
             nids,
+            geometry,
         })
     }
 
     /// Largest file size the node tree of this inode can address, in bytes.
     pub fn max_file_bytes(&self) -> u64 {
         let a = self.addrs_per_block() as u64;
-        let n = NIDS_PER_BLOCK as u64;
+        let n = self.geometry.nids_per_block() as u64;
         let blocks = self.addrs_per_inode() as u64 + 2 * a + 2 * a * n + a * n * n;
-        blocks * BLOCK_SIZE as u64
+        blocks * self.geometry.block_size() as u64
     }
 
     /// Whether this inode carries a checksum the superblock says to verify.
@@ -328,15 +331,15 @@ impl Inode {
     /// clusters only (the kernel's `addrs_per_inode`: the count rounded down to a
     /// multiple of the cluster size, so that no cluster straddles two node blocks).
     pub fn addrs_per_inode(&self) -> usize {
-        let n = DEF_ADDRS_PER_INODE - self.addr_start() - self.inline_xattr_addrs as usize;
+        let n = self.geometry.addrs_per_inode() - self.addr_start() - self.inline_xattr_addrs as usize;
         self.align_to_cluster(n)
     }
 
-    /// Data block addresses held in each direct node block of this inode: 1018, or for
-    /// a compressed file that rounded down to a multiple of the cluster size (the
-    /// kernel's `addrs_per_block`).
+    /// Data block addresses held in each direct node block of this inode: 1018 (4090
+    /// with 16 KiB blocks), or for a compressed file that rounded down to a multiple
+    /// of the cluster size (the kernel's `addrs_per_block`).
     pub fn addrs_per_block(&self) -> usize {
-        self.align_to_cluster(ADDRS_PER_BLOCK)
+        self.align_to_cluster(self.geometry.addrs_per_block())
     }
 
     fn align_to_cluster(&self, n: usize) -> usize {
@@ -368,12 +371,16 @@ impl Inode {
 
     /// Bytes of inline data an inode can hold (`MAX_INLINE_DATA`).
     pub fn max_inline_data(&self) -> usize {
-        4 * (DEF_ADDRS_PER_INODE - self.addr_start() - self.inline_xattr_addrs as usize - DEF_INLINE_RESERVED_SIZE)
+        4 * (self.geometry.addrs_per_inode()
+            - self.addr_start()
+            - self.inline_xattr_addrs as usize
+            - DEF_INLINE_RESERVED_SIZE)
     }
 
     /// Byte range of the inline xattr area inside the inode block (empty when none).
     pub fn inline_xattr_range(&self) -> std::ops::Range<usize> {
-        I_NID_OFFSET - 4 * self.inline_xattr_addrs as usize..I_NID_OFFSET
+        let end = self.geometry.i_nid_offset();
+        end - 4 * self.inline_xattr_addrs as usize..end
     }
 
     /// Whether flag bit(s) of `i_inline` are set.
@@ -417,13 +424,13 @@ pub fn checksum_seed(uuid: &[u8; 16]) -> u32 {
 /// checksum field itself counted as zero.
 pub fn inode_checksum(seed: u32, b: &[u8]) -> Result<u32> {
     use crate::crc::crc32_raw;
-    FormatError::need("inode", b, BLOCK_SIZE)?;
-    let ino = &b[NODE_FOOTER_OFFSET + 4..NODE_FOOTER_OFFSET + 8];
+    let footer = Geometry::of_block("inode", b.len())?.node_footer_offset();
+    let ino = &b[footer + 4..footer + 8];
     let generation = &b[68..72];
     let mut crc = crc32_raw(crc32_raw(seed, ino), generation);
     crc = crc32_raw(crc, &b[..I_INODE_CHECKSUM_OFFSET]);
     crc = crc32_raw(crc, &[0; 4]);
-    Ok(crc32_raw(crc, &b[I_INODE_CHECKSUM_OFFSET + 4..BLOCK_SIZE]))
+    Ok(crc32_raw(crc, &b[I_INODE_CHECKSUM_OFFSET + 4..]))
 }
 
 impl Inode {
@@ -436,14 +443,16 @@ impl Inode {
     /// as [`Inode::decode`] reads them back.
     pub fn encode_fields(&self, b: &mut [u8], sb: &Superblock) -> Result<()> {
         const S: &str = "inode";
-        FormatError::need(S, b, BLOCK_SIZE)?;
+        let geometry = sb.geometry();
+        FormatError::need(S, b, geometry.block_size())?;
         let has_extra = self.inline & F2FS_EXTRA_ATTR != 0;
         let extra = self.extra_isize as usize;
         if self.name.len() > F2FS_NAME_LEN
             || extra % 4 != 0
             || extra > F2FS_TOTAL_EXTRA_ATTR_SIZE
             || (has_extra && !sb.has(FEATURE_EXTRA_ATTR))
-            || self.inline_xattr_addrs as usize > MAX_INLINE_XATTR_ADDRS
+            || self.inline_xattr_addrs as usize > geometry.max_inline_xattr_addrs()
+            || self.geometry != geometry
         {
             return Err(FormatError::invalid(
                 S,
@@ -491,7 +500,7 @@ impl Inode {
         b[92..92 + self.name.len()].copy_from_slice(&self.name);
         b[347] = self.dir_level;
         for (i, nid) in self.nids.iter().enumerate() {
-            put_u32(b, I_NID_OFFSET + 4 * i, *nid);
+            put_u32(b, geometry.i_nid_offset() + 4 * i, *nid);
         }
         if has_extra {
             self.encode_extra(b, sb);
@@ -535,7 +544,7 @@ impl Inode {
                 format!("{} addresses, room for {}", addrs.len(), self.addrs_per_inode()),
             ));
         }
-        let mut b = vec![0u8; BLOCK_SIZE];
+        let mut b = vec![0u8; sb.block_size()];
         self.encode_fields(&mut b, sb)?;
         for (i, addr) in addrs.iter().enumerate() {
             put_u32(&mut b, I_ADDR_OFFSET + 4 * (self.addr_start() + i), *addr);
@@ -549,7 +558,7 @@ impl Inode {
 /// Stores the inode checksum of a finished inode block (footer, data and inline areas
 /// written) when the volume keeps inode checksums and the inode has room for one.
 pub fn seal_inode_checksum(b: &mut [u8], sb: &Superblock) -> Result<()> {
-    FormatError::need("inode", b, BLOCK_SIZE)?;
+    FormatError::need("inode", b, sb.block_size())?;
     let has_extra = b[3] & F2FS_EXTRA_ATTR != 0;
     if !sb.has(FEATURE_INODE_CHKSUM) || !has_extra || u16_at(b, I_ADDR_OFFSET) < 12 {
         return Ok(());
@@ -559,11 +568,40 @@ pub fn seal_inode_checksum(b: &mut [u8], sb: &Superblock) -> Result<()> {
     Ok(())
 }
 
-/// Entry `i` (0..1018) of a direct node (a block address) or an indirect node (a nid).
+/// Entry `i` (0..1018, or 0..4090 with 16 KiB blocks) of a direct node (a block
+/// address) or an indirect node (a nid); `b` is the whole node block.
 pub fn node_slot(b: &[u8], i: usize) -> Result<u32> {
-    if i >= ADDRS_PER_BLOCK {
+    if i >= Geometry::of_block("node block", b.len())?.addrs_per_block() {
         return Err(FormatError::invalid("node block", format!("slot {i} out of range")));
     }
-    FormatError::need("node block", b, BLOCK_SIZE)?;
     Ok(u32_at(b, 4 * i))
+}
+
+/// Sets entry `i` of a direct or indirect node block `b` (see [`node_slot`]).
+pub fn set_node_slot(b: &mut [u8], i: usize, value: u32) -> Result<()> {
+    if i >= Geometry::of_block("node block", b.len())?.addrs_per_block() {
+        return Err(FormatError::invalid("node block", format!("slot {i} out of range")));
+    }
+    put_u32(b, 4 * i, value);
+    Ok(())
+}
+
+/// Node id `i` (0..5: direct, direct, indirect, indirect, double indirect) of inode
+/// block `b` (the whole block).
+pub fn inode_nid(b: &[u8], i: usize) -> Result<u32> {
+    let at = Geometry::of_block("inode", b.len())?.i_nid_offset();
+    if i >= DEF_NIDS_PER_INODE {
+        return Err(FormatError::invalid("inode", format!("node id slot {i} out of range")));
+    }
+    Ok(u32_at(b, at + 4 * i))
+}
+
+/// Sets node id `i` of inode block `b` (see [`inode_nid`]).
+pub fn set_inode_nid(b: &mut [u8], i: usize, nid: u32) -> Result<()> {
+    let at = Geometry::of_block("inode", b.len())?.i_nid_offset();
+    if i >= DEF_NIDS_PER_INODE {
+        return Err(FormatError::invalid("inode", format!("node id slot {i} out of range")));
+    }
+    put_u32(b, at + 4 * i, nid);
+    Ok(())
 }

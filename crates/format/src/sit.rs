@@ -50,9 +50,10 @@ impl SitEntry {
     }
 }
 
-/// Entry `index` (0..55) of a SIT block.
+/// Entry `index` (0..55, or 0..221 in a 16 KiB block) of SIT block `block` (the whole
+/// block).
 pub fn sit_block_entry(block: &[u8], index: usize) -> Result<SitEntry> {
-    if index >= SIT_ENTRY_PER_BLOCK {
+    if index >= crate::Geometry::of_block("SIT block", block.len())?.sit_entries_per_block() {
         return Err(FormatError::invalid("SIT block", format!("entry {index} out of range")));
     }
     SitEntry::decode(block.get(index * SIT_ENTRY_SIZE..).unwrap_or(&[]))

@@ -4,13 +4,14 @@ use crate::consts::*;
 use crate::le::{put_u16, put_u32, u16_at, u32_at};
 use crate::nat::NatEntry;
 use crate::sit::SitEntry;
-use crate::{FormatError, Result};
+use crate::{FormatError, Geometry, Result};
 
 /// Summary block footer type: data segment.
 pub const SUM_TYPE_DATA: u8 = 0;
 /// Summary block footer type: node segment.
 pub const SUM_TYPE_NODE: u8 = 1;
-/// Byte offset of the journal in a summary block.
+/// Byte offset of the journal in a 4 KiB summary block
+/// ([`Geometry::sum_journal_offset`] for others).
 pub const SUM_JOURNAL_OFFSET: usize = SUMMARY_SIZE * ENTRIES_IN_SUM;
 
 /// Who owns one block of a segment (`struct f2fs_summary`).
@@ -39,7 +40,8 @@ impl Summary {
 /// A whole summary block: one entry per block of a segment plus a journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummaryBlock {
-    /// 512 entries.
+    /// 512 entries (2048 in a 16 KiB block, of which a segment's 512 blocks use the
+    /// first 512).
     pub entries: Vec<Summary>,
     /// The raw journal area (NAT journal, SIT journal, or extra info).
     pub journal: Vec<u8>,
@@ -48,35 +50,35 @@ pub struct SummaryBlock {
 }
 
 impl SummaryBlock {
-    /// Decodes a summary block.
+    /// Decodes a summary block (`b` is the whole block).
     pub fn decode(b: &[u8]) -> Result<SummaryBlock> {
-        FormatError::need("summary block", b, BLOCK_SIZE)?;
-        let entries = (0..ENTRIES_IN_SUM)
+        let g = Geometry::of_block("summary block", b.len())?;
+        let entries = (0..g.entries_in_sum())
             .map(|i| Summary {
                 nid: u32_at(b, i * 7),
                 version: b[i * 7 + 4],
                 ofs_in_node: u16_at(b, i * 7 + 5),
             })
             .collect();
-        let journal = b[SUM_JOURNAL_OFFSET..SUM_JOURNAL_OFFSET + SUM_JOURNAL_SIZE].to_vec();
+        let at = g.sum_journal_offset();
+        let journal = b[at..at + g.sum_journal_size()].to_vec();
         Ok(SummaryBlock {
             entries,
             journal,
-            entry_type: b[BLOCK_SIZE - SUM_FOOTER_SIZE],
+            entry_type: b[b.len() - SUM_FOOTER_SIZE],
         })
     }
 }
 
-/// Decodes a NAT journal (`n_nats` then `nid, f2fs_nat_entry` records).
-pub fn nat_journal(journal: &[u8]) -> Result<Vec<(u32, NatEntry)>> {
+/// Decodes a NAT journal (`n_nats` then `nid, f2fs_nat_entry` records) of a summary
+/// block of `geo`'s size.
+pub fn nat_journal(journal: &[u8], geo: Geometry) -> Result<Vec<(u32, NatEntry)>> {
     const S: &str = "NAT journal";
-    FormatError::need(S, journal, SUM_JOURNAL_SIZE)?;
+    FormatError::need(S, journal, geo.sum_journal_size())?;
     let n = u16_at(journal, 0) as usize;
-    if n > NAT_JOURNAL_ENTRIES {
-        return Err(FormatError::invalid(
-            S,
-            format!("{n} entries (at most {NAT_JOURNAL_ENTRIES})"),
-        ));
+    let max = geo.nat_journal_entries();
+    if n > max {
+        return Err(FormatError::invalid(S, format!("{n} entries (at most {max})")));
     }
     (0..n)
         .map(|i| {
@@ -86,16 +88,15 @@ pub fn nat_journal(journal: &[u8]) -> Result<Vec<(u32, NatEntry)>> {
         .collect()
 }
 
-/// Decodes a SIT journal (`n_sits` then `segno, f2fs_sit_entry` records).
-pub fn sit_journal(journal: &[u8]) -> Result<Vec<(u32, SitEntry)>> {
+/// Decodes a SIT journal (`n_sits` then `segno, f2fs_sit_entry` records) of a summary
+/// block of `geo`'s size.
+pub fn sit_journal(journal: &[u8], geo: Geometry) -> Result<Vec<(u32, SitEntry)>> {
     const S: &str = "SIT journal";
-    FormatError::need(S, journal, SUM_JOURNAL_SIZE)?;
+    FormatError::need(S, journal, geo.sum_journal_size())?;
     let n = u16_at(journal, 0) as usize;
-    if n > SIT_JOURNAL_ENTRIES {
-        return Err(FormatError::invalid(
-            S,
-            format!("{n} entries (at most {SIT_JOURNAL_ENTRIES})"),
-        ));
+    let max = geo.sit_journal_entries();
+    if n > max {
+        return Err(FormatError::invalid(S, format!("{n} entries (at most {max})")));
     }
     (0..n)
         .map(|i| {
@@ -119,21 +120,23 @@ pub struct CheckpointJournals {
 /// Compacted summaries start with the NAT journal then the SIT journal; normal
 /// summaries keep the NAT journal in the hot-data block (first) and the SIT journal in the
 /// cold-data block (third).
-pub fn checkpoint_journals(sum_blocks: &[u8], compact: bool) -> Result<CheckpointJournals> {
+pub fn checkpoint_journals(sum_blocks: &[u8], compact: bool, geo: Geometry) -> Result<CheckpointJournals> {
     const S: &str = "checkpoint summaries";
+    let (bs, size) = (geo.block_size(), geo.sum_journal_size());
     if compact {
-        FormatError::need(S, sum_blocks, BLOCK_SIZE)?;
-        let nat = nat_journal(&sum_blocks[..SUM_JOURNAL_SIZE])?;
-        let sit = sit_journal(&sum_blocks[SUM_JOURNAL_SIZE..2 * SUM_JOURNAL_SIZE])?;
+        FormatError::need(S, sum_blocks, bs)?;
+        let nat = nat_journal(&sum_blocks[..size], geo)?;
+        let sit = sit_journal(&sum_blocks[size..2 * size], geo)?;
         Ok(CheckpointJournals { nat, sit })
     } else {
-        FormatError::need(S, sum_blocks, 3 * BLOCK_SIZE)?;
+        FormatError::need(S, sum_blocks, 3 * bs)?;
         let j = |blk: usize| {
-            &sum_blocks[blk * BLOCK_SIZE + SUM_JOURNAL_OFFSET..blk * BLOCK_SIZE + SUM_JOURNAL_OFFSET + SUM_JOURNAL_SIZE]
+            let at = blk * bs + geo.sum_journal_offset();
+            &sum_blocks[at..at + size]
         };
         Ok(CheckpointJournals {
-            nat: nat_journal(j(0))?,
-            sit: sit_journal(j(2))?,
+            nat: nat_journal(j(0), geo)?,
+            sit: sit_journal(j(2), geo)?,
         })
     }
 }

@@ -29,6 +29,7 @@ pub const FEATURES: &[(u32, &str)] = &[
     (0x2000, "compression"),
     (0x4000, "ro"),
     (0x8000, "device_alias"),
+    (0x10000, "packed_ssa"),
 ];
 
 /// Extension slots in the superblock (`F2FS_MAX_EXTENSION`).
@@ -40,6 +41,9 @@ pub const MAX_VOLUME_NAME: usize = 512;
 /// Bytes of the version strings (`VERSION_LEN`).
 pub const VERSION_LEN: usize = 256;
 
+/// Feature bit: summary blocks of 4 KiB packed several to a block of a larger size
+/// (f2fs-tools' `packed_ssa`, 16 KiB-block volumes only).
+pub const FEATURE_PACKED_SSA: u32 = 0x10000;
 /// Feature bit: file-based encryption.
 pub const FEATURE_ENCRYPT: u32 = 0x0001;
 /// Feature bit: zoned block device.
@@ -89,7 +93,7 @@ pub struct Superblock {
     pub log_sectorsize: u32,
     /// log2 of sectors per block.
     pub log_sectors_per_block: u32,
-    /// log2 of the block size (always 12).
+    /// log2 of the block size: 12, or 14 for 16 KiB blocks (see [`Superblock::geometry`]).
     pub log_blocksize: u32,
     /// log2 of blocks per segment (always 9).
     pub log_blocks_per_seg: u32,
@@ -274,17 +278,15 @@ impl Superblock {
 
     fn validate(&self) -> Result<()> {
         let bad = |d: String| Err(FormatError::invalid(S, d));
-        if self.log_blocksize != LOG_BLOCK_SIZE {
-            return bad(format!("block size 2^{} not supported (only 4096)", self.log_blocksize));
-        }
+        crate::geometry::Geometry::from_log_block_size(self.log_blocksize)?;
         if self.log_blocks_per_seg != LOG_BLOCKS_PER_SEG {
             return bad(format!(
                 "2^{} blocks per segment (expected 512)",
                 self.log_blocks_per_seg
             ));
         }
-        if !(9..=12).contains(&self.log_sectorsize)
-            || self.log_sectorsize.checked_add(self.log_sectors_per_block) != Some(LOG_BLOCK_SIZE)
+        if !(9..=self.log_blocksize).contains(&self.log_sectorsize)
+            || self.log_sectorsize.checked_add(self.log_sectors_per_block) != Some(self.log_blocksize)
         {
             return bad(format!(
                 "sector size 2^{} with 2^{} sectors per block",
@@ -423,7 +425,19 @@ impl Superblock {
     /// Largest node id the NAT can hold.
     pub fn max_nid(&self) -> u64 {
         // Half the NAT segments hold one copy of each NAT block.
-        ((self.segment_count_nat as u64 / 2) << self.log_blocks_per_seg) * NAT_ENTRY_PER_BLOCK as u64
+        ((self.segment_count_nat as u64 / 2) << self.log_blocks_per_seg)
+            * self.geometry().nat_entries_per_block() as u64
+    }
+
+    /// The sizes that follow from the block size (a decoded superblock's is always
+    /// valid; [`Geometry::DEFAULT`](crate::geometry::Geometry::DEFAULT) otherwise).
+    pub fn geometry(&self) -> crate::geometry::Geometry {
+        crate::geometry::Geometry::from_log_block_size(self.log_blocksize).unwrap_or_default()
+    }
+
+    /// Bytes of a block.
+    pub fn block_size(&self) -> usize {
+        self.geometry().block_size()
     }
 }
 

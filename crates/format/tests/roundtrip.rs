@@ -66,7 +66,7 @@ proptest! {
         let _ = parse_xattrs(&bytes);
         let _ = acl_to_xattr(&bytes);
         if bytes.len() >= BLOCK_SIZE {
-            let area = DentryArea::block(&bytes).unwrap();
+            let area = DentryArea::block(&bytes[..BLOCK_SIZE]).unwrap();
             let _ = area.entries();
             let inline = DentryArea::inline(&bytes[..3488]);
             let _ = inline.entries();

@@ -52,6 +52,9 @@ pub(crate) struct F2fsFuse {
     pub(crate) fs: Arc<Fs>,
     /// Whether the mount is read-write (modifying requests call the core).
     pub(crate) writable: bool,
+    /// Whether to ask the kernel for its writeback cache at FUSE_INIT
+    /// ([`crate::MountOptions::writeback_cache`]).
+    pub(crate) writeback_cache: bool,
     /// Core inode numbers <-> FUSE node ids.
     pub(crate) inos: InoMap,
     /// Open directory streams.
@@ -76,6 +79,7 @@ impl F2fsFuse {
         F2fsFuse {
             fs,
             writable,
+            writeback_cache: false,
             inos,
             dirs: DirHandles::new(OPEN_DIRS_MAX),
             files: OpenFiles::default(),
@@ -498,7 +502,7 @@ fn reply_empty(reply: ReplyEmpty, result: Result<(), Errno>) {
 /// callers the operation does not exist).
 impl Filesystem for F2fsFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        kernel::configure(config);
+        kernel::configure(config, self.writeback_cache);
         Ok(())
     }
 
@@ -701,7 +705,11 @@ impl Filesystem for F2fsFuse {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let times_set = AttrChange::explicit(atime, mtime);
+        // Under the writeback cache the kernel keeps the times of writes and sends them
+        // later as an explicit mtime (and ctime) without an atime: that is no caller's
+        // utimes, and an append-only file's appends must keep working.
+        let kernel_times = self.writeback_cache && atime.is_none() && mode.is_none();
+        let times_set = AttrChange::explicit(atime, mtime) && !kernel_times;
         let attrs = SetAttr {
             mode,
             uid,

@@ -136,6 +136,7 @@ mod tests {
             rdev: (0, 0),
             generation: 0,
             flags: 0,
+            blksize: 4096,
         }
     }
 

@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{AccessFlags, FileAttr, FileType, INodeNo};
 use uf2fs_core::{FileKind, Stat, Timestamp};
 
-/// `st_blksize` reported for every file: the F2FS block size.
+/// `st_blksize` reported for an entry whose inode could not be read (a file's own
+/// attributes carry the volume's block size, [`Stat::blksize`]).
 pub(crate) const BLKSIZE: u32 = 4096;
 
 /// The FUSE file type of a core file kind.
@@ -54,7 +55,7 @@ pub(crate) fn file_attr(ino: INodeNo, stat: &Stat) -> FileAttr {
         uid: stat.uid,
         gid: stat.gid,
         rdev: encode_rdev(stat.rdev),
-        blksize: BLKSIZE,
+        blksize: stat.blksize,
         flags: 0,
     }
 }
@@ -123,6 +124,7 @@ mod tests {
             gid: 100,
             size: 12345,
             blocks: 32,
+            blksize: 4096,
             atime: Timestamp {
                 secs: 1_700_000_000,
                 nsecs: 5,

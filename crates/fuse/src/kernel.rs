@@ -25,8 +25,9 @@ fn wanted_capabilities() -> InitFlags {
         | InitFlags::FUSE_EXPORT_SUPPORT
 }
 
-/// Configure the connection for a read-only file system with fast sequential reads.
-pub(crate) fn configure(config: &mut KernelConfig) {
+/// Configure the connection for fast sequential reads, and with `writeback_cache` for
+/// the kernel's writeback cache (FUSE_WRITEBACK_CACHE, when offered).
+pub(crate) fn configure(config: &mut KernelConfig, writeback_cache: bool) {
     // Readahead as large as the kernel offers: it bounds how much one sequential read
     // prefetches, and so how large the READ requests of a `cat` get.
     if let Err(max) = config.set_max_readahead(u32::MAX) {
@@ -39,7 +40,11 @@ pub(crate) fn configure(config: &mut KernelConfig) {
         let _ = config.set_max_write(max);
     }
     let _ = config.set_max_background(MAX_BACKGROUND);
-    let offered = config.capabilities() & wanted_capabilities();
+    let mut wanted = wanted_capabilities();
+    if writeback_cache {
+        wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
+    }
+    let offered = config.capabilities() & wanted;
     // Cannot fail: only capabilities the kernel offered are added.
     let _ = config.add_capabilities(offered);
 }

@@ -107,6 +107,13 @@ pub struct MountOptions {
     /// Whether directory listings update directories' access times too (`nodiratime`
     /// turns it off). Default true.
     pub dir_atime: bool,
+    /// FUSE's writeback cache (`FUSE_WRITEBACK_CACHE`, when the kernel offers it): the
+    /// kernel keeps written pages in its page cache and sends them later in large
+    /// writes, keeping sizes and times itself meanwhile (as for a local file system),
+    /// instead of sending every write(2) through at once. Faster for small writes; a
+    /// write error (ENOSPC, EIO) then reaches the writer at fsync or close, as on a
+    /// local file system, not at write(2). Default off.
+    pub writeback_cache: bool,
 }
 
 impl Default for MountOptions {
@@ -122,6 +129,7 @@ impl Default for MountOptions {
             checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
             atime: AtimeMode::default(),
             dir_atime: true,
+            writeback_cache: false,
         }
     }
 }
@@ -148,6 +156,7 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
         mode: opts.atime,
         dirs: opts.dir_atime,
     };
+    adapter.writeback_cache = opts.writeback_cache && !opts.read_only;
     let notifier = adapter.notifier_slot();
     let session = fuser::Session::new(adapter, mountpoint, &config)?;
     let _ = notifier.set(session.notifier());

@@ -7,6 +7,7 @@
 //! and the GC counters. See docs/waf-lab.md.
 
 pub mod batch;
+pub mod idle;
 pub mod latency;
 pub mod permute;
 pub mod plot;
@@ -23,5 +24,5 @@ pub mod zipf;
 
 pub use batch::{pairs, run_all, Event, Pair};
 pub use run::{RunResult, Sample};
-pub use setup::{Preset, Setup};
+pub use setup::{Idle, Preset, Setup};
 pub use workload::Workload;

@@ -105,3 +105,91 @@ pub fn plot(results: &[RunResult], path: &Path) -> Result<(), String> {
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
+
+/// One point of `bench writeback --plot`: a configuration's median throughput.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WbPoint {
+    /// Workload name (one panel each).
+    pub workload: String,
+    /// Policy name (one line each; the one-context `single` run starts every line).
+    pub policy: String,
+    /// Writeback contexts.
+    pub contexts: usize,
+    /// Median MiB/s.
+    pub mib_per_s: f64,
+}
+
+/// Draws `bench writeback --plot`: throughput against the number of writeback
+/// contexts, one line per policy, one panel per workload (stacked in one SVG).
+pub fn plot_writeback(points: &[WbPoint], path: &Path) -> Result<(), String> {
+    let mut workloads: Vec<&str> = Vec::new();
+    let mut policies: Vec<&str> = Vec::new();
+    for p in points {
+        if !workloads.contains(&p.workload.as_str()) {
+            workloads.push(&p.workload);
+        }
+        if p.contexts > 1 && !policies.contains(&p.policy.as_str()) {
+            policies.push(&p.policy);
+        }
+    }
+    if workloads.is_empty() {
+        return Err("no results to plot".into());
+    }
+    if policies.is_empty() {
+        policies.push("single");
+    }
+    let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let root = SVGBackend::new(path, (WIDTH, PANEL_HEIGHT * workloads.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let panels = root.split_evenly((workloads.len(), 1));
+    for (panel, workload) in panels.iter().zip(&workloads) {
+        let mine: Vec<&WbPoint> = points.iter().filter(|p| p.workload == *workload).collect();
+        let x_max = mine.iter().map(|p| p.contexts).max().unwrap_or(1).max(2) as f64;
+        let y_max = mine.iter().map(|p| p.mib_per_s).fold(1.0, f64::max) * 1.15;
+        let mut chart = ChartBuilder::on(panel)
+            .caption(
+                format!("{workload}: write throughput against writeback contexts"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5..x_max + 0.5, 0.0..y_max)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("writeback contexts")
+            .y_desc("MiB/s (median)")
+            .draw()
+            .map_err(|e| err(&e))?;
+        let single = mine.iter().find(|p| p.contexts == 1).map(|p| (1.0, p.mib_per_s));
+        for (i, policy) in policies.iter().enumerate() {
+            let mut line: Vec<(f64, f64)> = single.into_iter().collect();
+            let mut rest: Vec<(f64, f64)> = mine
+                .iter()
+                .filter(|p| p.contexts > 1 && p.policy == *policy)
+                .map(|p| (p.contexts as f64, p.mib_per_s))
+                .collect();
+            rest.sort_by(|a, b| a.0.total_cmp(&b.0));
+            line.extend(rest);
+            let color = COLOURS[i % COLOURS.len()].to_rgba();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(policy.to_string())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart
+                .draw_series(line.into_iter().map(|(x, y)| Circle::new((x, y), 4, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

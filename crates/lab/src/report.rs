@@ -59,6 +59,16 @@ pub fn describe(setup: &Setup, g: &Geometry) -> String {
         format_size(setup.io_bytes),
         setup.seed,
     );
+    if let Some(idle) = setup.idle {
+        let _ = writeln!(
+            s,
+            "idle: the writer pauses {} s after every {} of overwrites; background GC and {} s checkpoints \
+             run on the simulated clock (256 MiB/s of writes)",
+            idle.pause_secs,
+            format_size(idle.every_bytes),
+            crate::idle::CHECKPOINT_INTERVAL.as_secs(),
+        );
+    }
     s
 }
 

@@ -7,6 +7,7 @@
 //! overwrite phase too (it writes back what the page cache still holds, as the kernel
 //! eventually does), and is counted.
 
+use crate::idle::Idler;
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::volume::{Geometry, Volume};
 use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};
@@ -184,6 +185,10 @@ pub fn run_on(
         seed: setup.seed,
     };
     let mut gen = Generator::new(workload, shape)?;
+    let mut idler = match setup.idle {
+        Some(idle) => Some(Idler::install(&vol.fs, idle).map_err(|e| e.to_string())?),
+        None => None,
+    };
     let mut files = Files::default();
     let context = |phase: &str, done: u64, e: &dyn std::fmt::Display| {
         format!("{policy} on {workload}: {e} (after {done} blocks of the {phase})")
@@ -205,6 +210,9 @@ pub fn run_on(
             });
             advance(user - reported);
             (user, reported) = (0, 0);
+            if let Some(idler) = idler.as_mut() {
+                idler.start();
+            }
         }
         let what = if phase == Phase::Fill {
             "fill"
@@ -213,6 +221,11 @@ pub fn run_on(
         };
         files.apply(&vol.fs, op).map_err(|e| context(what, user, &e))?;
         user += op.user_blocks();
+        if let Some(idler) = idler.as_mut() {
+            idler
+                .wrote(&vol.fs, op.user_blocks())
+                .map_err(|e| context(what, user, &e))?;
+        }
         if user - reported >= 4096 {
             advance(user - reported);
             reported = user;

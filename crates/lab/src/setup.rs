@@ -40,6 +40,7 @@ impl Preset {
                 file_bytes: 31187 << 20,
                 io_bytes: 128 << 30,
                 seed: 1,
+                idle: None,
             },
             // The seed's format and shape on 2 MiB zones (the smallest section, so that
             // the file's nodes fill a section while a run stays under a minute), the
@@ -55,6 +56,7 @@ impl Preset {
                 file_bytes: 2032 << 20,
                 io_bytes: 2560 << 20,
                 seed: 1,
+                idle: None,
             },
         }
     }
@@ -103,6 +105,20 @@ pub struct Setup {
     pub io_bytes: u64,
     /// Seed of every random choice.
     pub seed: u64,
+    /// Pauses of the writer in which the mount's background work runs (`None`: the
+    /// writer never pauses and no background work runs, the seed's setup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<Idle>,
+}
+
+/// The front writer's pauses during the overwrite phase, in which F2FS's background
+/// cleaner and periodic checkpoint run on the simulated clock (see [`crate::idle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Idle {
+    /// Bytes written between two pauses.
+    pub every_bytes: u64,
+    /// Length of each pause, in simulated seconds.
+    pub pause_secs: f64,
 }
 
 impl Setup {

@@ -72,12 +72,14 @@ pub struct WbRun {
     /// (slept after the write; 0: memory speed). Threads writing at once overlap, as
     /// an NVMe device's queues do.
     pub write_us: f64,
+    /// Where to save the volume as an image after the run (unmounted), if anywhere.
+    pub save_image: Option<std::path::PathBuf>,
 }
 
 /// A memory device whose writes take time: each write sleeps `per_block` times its
 /// blocks in the writing thread (see [`WbRun::write_us`]).
 struct TimedDevice {
-    inner: MemDevice,
+    inner: Arc<MemDevice>,
     per_block: Duration,
 }
 
@@ -116,6 +118,10 @@ impl BlockDevice for TimedDevice {
     }
 }
 
+/// A file's inode number and its extents as [`Fs::extents`] lists them
+/// (`(first file block, first device block, blocks)`).
+pub type FileExtents = (u32, Vec<(u64, u64, u64)>);
+
 /// What one run measured.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WbResult {
@@ -147,6 +153,15 @@ pub struct WbResult {
     pub context_pages: Vec<u64>,
     /// Seconds each context's flusher thread spent writing.
     pub context_busy_s: Vec<f64>,
+    /// CPU seconds each context's flusher thread used (empty where the system does
+    /// not tell a thread's CPU time).
+    pub context_cpu_s: Vec<f64>,
+    /// CPU seconds the writer threads used, together (0 where not known).
+    pub writers_cpu_s: f64,
+    /// Each file's inode number and extents, in writer and file order (not in the
+    /// JSON: the saved image's check reads them).
+    #[serde(skip)]
+    pub file_extents: Vec<FileExtents>,
 }
 
 /// The bytes of block `index` of writer `w`'s file `f`: cheap, distinct per block, so a
@@ -174,8 +189,9 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
         image[at..at + data.len()].copy_from_slice(&data);
     }
     let rw = OpenOptions { read_write: true };
+    let mem = Arc::new(MemDevice::new(image));
     let dev = TimedDevice {
-        inner: MemDevice::new(image),
+        inner: Arc::clone(&mem),
         per_block: Duration::from_secs_f64(cfg.write_us.max(0.0) / 1e6),
     };
     let fs = Arc::new(Fs::open_device_with(Box::new(dev), "writeback-lab", rw).map_err(|e| e.to_string())?);
@@ -193,7 +209,7 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
     let handles: Vec<_> = (0..cfg.writers)
         .map(|w| {
             let fs = Arc::clone(&fs);
-            std::thread::spawn(move || -> Result<(), String> {
+            std::thread::spawn(move || -> Result<Duration, String> {
                 let mut buf = vec![0u8; 1 << 20];
                 for f in 0..files {
                     let ino = fs
@@ -211,12 +227,13 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
                         off += n as u64;
                     }
                 }
-                Ok(())
+                Ok(uf2fs_core::clock::thread_cpu_time().unwrap_or_default())
             })
         })
         .collect();
+    let mut writers_cpu = Duration::ZERO;
     for h in handles {
-        h.join().map_err(|_| "a writer panicked".to_string())??;
+        writers_cpu += h.join().map_err(|_| "a writer panicked".to_string())??;
     }
     bg.stop();
     fs.write_checkpoint().map_err(|e| e.to_string())?;
@@ -224,10 +241,13 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
     let after = fs.write_counts();
     let stats: Vec<WritebackStats> = fs.writeback_stats();
     let mut extents = Vec::new();
+    let mut file_extents = Vec::new();
     for w in 0..cfg.writers {
         for f in 0..files {
             let ino = fs.lookup(fs.root(), &file_name(w, f)).map_err(|e| e.to_string())?;
-            extents.push(fs.extents(ino).map_err(|e| e.to_string())?.len() as u64);
+            let runs = fs.extents(ino).map_err(|e| e.to_string())?;
+            extents.push(runs.len() as u64);
+            file_extents.push((ino, runs));
             if verify {
                 verify_file(&fs, ino, w, f, file_bytes)?;
             }
@@ -236,7 +256,7 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
     let bytes = cfg.writers as u64 * files as u64 * file_bytes;
     let user_blocks = bytes.div_ceil(4096);
     let device = after.total().saturating_sub(before.total());
-    Ok(WbResult {
+    let result = WbResult {
         workload: cfg.workload.name(),
         writers: cfg.writers,
         contexts: cfg.contexts,
@@ -251,7 +271,66 @@ pub fn run(cfg: &WbRun, verify: bool) -> Result<WbResult, String> {
         waf: device as f64 / user_blocks.max(1) as f64,
         context_pages: stats.iter().map(|s| s.pages).collect(),
         context_busy_s: stats.iter().map(|s| s.busy_us as f64 / 1e6).collect(),
-    })
+        context_cpu_s: stats
+            .iter()
+            .filter(|s| s.cpu_us > 0)
+            .map(|s| s.cpu_us as f64 / 1e6)
+            .collect(),
+        writers_cpu_s: writers_cpu.as_secs_f64(),
+        file_extents,
+    };
+    if let Some(path) = &cfg.save_image {
+        let fs = Arc::try_unwrap(fs).map_err(|_| "the file system is still in use".to_string())?;
+        fs.unmount().map_err(|e| e.to_string())?;
+        crate::volume::export_image(mem.as_ref(), path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(result)
+}
+
+/// Checks the extents uf2fs reported for `files` (inode number, `(file block, device
+/// block, blocks)` runs) against `dump.f2fs -M -i INO IMAGE` (f2fs-tools' block map of
+/// a file) on the saved `image`: the same runs of device blocks, in file order.
+/// Returns how many files agreed; an error names the first that did not, or says why
+/// dump.f2fs could not run.
+pub fn check_extents_with_dump(image: &std::path::Path, files: &[FileExtents]) -> Result<usize, String> {
+    for (ino, runs) in files {
+        let out = std::process::Command::new("dump.f2fs")
+            .args(["-M", "-i", &ino.to_string()])
+            .arg(image)
+            .output()
+            .map_err(|e| format!("cannot run dump.f2fs: {e} (install f2fs-tools)"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!("dump.f2fs -M -i {ino} failed: {text}"));
+        }
+        let line = text.lines().last().unwrap_or("");
+        let mut theirs = Vec::new();
+        for item in line.split_whitespace() {
+            let (a, b) = item.split_once('-').unwrap_or((item, item));
+            let (a, b) = a
+                .parse::<u64>()
+                .ok()
+                .zip(b.parse::<u64>().ok())
+                .ok_or_else(|| format!("dump.f2fs -M -i {ino}: cannot read '{line}'"))?;
+            theirs.push((a, b + 1 - a));
+        }
+        // dump.f2fs lists the slot at the file's size too when the size is a whole
+        // number of blocks (its bound is inclusive), as a hole ("0"): not a block.
+        while theirs.last().is_some_and(|&(blk, _)| blk == 0) {
+            theirs.pop();
+        }
+        let ours: Vec<(u64, u64)> = runs.iter().map(|&(_, blk, len)| (blk, len)).collect();
+        if ours != theirs {
+            return Err(format!(
+                "inode {ino}: uf2fs lists {} extents {:?}..., dump.f2fs {} {:?}...",
+                ours.len(),
+                &ours[..ours.len().min(4)],
+                theirs.len(),
+                &theirs[..theirs.len().min(4)]
+            ));
+        }
+    }
+    Ok(files.len())
 }
 
 /// Results as pretty-printed JSON (an array of records).
@@ -292,6 +371,7 @@ mod tests {
                 policy: policy.into(),
                 volume_bytes: 512 << 20,
                 write_us: 0.0,
+                save_image: None,
             };
             let r = run(&cfg, true).unwrap();
             assert_eq!(r.files, 4);

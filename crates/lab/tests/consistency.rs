@@ -25,6 +25,7 @@ fn tiny() -> Setup {
         file_bytes: 200 << 20,
         io_bytes: 600 << 20,
         seed: 11,
+        idle: None,
     }
 }
 
@@ -79,11 +80,14 @@ fn check(policy: &str, workload: Workload) {
     check_on(tiny(), policy, workload);
 }
 
-fn check_on(setup: Setup, policy: &str, workload: Workload) {
+fn check_on(setup: Setup, policy: &str, workload: Workload) -> uf2fs_lab::RunResult {
     let policy: GcPolicy = policy.parse().unwrap();
     let what = format!("{policy} on {workload}");
     let vol = Volume::create(&setup).unwrap();
     let r = run_on(&vol, &setup, policy, workload, &|_| {}, Instant::now()).unwrap();
+    if setup.idle.is_none() {
+        assert_eq!(r.bg_gc_calls, 0, "{what}: background GC without pauses");
+    }
 
     // The counters add up.
     assert_eq!(r.user_blocks, setup.io_blocks(), "{what}");
@@ -145,11 +149,33 @@ fn check_on(setup: Setup, policy: &str, workload: Workload) {
     let n = fs.read(ino, size - 8192, &mut buf).unwrap();
     assert_eq!(n, 8192, "{what}");
     assert!(buf.iter().all(|&b| b == 0), "{what}");
+    r
 }
 
 #[test]
 fn uniform_with_default_leaves_a_clean_volume() {
     check("default", Workload::Uniform);
+}
+
+/// With pauses, the background cleaner and the periodic checkpoint run on the
+/// simulated clock between bursts of writes (`bench waf --idle-every --idle-secs`),
+/// and the volume stays clean; the run is the same each time.
+#[test]
+fn background_gc_runs_in_the_pauses_and_leaves_a_clean_volume() {
+    let setup = Setup {
+        idle: Some(uf2fs_lab::Idle {
+            every_bytes: 16 << 20,
+            pause_secs: 60.0,
+        }),
+        ..tiny()
+    };
+    let a = check_on(setup.clone(), "greedy", Workload::Uniform);
+    assert!(a.bg_gc_calls > 0, "the background cleaner never ran");
+    let b = check_on(setup, "greedy", Workload::Uniform);
+    assert_eq!(
+        (a.device_blocks, a.bg_gc_calls, a.fg_gc_calls),
+        (b.device_blocks, b.bg_gc_calls, b.fg_gc_calls)
+    );
 }
 
 #[test]
@@ -179,4 +205,37 @@ fn multifile_with_default_leaves_a_clean_volume() {
 #[test]
 fn hotcold_with_cost_benefit_leaves_a_clean_volume() {
     check("cost-benefit", Workload::HotCold);
+}
+
+/// `bench writeback --save-image`: the volume written by two writers through two
+/// writeback contexts is clean for fsck.f2fs, and every file's extents as uf2fs counts
+/// them are the block map f2fs-tools' `dump.f2fs -M` reads from the image.
+#[test]
+fn writeback_contexts_leave_the_extents_dump_f2fs_reads() {
+    use uf2fs_lab::writeback::{check_extents_with_dump, run, WbRun, WbWorkload};
+    let dir = tempfile::tempdir().unwrap();
+    for (contexts, policy) in [(1, "single"), (2, "least-loaded")] {
+        let img = dir.path().join(format!("wb-{contexts}.img"));
+        let cfg = WbRun {
+            workload: WbWorkload::Large {
+                files: 2,
+                file_bytes: 20 << 20,
+            },
+            writers: 2,
+            contexts,
+            policy: policy.into(),
+            volume_bytes: 256 << 20,
+            write_us: 0.0,
+            save_image: Some(img.clone()),
+        };
+        let r = run(&cfg, true).unwrap();
+        assert_eq!(r.file_extents.len(), 4);
+        fsck_clean(&img, policy);
+        assert_eq!(check_extents_with_dump(&img, &r.file_extents), Ok(4), "{policy}");
+        assert_eq!(r.context_cpu_s.len(), contexts, "{policy}: CPU time per context");
+        // A wrong map is caught: shift one run by a block.
+        let mut wrong = r.file_extents.clone();
+        wrong[0].1[0].1 += 1;
+        assert!(check_extents_with_dump(&img, &wrong).is_err());
+    }
 }

@@ -139,14 +139,30 @@ impl Mounted {
     /// mount writes its unmount checkpoint first); returns whether it exited 0, with its
     /// log.
     pub fn unmount(&mut self) -> (bool, String) {
-        if is_mounted(&self.mnt) {
-            let _ = Command::new("fusermount3").arg("-u").arg(&self.mnt).status();
+        // fusermount3 -u can fail while the kernel still holds the mount busy for a
+        // moment (EBUSY under load): try a few times, and say what it said.
+        let mut said = String::new();
+        for _ in 0..5 {
+            if !is_mounted(&self.mnt) {
+                break;
+            }
+            match Command::new("fusermount3").arg("-u").arg(&self.mnt).output() {
+                Ok(out) if out.status.success() => break,
+                Ok(out) => said = format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+                Err(e) => said = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(300));
         }
         let mut ok = false;
         if let Some(mut child) = self.child.take() {
             match wait_until(&mut child, Instant::now() + Duration::from_secs(60)) {
                 Some(status) => ok = status.success(),
-                None => eprintln!("uf2fs mount did not exit within 60 s of fusermount3 -u; killed"),
+                None => eprintln!(
+                    "uf2fs mount did not exit within 60 s of fusermount3 -u; killed (still mounted: {}; \
+                     fusermount3 -u said: {})",
+                    is_mounted(&self.mnt),
+                    if said.is_empty() { "nothing" } else { &said }
+                ),
             }
         }
         if is_mounted(&self.mnt) {

@@ -12,7 +12,7 @@ mod tests;
 pub(crate) mod timer;
 pub mod write;
 
-use crate::device::{read_block, BlockDevice, BLOCK};
+use crate::device::{read_block, BlockDevice};
 use crate::{Error, Result};
 use uf2fs_format::checkpoint::{
     Checkpoint, OrphanBlock, CP_COMPACT_SUM_FLAG, CP_CRC_RECOVERY_FLAG, CP_NOCRC_RECOVERY_FLAG, CP_ORPHAN_PRESENT_FLAG,
@@ -43,30 +43,58 @@ pub fn load_superblock(dev: &dyn BlockDevice) -> Result<SuperblockChoice> {
             format!("image too small ({} blocks)", dev.block_count()),
         ));
     }
-    // An F2FS superblock whose block size is not 4096 (Android's 16 KiB-page devices
-    // use `mkfs.f2fs -b 16384`): a clear refusal rather than "corrupt". Its second
-    // copy sits one of its own blocks further, so only the first is looked at.
+    // The first copy sits at byte 1024 of the device, the second at byte 1024 of the
+    // volume's second block: 4 KiB further, or 16 KiB on a volume of 16 KiB blocks
+    // (`mkfs.f2fs -b 16384`), which the first copy says, or, when it is bad, the
+    // second copy itself (its own `log_blocksize` must put it where it was found).
+    let unit = dev.block_size() as u64;
+    // A block size F2FS does not have (not 4 or 16 KiB): a clear refusal rather than
+    // "corrupt".
     let b0 = read_block(dev, 0)?;
     let raw = &b0[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE];
     let log_blocksize = uf2fs_format::le::u32_at(raw, 16);
     if uf2fs_format::le::u32_at(raw, 0) == uf2fs_format::consts::F2FS_SUPER_MAGIC
-        && log_blocksize != uf2fs_format::consts::LOG_BLOCK_SIZE
+        && uf2fs_format::Geometry::from_log_block_size(log_blocksize).is_err()
     {
         let size = 1u64.checked_shl(log_blocksize).unwrap_or(0);
         return Err(Error::Unsupported {
             feature: "block size",
             detail: format!(
-                "the image has blocks of {size} bytes (2^{log_blocksize}; mkfs.f2fs -b {size}); \
-                 uf2fs reads and writes F2FS with 4096-byte blocks only"
+                "the image has blocks of {size} bytes (2^{log_blocksize}); \
+                 uf2fs reads F2FS with 4096- and 16384-byte blocks"
             ),
         });
     }
-    let try_copy = |blk: u64| -> Result<Superblock> {
+    let try_at = |byte: u64| -> Result<Superblock> {
+        let blk = byte / unit;
         let b = read_block(dev, blk)?;
-        Superblock::decode(&b[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE])
-            .map_err(|e| Error::corrupt("superblock", Some(blk), e.to_string()))
+        let at = (byte % unit) as usize;
+        Superblock::decode(&b[at..at + SUPERBLOCK_SIZE])
+            .map_err(|e| Error::corrupt("superblock", Some(u64::from(byte >= 4096)), e.to_string()))
     };
-    match (try_copy(0), try_copy(1)) {
+    let off = F2FS_SUPER_OFFSET as u64;
+    let first = try_at(off);
+    let second = match &first {
+        Ok(sb) => {
+            let at = sb.block_size() as u64;
+            if dev.block_count() * unit < 2 * at {
+                Err(Error::corrupt(
+                    "superblock",
+                    Some(1),
+                    "image too small for a second copy",
+                ))
+            } else {
+                try_at(at + off)
+            }
+        }
+        Err(_) => [4096u64, 16384]
+            .into_iter()
+            .filter(|&at| dev.block_count() * unit >= 2 * at)
+            .map(|at| try_at(at + off).and_then(|sb| found_where_it_says(sb, at)))
+            .find(|r| r.is_ok())
+            .unwrap_or_else(|| try_at(4096 + off)),
+    };
+    match (first, second) {
         (Ok(sb), other) => Ok(SuperblockChoice {
             sb,
             copy: 0,
@@ -83,6 +111,23 @@ pub fn load_superblock(dev: &dyn BlockDevice) -> Result<SuperblockChoice> {
             format!("both copies are bad: {e0}; {e1}"),
         )),
     }
+}
+
+/// A second superblock copy found `at` bytes (plus 1024) into the device, checked to
+/// belong there: at its own block size.
+fn found_where_it_says(sb: Superblock, at: u64) -> Result<Superblock> {
+    if sb.block_size() as u64 != at {
+        return Err(Error::corrupt(
+            "superblock",
+            Some(1),
+            format!(
+                "copy at byte {} says its blocks are {} bytes",
+                at + 1024,
+                sb.block_size()
+            ),
+        ));
+    }
+    Ok(sb)
 }
 
 /// The current checkpoint and what it carries.
@@ -191,7 +236,7 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
     let start = starts[pick];
     let with_payload = read_blocks(dev, start, 1 + sb.cp_payload as u64)?;
     let (nat_bitmap, sit_bitmap) = cp
-        .version_bitmaps(&with_payload, sb.cp_payload)
+        .version_bitmaps(&with_payload, sb.cp_payload, sb.geometry())
         .map_err(|e| Error::corrupt("checkpoint", Some(start), e.to_string()))?;
     let compact = cp.has_flag(CP_COMPACT_SUM_FLAG);
     let sum_at = start + cp.cp_pack_start_sum as u64;
@@ -204,7 +249,7 @@ pub fn load_checkpoint(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Checkpo
         ));
     }
     let sums = read_blocks(dev, sum_at, sum_blocks)?;
-    let journals = checkpoint_journals(&sums, compact)
+    let journals = checkpoint_journals(&sums, compact, sb.geometry())
         .map_err(|e| Error::corrupt("checkpoint summary", Some(sum_at), e.to_string()))?;
     let orphans = load_orphans(dev, sb, &cp, start)?;
     Ok(CheckpointState {
@@ -247,7 +292,7 @@ fn load_orphans(dev: &dyn BlockDevice, sb: &Superblock, cp: &Checkpoint, start: 
 
 /// Reads `n` consecutive blocks.
 pub fn read_blocks(dev: &dyn BlockDevice, start: u64, n: u64) -> Result<Vec<u8>> {
-    let mut b = vec![0u8; n as usize * BLOCK];
+    let mut b = vec![0u8; n as usize * dev.block_size()];
     dev.read_blocks(start, &mut b)?;
     Ok(b)
 }

@@ -194,6 +194,10 @@ impl CountingDevice {
 }
 
 impl BlockDevice for CountingDevice {
+    fn block_size(&self) -> usize {
+        self.inner.block_size()
+    }
+
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         self.inner.read_blocks(blkaddr, buf)
     }

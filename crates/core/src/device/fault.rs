@@ -314,6 +314,10 @@ impl FaultDevice {
 }
 
 impl BlockDevice for FaultDevice {
+    fn block_size(&self) -> usize {
+        self.inner.block_size()
+    }
+
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         if let Some(e) = self
             .plan

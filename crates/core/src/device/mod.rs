@@ -11,6 +11,7 @@ mod fault;
 mod mem;
 mod overlay;
 pub mod sparse;
+mod wide;
 mod zoned;
 
 pub use counting::{counting, Areas, CountingDevice, WriteCounter, WriteCounts};
@@ -20,6 +21,7 @@ pub use mem::MemDevice;
 pub use overlay::OverlayDevice;
 pub(crate) use overlay::SharedDevice;
 pub use sparse::SparseDevice;
+pub use wide::WideDevice;
 pub use zoned::{ZonedDevice, ZonedMemDevice, ZonedMemOptions, Zones};
 
 use crate::{Error, Result};
@@ -28,7 +30,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Size of a block in bytes.
+/// Size of a device block in bytes: the unit every device addresses. A volume with
+/// larger blocks is read through a [`WideDevice`], whose blocks are several of these
+/// (see [`BlockDevice::block_size`]).
 pub const BLOCK: usize = uf2fs_format::consts::BLOCK_SIZE;
 
 /// One block held by reference, so that a cache and a memory device can hold the same
@@ -42,6 +46,11 @@ pub trait BlockDevice: Send + Sync {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()>;
     /// Size in blocks.
     fn block_count(&self) -> u64;
+    /// Bytes of one block: [`BLOCK`], or the volume's block size for a
+    /// [`WideDevice`] (and the devices wrapping one, which pass it on).
+    fn block_size(&self) -> usize {
+        BLOCK
+    }
     /// Writes `buf.len() / 4096` whole blocks starting at `blkaddr`. Not durable until
     /// [`BlockDevice::flush`]. Devices opened read-only refuse (the default).
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
@@ -71,7 +80,7 @@ pub trait BlockDevice: Send + Sync {
     /// Reads one block as a [`SharedBlock`]. The default reads it into a new buffer;
     /// devices that keep blocks in memory hand out the one they keep.
     fn read_shared(&self, blkaddr: u64) -> Result<SharedBlock> {
-        let mut b = vec![0u8; BLOCK];
+        let mut b = vec![0u8; self.block_size()];
         self.read_blocks(blkaddr, &mut b)?;
         Ok(Arc::new(b))
     }
@@ -157,7 +166,8 @@ const COPY_CHUNK: usize = 256;
 /// [`BlockDevice::copy_blocks`] by reading and writing: one read per run of adjacent
 /// sources, one write per 1 MiB of destination.
 pub fn copy_through_host<D: BlockDevice + ?Sized>(dev: &D, sources: &[u64], dst: u64, kind: WriteKind) -> Result<()> {
-    let mut buf = vec![0u8; sources.len().min(COPY_CHUNK) * BLOCK];
+    let block = dev.block_size();
+    let mut buf = vec![0u8; sources.len().min(COPY_CHUNK) * block];
     for (c, chunk) in sources.chunks(COPY_CHUNK).enumerate() {
         let mut i = 0;
         while i < chunk.len() {
@@ -165,11 +175,11 @@ pub fn copy_through_host<D: BlockDevice + ?Sized>(dev: &D, sources: &[u64], dst:
             while i + n < chunk.len() && chunk[i + n] == chunk[i] + n as u64 {
                 n += 1;
             }
-            dev.read_blocks(chunk[i], &mut buf[i * BLOCK..(i + n) * BLOCK])?;
+            dev.read_blocks(chunk[i], &mut buf[i * block..(i + n) * block])?;
             i += n;
         }
         let at = dst + (c * COPY_CHUNK) as u64;
-        dev.write_kind(at, &buf[..chunk.len() * BLOCK], kind)?;
+        dev.write_kind(at, &buf[..chunk.len() * block], kind)?;
     }
     Ok(())
 }
@@ -424,7 +434,7 @@ impl BlockDevice for ConcatDevice {
 
 /// Reads one block into a fresh buffer.
 pub fn read_block(dev: &dyn BlockDevice, blkaddr: u64) -> Result<Vec<u8>> {
-    let mut b = vec![0u8; BLOCK];
+    let mut b = vec![0u8; dev.block_size()];
     dev.read_blocks(blkaddr, &mut b)?;
     Ok(b)
 }

@@ -2,7 +2,7 @@
 //! read-only open can replay what fsync left after the last checkpoint without
 //! changing the image.
 
-use super::{check_range, BlockDevice, BLOCK};
+use super::{check_range, BlockDevice};
 use crate::Result;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,13 +31,17 @@ impl OverlayDevice {
 }
 
 impl BlockDevice for OverlayDevice {
+    fn block_size(&self) -> usize {
+        self.base.block_size()
+    }
+
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         self.base.read_blocks(blkaddr, buf)?;
         let written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
         if written.is_empty() {
             return Ok(());
         }
-        for (i, block) in buf.chunks_mut(BLOCK).enumerate() {
+        for (i, block) in buf.chunks_mut(self.block_size()).enumerate() {
             if let Some(w) = written.get(&(blkaddr + i as u64)) {
                 block.copy_from_slice(w);
             }
@@ -52,7 +56,7 @@ impl BlockDevice for OverlayDevice {
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         check_range(blkaddr, buf.len(), self.block_count(), &|| "the overlay".to_string())?;
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        for (i, block) in buf.chunks(BLOCK).enumerate() {
+        for (i, block) in buf.chunks(self.block_size()).enumerate() {
             written.insert(blkaddr + i as u64, block.into());
         }
         Ok(())
@@ -63,6 +67,10 @@ impl BlockDevice for OverlayDevice {
 pub(crate) struct SharedDevice(pub(crate) Arc<dyn BlockDevice>);
 
 impl BlockDevice for SharedDevice {
+    fn block_size(&self) -> usize {
+        self.0.block_size()
+    }
+
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         self.0.read_blocks(blkaddr, buf)
     }

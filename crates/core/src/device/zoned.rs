@@ -203,6 +203,10 @@ impl ZonedDevice {
 }
 
 impl BlockDevice for ZonedDevice {
+    fn block_size(&self) -> usize {
+        self.inner.block_size()
+    }
+
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()> {
         self.inner.read_blocks(blkaddr, buf)
     }

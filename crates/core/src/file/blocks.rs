@@ -13,23 +13,33 @@
 //! reservations until it is written or dropped.
 
 use crate::inode::InodeMut;
-use crate::node::{node_path, NodeBlock, NodePath};
-use crate::tree::{node_log, Tree};
+use crate::node::{node_path, NodeBlock, NodePath, TreeShape};
+use crate::tree::{node_log, set_slot, slot_of as slot, Tree};
 use crate::{Error, Ino, Result};
 use std::sync::PoisonError;
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NIDS_PER_BLOCK, NULL_ADDR};
-use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::NodeFooter;
 
-/// Addresses per direct node.
-pub const D: u64 = ADDRS_PER_BLOCK as u64;
-/// Node ids per indirect node.
-const N: u64 = NIDS_PER_BLOCK as u64;
+/// The shape of `inode`'s node tree.
+fn shape(inode: &InodeMut) -> TreeShape {
+    TreeShape::of(&inode.inode)
+}
+
+/// Addresses per direct node of `inode`.
+pub fn addrs_per_dnode(inode: &InodeMut) -> u64 {
+    shape(inode).per_dnode
+}
+
+/// Addresses per direct node and node ids per indirect node of `inode`.
+fn fan(inode: &InodeMut) -> (u64, u64) {
+    let s = shape(inode);
+    (s.per_dnode, s.per_indirect)
+}
 
 /// File blocks an inode's node tree addresses (its own addresses, two direct, two
 /// indirect and one double-indirect node).
 pub fn max_blocks(inode: &InodeMut) -> u64 {
-    inode.inode.addrs_per_inode() as u64 + 2 * D + 2 * D * N + D * N * N
+    shape(inode).max_blocks()
 }
 
 /// What a range of blocks needs before it can be reserved and written.
@@ -57,32 +67,20 @@ enum Walk {
     Dnode { nid: u32, block: NodeBlock, start: u64 },
 }
 
-/// Start and length (in blocks) of the node at `level` (1..=depth) of `path`, the path
-/// of block `index`.
-fn span(path: &NodePath, index: u64, level: usize) -> (u64, u64) {
-    let mut start = index;
-    let mut unit = 1u64;
-    for m in (level..=path.depth).rev() {
-        start -= path.slots[m] as u64 * unit;
-        unit *= if m == path.depth { D } else { N };
-    }
-    (start, unit)
-}
-
 fn read_node(t: &Tree, nid: u32, ino: Ino) -> Result<NodeBlock> {
     t.nodes.read(t.dev, nid, ino)
 }
 
 /// Walks from the inode towards the direct node of block `index`.
 fn walk(t: &Tree, inode: &InodeMut, index: u64) -> Result<(NodePath, Walk)> {
-    let path = node_path(inode.inode.addrs_per_inode() as u64, index)?;
+    let path = node_path(shape(inode), index)?;
     if path.depth == 0 {
         return Ok((path, Walk::Inode));
     }
     let mut nid = inode.inode.nids[path.slots[0]];
     for level in 1..=path.depth {
         if nid == 0 {
-            let (start, len) = span(&path, index, level);
+            let (start, len) = path.span(shape(inode), index, level);
             return Ok((
                 path,
                 Walk::Missing {
@@ -96,7 +94,7 @@ fn walk(t: &Tree, inode: &InodeMut, index: u64) -> Result<(NodePath, Walk)> {
             let start = index - path.slots[level] as u64;
             return Ok((path, Walk::Dnode { nid, block, start }));
         }
-        nid = u32_at(&block, 4 * path.slots[level]);
+        nid = slot(&block, path.slots[level])?;
     }
     Err(Error::Invalid(format!("node path of block {index} has no direct node")))
 }
@@ -106,6 +104,7 @@ fn walk(t: &Tree, inode: &InodeMut, index: u64) -> Result<(NodePath, Walk)> {
 pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<RangePlan> {
     let mut plan = RangePlan::default();
     let in_inode = inode.inode.addrs_per_inode() as u64;
+    let (d, _) = fan(inode);
     let mut index = first;
     while index < end {
         let (path, w) = walk(t, inode, index)?;
@@ -120,7 +119,7 @@ pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<Ra
                 plan.holes += stop - index;
                 // Every node at `level` and below inside [index, stop) is missing.
                 for l in level..=path.depth {
-                    let (start, len) = span(&path, index, l);
+                    let (start, len) = path.span(shape(inode), index, l);
                     let count = (stop - 1 - start) / len + 1;
                     if l == path.depth {
                         plan.new_direct += count;
@@ -132,10 +131,14 @@ pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<Ra
                 index = stop;
             }
             Walk::Dnode { block, start, .. } => {
-                let stop = end.min(start + D);
+                let stop = end.min(start + d);
                 let from = (index - start) as usize;
                 let to = (stop - start) as usize;
-                plan.holes += (from..to).filter(|&s| u32_at(&block, 4 * s) == NULL_ADDR).count() as u64;
+                for s in from..to {
+                    if slot(&block, s)? == NULL_ADDR {
+                        plan.holes += 1;
+                    }
+                }
                 plan.dnodes += 1;
                 plan.indirect += (path.depth - 1) as u64;
                 index = stop;
@@ -150,7 +153,7 @@ fn store_node(t: &Tree, nid: u32, block: Vec<u8>, dir: bool) -> Result<()> {
     let offset = NodeFooter::decode(&block)
         .map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?
         .offset();
-    t.nodes.store_dirty(nid, block, node_log(offset, dir));
+    t.nodes.store_dirty(nid, block, node_log(t.sb.geometry(), offset, dir));
     Ok(())
 }
 
@@ -164,11 +167,11 @@ fn ensure_dnode(t: &mut Tree, inode: &mut InodeMut, path: &NodePath) -> Result<u
     }
     for level in 1..path.depth {
         let parent = read_node(t, nid, inode.ino)?;
-        let mut child = u32_at(&parent, 4 * path.slots[level]);
+        let mut child = slot(&parent, path.slots[level])?;
         if child == 0 {
             child = t.make_node(inode, path.offsets[level + 1])?;
             let mut b = parent.to_vec();
-            put_u32(&mut b, 4 * path.slots[level], child);
+            set_slot(&mut b, path.slots[level], child)?;
             store_node(t, nid, b, dir)?;
         }
         nid = child;
@@ -184,11 +187,12 @@ fn reserve(t: &mut Tree, n: u64) -> Result<()> {
 /// `i_blocks` each), making the nodes on the way. Returns the blocks reserved.
 pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -> Result<u64> {
     let in_inode = inode.inode.addrs_per_inode() as u64;
+    let (d, _) = fan(inode);
     let dir = inode.is_dir();
     let mut reserved = 0;
     let mut index = first;
     while index < end {
-        let path = node_path(in_inode, index)?;
+        let path = node_path(shape(inode), index)?;
         if path.depth == 0 {
             let stop = end.min(in_inode);
             let holes: Vec<usize> = (index as usize..stop as usize)
@@ -205,16 +209,19 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
         }
         let nid = ensure_dnode(t, inode, &path)?;
         let start = index - path.slots[path.depth] as u64;
-        let stop = end.min(start + D);
+        let stop = end.min(start + d);
         let node = read_node(t, nid, inode.ino)?;
-        let holes: Vec<usize> = ((index - start) as usize..(stop - start) as usize)
-            .filter(|&s| u32_at(&node, 4 * s) == NULL_ADDR)
-            .collect();
+        let mut holes = Vec::new();
+        for s in (index - start) as usize..(stop - start) as usize {
+            if slot(&node, s)? == NULL_ADDR {
+                holes.push(s);
+            }
+        }
         if !holes.is_empty() {
             let mut b = node.to_vec();
             reserve(t, holes.len() as u64)?;
             for s in &holes {
-                put_u32(&mut b, 4 * s, NEW_ADDR);
+                set_slot(&mut b, *s, NEW_ADDR)?;
             }
             store_node(t, nid, b, dir)?;
             inode.inode.blocks += holes.len() as u64;
@@ -258,10 +265,10 @@ fn clear_dnode(t: &Tree, ino: Ino, dir: bool, nid: u32, from: usize, to: usize) 
     let mut b: Option<Vec<u8>> = None;
     let mut n = 0;
     for s in from..to {
-        let a = u32_at(&block, 4 * s);
+        let a = slot(&block, s)?;
         if a != NULL_ADDR {
             drop_addr(t, a)?;
-            put_u32(b.get_or_insert_with(|| block.to_vec()), 4 * s, NULL_ADDR);
+            set_slot(b.get_or_insert_with(|| block.to_vec()), s, NULL_ADDR)?;
             n += 1;
         }
     }
@@ -276,6 +283,7 @@ fn clear_dnode(t: &Tree, ino: Ino, dir: bool, nid: u32, from: usize, to: usize) 
 pub fn clear_range(t: &Tree, inode: &mut InodeMut, first: u64, end: u64) -> Result<u64> {
     let in_inode = inode.inode.addrs_per_inode() as u64;
     let end = end.min(max_blocks(inode));
+    let (d, _) = fan(inode);
     let dir = inode.is_dir();
     let mut dropped = 0;
     let mut index = first;
@@ -289,7 +297,7 @@ pub fn clear_range(t: &Tree, inode: &mut InodeMut, first: u64, end: u64) -> Resu
             }
             Walk::Missing { end: e, .. } => end.min(e),
             Walk::Dnode { nid, start, .. } => {
-                let stop = end.min(start + D);
+                let stop = end.min(start + d);
                 let (from, to) = ((index - start) as usize, (stop - start) as usize);
                 dropped += clear_dnode(t, inode.ino, dir, nid, from, to)?;
                 stop
@@ -315,8 +323,8 @@ fn free_subtree(t: &Tree, ino: Ino, nid: u32, kind: Kind) -> Result<u64> {
     let mut todo = vec![(nid, kind)];
     while let Some((nid, kind)) = todo.pop() {
         let b = read_node(t, nid, ino)?;
-        for i in 0..ADDRS_PER_BLOCK {
-            let v = u32_at(&b, 4 * i);
+        for i in 0..t.sb.geometry().addrs_per_block() {
+            let v = slot(&b, i)?;
             if v == NULL_ADDR {
                 continue;
             }
@@ -339,20 +347,21 @@ fn free_subtree(t: &Tree, ino: Ino, nid: u32, kind: Kind) -> Result<u64> {
 /// `from`: direct nodes wholly past it are freed, the one across it cleared from it.
 fn trim_indirect(t: &Tree, inode: &InodeMut, nid: u32, start: u64, from: u64) -> Result<u64> {
     let (ino, dir) = (inode.ino, inode.is_dir());
+    let (d, n) = fan(inode);
     let block = read_node(t, nid, ino)?;
     let mut b: Option<Vec<u8>> = None;
     let mut freed = 0;
-    for j in 0..NIDS_PER_BLOCK {
-        let child = u32_at(&block, 4 * j);
-        let cs = start + j as u64 * D;
-        if child == 0 || cs + D <= from {
+    for j in 0..n as usize {
+        let child = slot(&block, j)?;
+        let cs = start + j as u64 * d;
+        if child == 0 || cs + d <= from {
             continue;
         }
         if cs >= from {
             freed += free_subtree(t, ino, child, Kind::Direct)?;
-            put_u32(b.get_or_insert_with(|| block.to_vec()), 4 * j, 0);
+            set_slot(b.get_or_insert_with(|| block.to_vec()), j, 0)?;
         } else {
-            freed += clear_dnode(t, ino, dir, child, (from - cs) as usize, D as usize)?;
+            freed += clear_dnode(t, ino, dir, child, (from - cs) as usize, d as usize)?;
         }
     }
     if let Some(b) = b {
@@ -364,18 +373,19 @@ fn trim_indirect(t: &Tree, inode: &InodeMut, nid: u32, start: u64, from: u64) ->
 /// [`trim_indirect`] one level up, for the double-indirect node.
 fn trim_double(t: &Tree, inode: &InodeMut, nid: u32, start: u64, from: u64) -> Result<u64> {
     let ino = inode.ino;
+    let (d, n) = fan(inode);
     let block = read_node(t, nid, ino)?;
     let mut b: Option<Vec<u8>> = None;
     let mut freed = 0;
-    for j in 0..NIDS_PER_BLOCK {
-        let child = u32_at(&block, 4 * j);
-        let cs = start + j as u64 * D * N;
-        if child == 0 || cs + D * N <= from {
+    for j in 0..n as usize {
+        let child = slot(&block, j)?;
+        let cs = start + j as u64 * d * n;
+        if child == 0 || cs + d * n <= from {
             continue;
         }
         if cs >= from {
             freed += free_subtree(t, ino, child, Kind::Indirect)?;
-            put_u32(b.get_or_insert_with(|| block.to_vec()), 4 * j, 0);
+            set_slot(b.get_or_insert_with(|| block.to_vec()), j, 0)?;
         } else {
             freed += trim_indirect(t, inode, child, cs, from)?;
         }
@@ -392,16 +402,17 @@ fn trim_double(t: &Tree, inode: &InodeMut, nid: u32, start: u64, from: u64) -> R
 /// shrinks by what was freed. Returns that count.
 pub fn truncate_blocks(t: &Tree, inode: &mut InodeMut, from: u64) -> Result<u64> {
     let in_inode = inode.inode.addrs_per_inode() as u64;
+    let (d, n) = fan(inode);
     let mut freed = 0;
     if from < in_inode {
         freed += clear_inode_slots(t, inode, from, in_inode)?;
     }
     let tops = [
-        (in_inode, D, Kind::Direct),
-        (in_inode + D, D, Kind::Direct),
-        (in_inode + 2 * D, D * N, Kind::Indirect),
-        (in_inode + 2 * D + D * N, D * N, Kind::Indirect),
-        (in_inode + 2 * D + 2 * D * N, D * N * N, Kind::Double),
+        (in_inode, d, Kind::Direct),
+        (in_inode + d, d, Kind::Direct),
+        (in_inode + 2 * d, d * n, Kind::Indirect),
+        (in_inode + 2 * d + d * n, d * n, Kind::Indirect),
+        (in_inode + 2 * d + 2 * d * n, d * n * n, Kind::Double),
     ];
     for (k, &(start, len, kind)) in tops.iter().enumerate() {
         let nid = inode.inode.nids[k];
@@ -414,7 +425,7 @@ pub fn truncate_blocks(t: &Tree, inode: &mut InodeMut, from: u64) -> Result<u64>
             continue;
         }
         freed += match kind {
-            Kind::Direct => clear_dnode(t, inode.ino, inode.is_dir(), nid, (from - start) as usize, D as usize)?,
+            Kind::Direct => clear_dnode(t, inode.ino, inode.is_dir(), nid, (from - start) as usize, d as usize)?,
             Kind::Indirect => trim_indirect(t, inode, nid, start, from)?,
             Kind::Double => trim_double(t, inode, nid, start, from)?,
         };
@@ -427,24 +438,28 @@ pub fn truncate_blocks(t: &Tree, inode: &mut InodeMut, from: u64) -> Result<u64>
 mod tests {
     use super::*;
 
+    const D: u64 = 1018;
+    const N: u64 = 1018;
+
     #[test]
     fn spans_cover_the_node_at_each_level() {
         let a = 873;
+        let sh = TreeShape::plain(uf2fs_format::Geometry::DEFAULT, a);
         // A block in the second indirect node's 5th direct node.
         let index = a + 2 * D + D * N + 4 * D + 17;
-        let p = node_path(a, index).unwrap();
+        let p = node_path(sh, index).unwrap();
         assert_eq!(p.depth, 2);
-        assert_eq!(span(&p, index, 2), (a + 2 * D + D * N + 4 * D, D));
-        assert_eq!(span(&p, index, 1), (a + 2 * D + D * N, D * N));
+        assert_eq!(p.span(sh, index, 2), (a + 2 * D + D * N + 4 * D, D));
+        assert_eq!(p.span(sh, index, 1), (a + 2 * D + D * N, D * N));
         // Double indirect: indirect 3, direct 7, slot 9.
         let base = a + 2 * D + 2 * D * N;
         let index = base + 3 * D * N + 7 * D + 9;
-        let p = node_path(a, index).unwrap();
+        let p = node_path(sh, index).unwrap();
         assert_eq!(p.depth, 3);
-        assert_eq!(span(&p, index, 1), (base, D * N * N));
-        assert_eq!(span(&p, index, 2), (base + 3 * D * N, D * N));
-        assert_eq!(span(&p, index, 3), (base + 3 * D * N + 7 * D, D));
-        let p = node_path(a, a + 5).unwrap();
-        assert_eq!(span(&p, a + 5, 1), (a, D));
+        assert_eq!(p.span(sh, index, 1), (base, D * N * N));
+        assert_eq!(p.span(sh, index, 2), (base + 3 * D * N, D * N));
+        assert_eq!(p.span(sh, index, 3), (base + 3 * D * N + 7 * D, D));
+        let p = node_path(sh, a + 5).unwrap();
+        assert_eq!(p.span(sh, a + 5, 1), (a, D));
     }
 }

@@ -16,7 +16,7 @@ use crate::inode::InodeMut;
 use crate::segment::LogType;
 use crate::tree::Tree;
 use crate::Result;
-use uf2fs_format::consts::{BLOCK_SIZE, NULL_ADDR};
+use uf2fs_format::consts::NULL_ADDR;
 use uf2fs_format::node::{F2FS_DATA_EXIST, F2FS_INLINE_DATA};
 
 /// Whether the file keeps its data inline.
@@ -72,7 +72,7 @@ pub fn convert(t: &mut Tree, inode: &mut InodeMut, log: LogType) -> Result<()> {
         return Ok(());
     }
     let had_data = inode.inode.has_inline(F2FS_DATA_EXIST);
-    let mut block = vec![0u8; BLOCK_SIZE];
+    let mut block = vec![0u8; inode.inode.geometry.block_size()];
     {
         let area = inode.inline_area();
         block[..area.len()].copy_from_slice(area);

@@ -39,8 +39,8 @@ use uf2fs_format::node::FADVISE_KEEP_SIZE_BIT;
 pub const WRITE_CHUNK_BLOCKS: u64 = 256;
 /// Blocks one fallocate operation reserves at most (32 MiB; no pages are dirtied).
 pub const ALLOC_CHUNK_BLOCKS: u64 = 8192;
-/// Blocks one punch operation clears at most (64 direct nodes).
-pub const PUNCH_CHUNK_BLOCKS: u64 = 64 * blocks::D;
+/// Blocks one punch operation clears at most (64 direct nodes of 4 KiB blocks).
+pub const PUNCH_CHUNK_BLOCKS: u64 = 64 * uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
 
 /// `fallocate` mode bit: do not change the file size (Linux's `FALLOC_FL_KEEP_SIZE`).
 pub const FALLOC_FL_KEEP_SIZE: u32 = 0x01;
@@ -61,6 +61,8 @@ const FALLOC_NAMES: [(u32, &str); 7] = [
     (0x40, "UNSHARE_RANGE"),
 ];
 
+/// Bytes of a block where the write side runs: 4 KiB volumes only (`Fs::open`
+/// refuses others read-write; reads take the volume's `Geometry`).
 const B: u64 = BLOCK_SIZE as u64;
 
 /// The data log class of a regular file's blocks: cold or hot by its advise bits (hot
@@ -732,7 +734,7 @@ impl Op<'_> {
         // (and their blocks past a hole made later), so this inode's fsync checkpoints.
         rw.fsync.needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
-        let dnodes = (end - first).div_ceil(blocks::D) + 1;
+        let dnodes = (end - first).div_ceil(blocks::addrs_per_dnode(&i)) + 1;
         self.ensure_room_as(need([0, 0, 0, 0, 1 + dnodes, 2], 0), 0, true)?;
         self.commit();
         self.t.pages.remove_range(ino, first..end);

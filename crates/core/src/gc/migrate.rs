@@ -25,9 +25,9 @@ use crate::tree::{node_log, Tree};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::PoisonError;
-use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
+use uf2fs_format::Geometry;
 
 /// A node changed by data moves, waiting to be stored dirty.
 enum Owner {
@@ -128,15 +128,15 @@ fn corrupt(addr: u64, detail: String) -> Error {
     Error::corrupt("SIT/SSA", Some(addr), format!("{detail}; run fsck.f2fs"))
 }
 
-/// The log a node block goes to, from its footer.
-fn log_of_node(block: &[u8], nid: u32) -> Result<LogType> {
+/// The log a node block goes to, from its footer, on a volume of geometry `geo`.
+fn log_of_node(geo: Geometry, block: &[u8], nid: u32) -> Result<LogType> {
     let f = NodeFooter::decode(block).map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?;
-    Ok(log_of_footer(&f))
+    Ok(log_of_footer(geo, &f))
 }
 
-/// The log a node goes to, given its footer.
-fn log_of_footer(f: &NodeFooter) -> LogType {
-    node_log(f.offset(), !f.is_cold())
+/// The log a node goes to, given its footer, on a volume of geometry `geo`.
+fn log_of_footer(geo: Geometry, f: &NodeFooter) -> LogType {
+    node_log(geo, f.offset(), !f.is_cold())
 }
 
 fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64) -> Result<u64> {
@@ -153,9 +153,9 @@ fn move_nodes(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], cp_ver: u64)
         }
         nodes.push((nid, e));
     }
-    let moved = t
-        .nodes
-        .move_blocks(t.dev, t.sb, t.segs, cp_ver, &nodes, &log_of_footer)?;
+    let moved = t.nodes.move_blocks(t.dev, t.sb, t.segs, cp_ver, &nodes, &|f| {
+        log_of_footer(t.sb.geometry(), f)
+    })?;
     Ok(moved as u64)
 }
 
@@ -170,7 +170,7 @@ impl Owner {
             return Ok(Owner::Inode(Box::new(t.load_inode(ino)?)));
         }
         let block = t.nodes.read(t.dev, nid, ino)?;
-        let log = log_of_node(&block, nid)?;
+        let log = log_of_node(t.sb.geometry(), &block, nid)?;
         Ok(Owner::Node {
             block,
             log,
@@ -183,9 +183,7 @@ impl Owner {
     fn slot(&self, slot: usize) -> Option<u32> {
         match self {
             Owner::Inode(i) => (slot < i.inode.addrs_per_inode()).then(|| i.slot(slot)),
-            Owner::Node { block, .. } => {
-                (slot < uf2fs_format::consts::ADDRS_PER_BLOCK).then(|| u32_at(block, 4 * slot))
-            }
+            Owner::Node { block, .. } => uf2fs_format::node::node_slot(block, slot).ok(),
         }
     }
 
@@ -268,7 +266,8 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
             Owner::Inode(i) => t.store_inode(*i)?,
             Owner::Node { block, log, slots } => t.nodes.update_dirty(t.dev, nid, block, log, |b| {
                 for (slot, addr) in slots {
-                    put_u32(b, 4 * slot, addr);
+                    // Slots read back through `Owner::slot`: in range.
+                    let _ = uf2fs_format::node::set_node_slot(b, slot, addr);
                 }
             }),
         }

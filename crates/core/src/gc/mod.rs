@@ -32,6 +32,7 @@ mod paced;
 pub mod pacer;
 mod policies;
 mod policy;
+mod snapshot;
 pub(crate) mod state;
 mod status;
 
@@ -46,6 +47,7 @@ pub(crate) use state::GcState;
 pub use state::GcStats;
 
 use policies::{PassLoop, VictimPolicy};
+use snapshot::{SpaceView, VictimInputs};
 
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
@@ -222,14 +224,6 @@ impl Fs {
         Ok(())
     }
 
-    /// Whether free sections (plus `freed`, emptied and waiting for a checkpoint)
-    /// cover what is pending with the reserved sections kept and `extra` to spare.
-    fn enough_free_secs(&self, rw: &ReadWrite, freed: u32, extra: u32) -> bool {
-        let need = gc_need(self, rw);
-        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-        segs.has_enough_free_secs(&need, freed, extra)
-    }
-
     /// Whether an operation may go on without foreground GC: free sections cover the
     /// pending writes with the reserved sections and one to spare. Under the default
     /// policy, which batches checkpoints, the sections emptied since the last
@@ -238,18 +232,11 @@ impl Fs {
     /// [`GC_CHECKPOINT_SECS`], or nothing prefree to reclaim (the seed patches' rule).
     /// Called before every operation: the pending writes are counted once.
     fn room_without_gc(&self, rw: &ReadWrite, pass_loop: PassLoop) -> bool {
-        if pass_loop != PassLoop::Batched {
-            return self.enough_free_secs(rw, 0, 1);
-        }
-        let need = pending_need(self, rw);
-        let extra = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra;
-        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-        if !segs.has_enough_free_secs(&need, segs.prefree_section_gain(), 1 + extra) {
-            return false;
-        }
-        let checkpoint_due =
-            segs.prefree_count() > 0 && segs.free_section_count() <= sections_of(&segs, &need) + GC_CHECKPOINT_SECS;
-        !checkpoint_due
+        let extra = match pass_loop {
+            PassLoop::Batched => rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra,
+            _ => 0,
+        };
+        room_in(&SpaceView::take(self, rw), pass_loop, extra)
     }
 
     /// F2FS's `f2fs_balance_fs`: before an operation, when free sections do not cover
@@ -315,6 +302,12 @@ impl Fs {
         Ok(())
     }
 
+    /// [`Fs::gc_checkpoint`], and the free space after it.
+    fn gc_checkpoint_view(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<SpaceView> {
+        self.gc_checkpoint(rw, writer)?;
+        Ok(SpaceView::take(self, rw))
+    }
+
     /// [`Fs::finish_paced_victim`] for a writer, its time counted as GC time.
     fn finish_paced_victim_timed(&self, rw: &ReadWrite, writer: &CheckpointWriter) -> Result<bool> {
         let t0 = self.now();
@@ -378,37 +371,42 @@ impl Fs {
         // any, it gives up after as many victims as there are sections and lets the
         // operation find no space.
         let mut victims_left = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).section_count();
+        // Each round decides from one view of the free space, taken again after
+        // anything that changes the segments (a checkpoint, a migrated victim).
+        let mut view = SpaceView::take(self, rw);
         loop {
-            if seed_loop && self.free_sections(rw) <= self.pending_sections(rw, batch) + GC_CHECKPOINT_SECS {
+            if seed_loop && view.low(batch) {
                 if node_rules {
                     self.set_node_clean(rw, true);
                 }
-                if self.prefree_count(rw) > 0 {
-                    self.gc_checkpoint(rw, writer)?;
+                if view.prefree > 0 {
+                    view = self.gc_checkpoint_view(rw, writer)?;
                     freed_since_cp = 0;
                     checkpointed = true;
                 }
             }
             // The kernel's "not enough free sections: foreground, and checkpoint the
             // prefree ones first" (the patched loop does it on its first round only).
-            if (!seed_loop || (first && !batch)) && !self.enough_free_secs(rw, 0, 1) && self.prefree_count(rw) > 0 {
-                self.gc_checkpoint(rw, writer)?;
+            if (!seed_loop || (first && !batch)) && !view.enough(0, 1) && view.prefree > 0 {
+                view = self.gc_checkpoint_view(rw, writer)?;
                 freed_since_cp = 0;
             }
-            if batch
-                && kind == GcKind::Foreground
-                && (!first || checkpointed)
-                && self.room_without_gc(rw, PassLoop::Batched)
-            {
-                break;
+            if batch && kind == GcKind::Foreground && (!first || checkpointed) {
+                let extra = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra;
+                if room_in(&view, PassLoop::Batched, extra) {
+                    break;
+                }
             }
             first = false;
-            let Some(victim) = self.select_victim(rw, victims.as_ref(), kind)? else {
+            // The selection's inputs, of one moment (the view above, with the
+            // candidates): nothing changes the segments until the victim is chosen.
+            let inputs = VictimInputs::take(self, rw);
+            let Some(victim) = self.select_from(rw, &inputs, victims.as_ref(), kind) else {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
                 let dirty = rw.pages.len() + self.nodes().dirty_node_count();
                 if kind == GcKind::Foreground && !flushed && dirty > 0 {
-                    self.gc_checkpoint(rw, writer)?;
+                    view = self.gc_checkpoint_view(rw, writer)?;
                     flushed = true;
                     freed_since_cp = 0;
                     continue;
@@ -421,14 +419,14 @@ impl Fs {
             // cheapest section (cost-benefit, weights, ATGC) could otherwise spend the
             // last free sections on a full victim and run out; then a checkpoint comes
             // first when prefree sections can be had, else the cheapest section goes.
-            let victim = if self.victim_fits(rw, &victim, batch) {
+            let victim = if inputs.space.fits(&victim, batch) {
                 victim
-            } else if self.prefree_count(rw) > 0 {
-                self.gc_checkpoint(rw, writer)?;
+            } else if inputs.space.prefree > 0 {
+                view = self.gc_checkpoint_view(rw, writer)?;
                 freed_since_cp = 0;
                 continue;
             } else {
-                self.cheapest_victim(rw).unwrap_or(victim)
+                inputs.cheapest().unwrap_or(victim)
             };
             let cp_ver = writer.last().node_version();
             let started = self.now();
@@ -458,6 +456,7 @@ impl Fs {
             if kind == GcKind::Background {
                 break;
             }
+            view = SpaceView::take(self, rw);
             if batch {
                 // The loop's top checkpoints when due and ends the pass when there is room.
                 victims_left = victims_left.saturating_sub(1);
@@ -467,42 +466,25 @@ impl Fs {
                 continue;
             }
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
-            if self.enough_free_secs(rw, freed_since_cp, 1) && !(seed_loop && node_clean) {
+            if view.enough(freed_since_cp, 1) && !(seed_loop && node_clean) {
                 break;
             }
-            if !seed_loop
-                && self.free_sections(rw) <= self.pending_sections(rw, false) + GC_CHECKPOINT_SECS
-                && self.prefree_count(rw) > 0
-            {
-                self.gc_checkpoint(rw, writer)?;
+            if !seed_loop && view.low(false) && view.prefree > 0 {
+                view = self.gc_checkpoint_view(rw, writer)?;
                 freed_since_cp = 0;
             }
         }
         Ok(freed_total)
     }
 
-    /// Whether free sections hold what moving `v` writes (see [`Fs::gc_pass`]), with
-    /// the pending writes.
-    /// `all_pending`: count every pending write, file data included (the batching
-    /// default policy, which lets writes use the reserved sections).
+    /// Whether free sections hold what moving `v` writes now (see [`SpaceView::fits`]).
     fn victim_fits(&self, rw: &ReadWrite, v: &SectionInfo, all_pending: bool) -> bool {
-        let moved_secs = (v.valid_blocks as u64).div_ceil(v.capacity.max(1) as u64) as u32;
-        let need = if v.is_node { moved_secs } else { 2 * moved_secs };
-        self.free_sections(rw) >= need + self.pending_sections(rw, all_pending)
+        SpaceView::take(self, rw).fits(v, all_pending)
     }
 
-    /// The section with the fewest valid blocks (greedy's choice, any type).
+    /// The section with the fewest valid blocks now (greedy's choice, any type).
     fn cheapest_victim(&self, rw: &ReadWrite) -> Option<SectionInfo> {
-        let mut best: Option<SectionInfo> = None;
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .visit_victim_candidates(|s| {
-                if best.is_none_or(|b| s.valid_blocks < b.valid_blocks) {
-                    best = Some(s);
-                }
-            });
-        best
+        VictimInputs::take(self, rw).cheapest()
     }
 
     fn set_node_clean(&self, rw: &ReadWrite, on: bool) {
@@ -520,38 +502,43 @@ impl Fs {
     ///
     /// The patches pass the prefree *segment* count where sections are meant; kept.
     fn select_victim(&self, rw: &ReadWrite, victims: &dyn VictimPolicy, kind: GcKind) -> Result<Option<SectionInfo>> {
-        let mut candidates = Vec::new();
-        let now_secs = {
-            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-            segs.visit_victim_candidates(|s| candidates.push(s));
-            segs.elapsed_secs()
-        };
+        Ok(self.select_from(rw, &VictimInputs::take(self, rw), victims, kind))
+    }
+
+    /// [`Fs::select_victim`] on inputs already taken.
+    fn select_from(
+        &self,
+        rw: &ReadWrite,
+        inputs: &VictimInputs,
+        victims: &dyn VictimPolicy,
+        kind: GcKind,
+    ) -> Option<SectionInfo> {
         loop {
             let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
             let sel = policies::Selection {
                 kind,
                 node_clean,
-                now_secs,
+                now_secs: inputs.now_secs,
             };
-            let found = victims.pick(&candidates, &sel);
+            let found = victims.pick(&inputs.candidates, &sel);
             let Some(rules) = victims.node_clean_rules(kind) else {
-                return Ok(found);
+                return found;
             };
             match found {
                 None if rules.on_when_no_data_victim && !node_clean => {
                     self.set_node_clean(rw, true);
                 }
                 Some(v) if node_clean && !v.is_node => {
-                    let prefree = self.prefree_count(rw);
-                    if self.enough_free_secs(rw, prefree, 1) {
+                    let space = &inputs.space;
+                    if space.enough(space.prefree, 1) {
                         if rules.off_when_data_suffices {
                             self.set_node_clean(rw, false);
                         }
-                        return Ok(None);
+                        return None;
                     }
-                    return Ok(Some(v));
+                    return Some(v);
                 }
-                other => return Ok(other),
+                other => return other,
             }
         }
     }
@@ -575,6 +562,18 @@ impl Fs {
         let need = if all { pending_need(self, rw) } else { gc_need(self, rw) };
         sections_of(&rw.segs.lock().unwrap_or_else(PoisonError::into_inner), &need)
     }
+}
+
+/// [`Fs::room_without_gc`] on a view: free sections cover the pending writes with the
+/// reserved sections and one to spare; under [`PassLoop::Batched`], every pending
+/// write, the prefree sections counting as free and `batch_extra` more kept, as long
+/// as no checkpoint is due.
+fn room_in(v: &SpaceView, pass_loop: PassLoop, batch_extra: u32) -> bool {
+    if pass_loop != PassLoop::Batched {
+        return v.enough(0, 1);
+    }
+    let checkpoint_due = v.prefree > 0 && v.low(true);
+    v.enough_for_all(v.prefree_gain, 1 + batch_extra) && !checkpoint_due
 }
 
 /// Whole free sections `need` takes from the logs.

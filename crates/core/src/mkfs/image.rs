@@ -168,6 +168,7 @@ fn dir_inode(p: &Params, sb: &Superblock, ino: u32, parent: u32, mode: u16, link
         crtime: p.has(FEATURE_INODE_CRTIME).then_some(time),
         compress: None,
         nids: [0; 5],
+        geometry: sb.geometry(),
     }
 }
 

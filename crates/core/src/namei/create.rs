@@ -121,6 +121,7 @@ impl Fs {
         if target.is_empty() {
             return Err(Error::NotFound("empty symlink target".into()));
         }
+        // One data block at most (a 4 KiB one: PATH_MAX bounds targets on any volume).
         if target.len() >= BLOCK {
             return Err(Error::NameTooLong(format!("symlink target of {} bytes", target.len())));
         }
@@ -276,7 +277,7 @@ impl Op<'_> {
         self.t.new_node(ino, ino, new.clone().finish(sb)?, log)?;
         if let Contents::Target(target) = contents {
             if !new.inode.has_inline(F2FS_INLINE_DATA) {
-                let mut block = vec![0u8; BLOCK];
+                let mut block = vec![0u8; new.inode.geometry.block_size()];
                 block[..target.len()].copy_from_slice(target);
                 self.t.put_block(new, 0, block, LogType::WarmData)?;
                 new.inode.size = target.len() as u64;

@@ -13,7 +13,7 @@ use crate::segment::LogType;
 use crate::tree::Tree;
 use crate::{Error, Ino, Result};
 use uf2fs_format::casefold::DirName;
-use uf2fs_format::consts::{BLOCK_SIZE, F2FS_SLOT_LEN, MAX_DIR_HASH_DEPTH};
+use uf2fs_format::consts::{F2FS_SLOT_LEN, MAX_DIR_HASH_DEPTH};
 use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, DentryArea, DentryAreaMut};
 use uf2fs_format::node::{F2FS_DATA_EXIST, F2FS_INLINE_DENTRY};
 
@@ -85,7 +85,7 @@ fn find_in(t: &Tree, dir: &mut InodeMut, name: &DirName<'_>, use_hash: bool) -> 
             .map_err(|e| corrupt(ino, e))?
             .map(|d| to_entry(d, Place::Inline)));
     }
-    let size_blocks = dir.inode.size.div_ceil(BLOCK_SIZE as u64);
+    let size_blocks = dir.inode.size.div_ceil(dir.inode.geometry.block_size() as u64);
     let search = |index: u64| -> Result<Option<Entry>> {
         let Some(b) = t.read_block(dir, index)? else {
             return Ok(None);
@@ -157,7 +157,9 @@ fn add_regular(t: &mut Tree, dir: &mut InodeMut, name: &[u8], hash: u32, ino: In
         let bucket = hash as u64 % dir_buckets(level, dir_level);
         let first = dir_block_index(level, dir_level, bucket);
         for index in first..first + bucket_blocks(level) {
-            let mut b = t.read_block(dir, index)?.unwrap_or_else(|| vec![0u8; BLOCK_SIZE]);
+            let mut b = t
+                .read_block(dir, index)?
+                .unwrap_or_else(|| vec![0u8; dir.inode.geometry.block_size()]);
             let mut area = DentryAreaMut::block(&mut b).map_err(|e| corrupt(dir.ino, e))?;
             let Some(slot) = area.find_free(slots_for(name)) else {
                 continue;
@@ -165,7 +167,7 @@ fn add_regular(t: &mut Tree, dir: &mut InodeMut, name: &[u8], hash: u32, ino: In
             area.insert_at(slot, hash, name, ino, file_type)
                 .map_err(|e| corrupt(dir.ino, e))?;
             t.put_block(dir, index, b, LogType::HotData)?;
-            let end = (index + 1) * BLOCK_SIZE as u64;
+            let end = (index + 1) * dir.inode.geometry.block_size() as u64;
             dir.inode.size = dir.inode.size.max(end);
             dir.inode.current_depth = depth;
             return Ok(());
@@ -179,7 +181,7 @@ fn add_regular(t: &mut Tree, dir: &mut InodeMut, name: &[u8], hash: u32, ino: In
 /// again by its hash (the kernel's two ways).
 fn convert_inline(t: &mut Tree, dir: &mut InodeMut) -> Result<()> {
     let dir_ino = dir.ino;
-    let mut block = vec![0u8; BLOCK_SIZE];
+    let mut block = vec![0u8; dir.inode.geometry.block_size()];
     let mut entries = Vec::new();
     {
         let area = DentryArea::inline(dir.inline_area());
@@ -193,7 +195,7 @@ fn convert_inline(t: &mut Tree, dir: &mut InodeMut) -> Result<()> {
     if dir.inode.dir_level == 0 {
         t.put_block(dir, 0, block, LogType::HotData)?;
         dir.inode.current_depth = 1;
-        dir.inode.size = dir.inode.size.max(BLOCK_SIZE as u64);
+        dir.inode.size = dir.inode.size.max(dir.inode.geometry.block_size() as u64);
         return Ok(());
     }
     for (name, hash, ino, file_type) in entries {
@@ -250,7 +252,7 @@ pub fn is_empty(t: &Tree, dir: &mut InodeMut) -> Result<bool> {
     if is_inline(dir) {
         return Ok(DentryAreaMut::inline(dir.inline_area()).is_empty_from(2));
     }
-    let blocks = dir.inode.size.div_ceil(BLOCK_SIZE as u64);
+    let blocks = dir.inode.size.div_ceil(dir.inode.geometry.block_size() as u64);
     for index in 0..blocks {
         let Some(mut b) = t.read_block(dir, index)? else {
             continue;

@@ -41,9 +41,10 @@ const INSERT_NIDS: usize = 3;
 /// moved, then a block made), the directory's inode, and the nodes on the way to a
 /// block past the inode's own addresses (indirect ones past the direct nodes).
 fn insert_need(dir: &InodeMut) -> SpaceNeed {
-    let blocks = dir.inode.size.div_ceil(uf2fs_format::consts::BLOCK_SIZE as u64) + 2;
+    let g = dir.inode.geometry;
+    let blocks = dir.inode.size.div_ceil(g.block_size() as u64) + 2;
     let in_inode = dir.inode.addrs_per_inode() as u64;
-    let direct = in_inode + 2 * uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
+    let direct = in_inode + 2 * g.addrs_per_block() as u64;
     let dnodes = if blocks > in_inode { 3 } else { 0 };
     let indirect = if blocks > direct { 2 } else { 0 };
     need([2, 0, 0, 1 + dnodes, 0, indirect], 2 + dnodes + indirect)

@@ -119,10 +119,11 @@ pub fn build(sb: &Superblock, n: &NewInode, kind: FileKind) -> InodeMut {
         crtime: sb.has(FEATURE_INODE_CRTIME).then_some(time),
         compress: None,
         nids: [0; 5],
+        geometry: sb.geometry(),
     };
     let mut m = InodeMut {
         ino: n.ino,
-        block: new_node_block(n.ino, n.ino, 0, dir),
+        block: new_node_block(sb.geometry(), n.ino, n.ino, 0, dir),
         inode,
     };
     if dir {

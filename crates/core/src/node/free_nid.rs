@@ -11,7 +11,7 @@ use super::{lock, NodeManager};
 use crate::device::BlockDevice;
 use crate::{Error, Result};
 use std::collections::BTreeSet;
-use uf2fs_format::consts::{NAT_ENTRY_PER_BLOCK, NULL_ADDR};
+use uf2fs_format::consts::NULL_ADDR;
 use uf2fs_format::nat::nat_block_entry;
 
 /// Free ids kept ready at most.
@@ -92,7 +92,7 @@ impl NodeManager {
     /// full, or it has something and [`SCAN_BLOCKS_MIN`] blocks were read, or every
     /// block was read once.
     fn refill_free_nids(&self, dev: &dyn BlockDevice, f: &mut FreeNids) -> Result<()> {
-        let per = NAT_ENTRY_PER_BLOCK as u32;
+        let per = self.nat_per_block();
         let blocks = self.max_nid.div_ceil(per as u64) as u32;
         let mut index = f.next_scan / per;
         let mut scanned = 0;
@@ -111,7 +111,7 @@ impl NodeManager {
 
     /// Adds the free ids of NAT block `index` to the list.
     fn scan_nat_block(&self, dev: &dyn BlockDevice, index: u32, f: &mut FreeNids) -> Result<()> {
-        let per = NAT_ENTRY_PER_BLOCK as u32;
+        let per = self.nat_per_block();
         let nat = lock(&self.nat);
         let (addr, block) = self.nat_block(dev, &nat, index)?;
         for j in 0..per {

@@ -14,8 +14,7 @@ use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use uf2fs_format::consts::{NEW_ADDR, NODE_FOOTER_OFFSET, NULL_ADDR};
-use uf2fs_format::le::u32_at;
+use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
 use uf2fs_format::summary::Summary;
@@ -46,9 +45,10 @@ pub(super) struct DirtyNodes {
     by_ino: HashMap<u32, BTreeSet<u32>>,
 }
 
-/// The inode a node block belongs to, from its footer.
+/// The inode a node block belongs to, from its footer (0 for a block that is not a
+/// node block's size, which no dirty node is).
 fn ino_of(block: &[u8]) -> u32 {
-    u32_at(block, NODE_FOOTER_OFFSET + 4)
+    NodeFooter::decode(block).map_or(0, |f| f.ino)
 }
 
 impl DirtyNodes {
@@ -344,8 +344,9 @@ impl NodeManager {
             .filter(|&nid| {
                 nid != ino
                     && dirty.map.get(&nid).is_some_and(|n| {
-                        NodeFooter::decode(&n.block)
-                            .is_ok_and(|f| super::is_dnode(f.offset()) || f.offset() == XATTR_NODE_OFFSET)
+                        NodeFooter::decode(&n.block).is_ok_and(|f| {
+                            super::is_dnode(self.geometry, f.offset()) || f.offset() == XATTR_NODE_OFFSET
+                        })
                     })
             })
             .collect();

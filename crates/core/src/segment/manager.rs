@@ -129,11 +129,7 @@ impl SegmentManager {
     /// Loads the SIT and the active logs of the checkpoint in `cps`, and checks that
     /// they agree: counts against the checkpoint, every log's unwritten tail free.
     pub fn load(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<SegmentManager> {
-        let area = SitArea {
-            sit_blkaddr: sb.sit_blkaddr,
-            segment_count_sit: sb.segment_count_sit,
-            segment_count_main: sb.segment_count_main,
-        };
+        let area = SitArea::of(sb);
         let sit = load_sit(dev, &area, &cps.sit_bitmap, &cps.sit_journal)?;
         let logs = load_logs(dev, sb, cps)?;
         let geo = Geometry {

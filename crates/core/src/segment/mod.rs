@@ -35,11 +35,7 @@ pub struct SegmentUsage {
 /// Reads the whole SIT (live copy of each block, journal entries on top) and counts
 /// segments by state. Cost: one block read per 55 segments, in runs.
 pub fn segment_usage(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<SegmentUsage> {
-    let area = SitArea {
-        sit_blkaddr: sb.sit_blkaddr,
-        segment_count_sit: sb.segment_count_sit,
-        segment_count_main: sb.segment_count_main,
-    };
+    let area = SitArea::of(sb);
     for (segno, _) in &cps.sit_journal {
         if *segno >= sb.segment_count_main {
             return Err(crate::Error::corrupt(

@@ -2,10 +2,10 @@
 //! each SIT block with the checkpoint's SIT journal on top, and SIT blocks written back
 //! to the copy not in use.
 
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::{Error, Result};
 use std::collections::{BTreeSet, HashMap};
-use uf2fs_format::consts::{BLOCKS_PER_SEG, SIT_ENTRY_PER_BLOCK, SIT_ENTRY_SIZE, SIT_VBLOCK_MAP_SIZE};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, SIT_ENTRY_SIZE, SIT_VBLOCK_MAP_SIZE};
 use uf2fs_format::le::{set_bit_msb, test_bit_msb};
 use uf2fs_format::sit::{sit_block_addr, sit_block_entry, SitEntry};
 
@@ -78,12 +78,29 @@ pub struct SitArea {
     pub segment_count_sit: u32,
     /// Main-area segments (entries in the SIT).
     pub segment_count_main: u32,
+    /// The volume's block geometry (SIT entries per block).
+    pub geometry: uf2fs_format::Geometry,
 }
 
 impl SitArea {
+    /// The SIT of the volume `sb` describes.
+    pub fn of(sb: &uf2fs_format::superblock::Superblock) -> SitArea {
+        SitArea {
+            sit_blkaddr: sb.sit_blkaddr,
+            segment_count_sit: sb.segment_count_sit,
+            segment_count_main: sb.segment_count_main,
+            geometry: sb.geometry(),
+        }
+    }
+
+    /// SIT entries per SIT block.
+    fn per_block(&self) -> u32 {
+        self.geometry.sit_entries_per_block() as u32
+    }
+
     /// SIT blocks in one copy that hold main-area entries.
     pub fn blocks(&self) -> u32 {
-        self.segment_count_main.div_ceil(SIT_ENTRY_PER_BLOCK as u32)
+        self.segment_count_main.div_ceil(self.per_block())
     }
 }
 
@@ -100,7 +117,8 @@ pub fn visit_sit(
     let journal: HashMap<u32, &SitEntry> = journal.iter().map(|(s, e)| (*s, e)).collect();
     let addr = |blk: u32| sit_block_addr(area.sit_blkaddr, area.segment_count_sit, sit_bitmap, blk);
     let total = area.blocks();
-    let mut buf = vec![0u8; SIT_READ_BLOCKS_MAX * BLOCK];
+    let bs = area.geometry.block_size();
+    let mut buf = vec![0u8; SIT_READ_BLOCKS_MAX * bs];
     let mut blk = 0u32;
     while blk < total {
         // A run of blocks whose addresses follow each other.
@@ -109,12 +127,12 @@ pub fn visit_sit(
         while run < SIT_READ_BLOCKS_MAX as u32 && blk + run < total && addr(blk + run) == first + run as u64 {
             run += 1;
         }
-        let bytes = &mut buf[..run as usize * BLOCK];
+        let bytes = &mut buf[..run as usize * bs];
         dev.read_blocks(first, bytes)?;
         for i in 0..run {
-            let block = &bytes[i as usize * BLOCK..(i as usize + 1) * BLOCK];
-            let base = (blk + i) * SIT_ENTRY_PER_BLOCK as u32;
-            let count = (area.segment_count_main - base).min(SIT_ENTRY_PER_BLOCK as u32);
+            let block = &bytes[i as usize * bs..(i as usize + 1) * bs];
+            let base = (blk + i) * area.per_block();
+            let count = (area.segment_count_main - base).min(area.per_block());
             for j in 0..count {
                 let segno = base + j;
                 if let Some(e) = journal.get(&segno) {
@@ -172,12 +190,13 @@ pub fn write_sit_blocks(
     entries: &[SegEntry],
     blocks: &BTreeSet<u32>,
 ) -> Result<u32> {
-    let mut block = vec![0u8; BLOCK];
+    let mut block = vec![0u8; area.geometry.block_size()];
+    let per = area.per_block() as usize;
     for &blk in blocks {
         let live = sit_block_addr(area.sit_blkaddr, area.segment_count_sit, sit_bitmap, blk);
         dev.read_blocks(live, &mut block)?;
-        let base = blk as usize * SIT_ENTRY_PER_BLOCK;
-        for (j, e) in entries.iter().skip(base).take(SIT_ENTRY_PER_BLOCK).enumerate() {
+        let base = blk as usize * per;
+        for (j, e) in entries.iter().skip(base).take(per).enumerate() {
             e.to_raw()
                 .encode(&mut block[j * SIT_ENTRY_SIZE..(j + 1) * SIT_ENTRY_SIZE]);
         }

@@ -237,11 +237,7 @@ fn sit_flush_uses_the_journal_then_blocks() {
     assert!(f.journal.is_empty());
     assert_eq!(f.blocks_written, 1);
     assert!(uf2fs_format::le::test_bit_msb(m.sit_bitmap(), 0));
-    let area = SitArea {
-        sit_blkaddr: sb.sit_blkaddr,
-        segment_count_sit: sb.segment_count_sit,
-        segment_count_main: sb.segment_count_main,
-    };
+    let area = SitArea::of(&sb);
     let back = sit::load_sit(&dev, &area, m.sit_bitmap(), &[]).unwrap();
     for (segno, e) in back.iter().enumerate() {
         assert_eq!(Some(e), m.segment(segno as u32), "segment {segno}");

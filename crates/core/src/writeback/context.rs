@@ -87,6 +87,9 @@ pub struct WritebackStats {
     pub pages: u64,
     /// Microseconds its flusher thread spent writing (0 without threads).
     pub busy_us: u64,
+    /// Microseconds of CPU its flusher thread used, known once the thread has ended
+    /// (0 without threads, or where the system does not tell a thread's CPU time).
+    pub cpu_us: u64,
 }
 
 /// One writeback context: its counters (its queue is the page cache's list of the

@@ -178,7 +178,9 @@ impl Flushers {
         for c in 0..contexts {
             let fs = Arc::clone(fs);
             let t = std::thread::Builder::new()
-                .name(format!("uf2fs-writeback-{c}"))
+                // Linux keeps 15 bytes of a thread's name: short enough to tell contexts apart
+                // in `ps -L` and `top -H`.
+                .name(format!("uf2fs-wb-{c}"))
                 .spawn(move || flusher(&fs, c));
             match t {
                 Ok(t) => me.threads.push(t),
@@ -225,9 +227,21 @@ fn flusher(fs: &Fs, c: usize) {
         if let Err(e) = run_context(fs, c) {
             eprintln!("uf2fs: writeback context {c} failed: {e}; further changes will fail");
             rw.flush.round_done();
+            record_cpu(fs, c);
             return;
         }
         rw.flush.round_done();
+    }
+    record_cpu(fs, c);
+}
+
+/// Stores the CPU time the calling thread (context `c`'s flusher, ending) used.
+fn record_cpu(fs: &Fs, c: usize) {
+    let (Ok(rw), Some(cpu)) = (fs.rw(), crate::clock::thread_cpu_time()) else {
+        return;
+    };
+    if let Some(ctx) = rw.pages.writeback().contexts.get(c) {
+        ctx.stats.lock().unwrap_or_else(PoisonError::into_inner).cpu_us = cpu.as_micros() as u64;
     }
 }
 

@@ -32,8 +32,7 @@ use crate::pagecache::{DirtyPage, PageCache};
 use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, Fs, Ino, Result};
 use std::sync::PoisonError;
-use uf2fs_format::consts::{ADDRS_PER_BLOCK, NEW_ADDR, NULL_ADDR};
-use uf2fs_format::le::{put_u32, u32_at};
+use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
 
@@ -122,7 +121,11 @@ fn write_groups(
         let loc = t
             .locate(inode, first)?
             .ok_or_else(|| Error::Invalid(format!("dirty block {first} of inode {ino} has no node")))?;
-        let capacity = if loc.in_inode { in_inode } else { ADDRS_PER_BLOCK as u64 };
+        let capacity = if loc.in_inode {
+            in_inode
+        } else {
+            inode.inode.geometry.addrs_per_block() as u64
+        };
         let group_end = first - loc.slot as u64 + capacity;
         let n = pages[i..].iter().take_while(|(index, _)| *index < group_end).count();
         let group = &pages[i..i + n];
@@ -172,7 +175,7 @@ fn write_group<'a>(
         for (index, page) in group {
             let slot = loc.slot + (index - first) as usize;
             let old = match &node {
-                Some(b) => u32_at(b, 4 * slot),
+                Some(b) => crate::tree::slot_of(b, slot)?,
                 None => inode.slot(slot),
             };
             let sum = Summary {
@@ -212,12 +215,18 @@ fn write_group<'a>(
     let offset = NodeFooter::decode(&b)
         .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
         .offset();
-    t.nodes
-        .update_dirty(t.dev, loc.nid, b, node_log(offset, inode.is_dir()), |b| {
+    t.nodes.update_dirty(
+        t.dev,
+        loc.nid,
+        b,
+        node_log(inode.inode.geometry, offset, inode.is_dir()),
+        |b| {
             for (slot, addr) in slots {
-                put_u32(b, 4 * slot, addr);
+                // The slots come from the node's own path: always in range.
+                let _ = uf2fs_format::node::set_node_slot(b, slot, addr);
             }
-        });
+        },
+    );
     Ok(false)
 }
 

@@ -5,9 +5,8 @@
 
 use crate::{Error, Ino, Result};
 use std::ops::Range;
-use uf2fs_format::consts::I_NID_OFFSET;
 use uf2fs_format::node::{Inode, F2FS_INLINE_XATTR};
-use uf2fs_format::xattr::{parse_xattrs, RawXattr, XATTR_ENTRY_HEADER_SIZE, XATTR_HEADER_SIZE, XATTR_NODE_AREA};
+use uf2fs_format::xattr::{parse_xattrs, RawXattr, XATTR_ENTRY_HEADER_SIZE, XATTR_HEADER_SIZE};
 
 /// Bytes of the inline xattr area the kernel uses (its `inline_xattr_size`): none
 /// without the inline xattr flag, even where the slots are reserved.
@@ -21,13 +20,14 @@ pub fn inline_size(inode: &Inode) -> usize {
 
 /// Byte range of the inline xattr area in the inode block (just before `i_nid`).
 pub fn inline_range(inode: &Inode) -> Range<usize> {
-    I_NID_OFFSET - inline_size(inode)..I_NID_OFFSET
+    let end = inode.geometry.i_nid_offset();
+    end - inline_size(inode)..end
 }
 
 /// Most bytes the list can take, header included: the inline area and a whole xattr
 /// node (the kernel's `MIN_OFFSET`).
 pub fn capacity(inode: &Inode) -> usize {
-    (inline_size(inode) + XATTR_NODE_AREA + 3) & !3
+    (inline_size(inode) + node_area(inode) + 3) & !3
 }
 
 /// Largest value any attribute can have (the kernel's `MAX_VALUE_LEN`): the capacity
@@ -36,12 +36,17 @@ pub fn max_value_len(inode: &Inode) -> usize {
     capacity(inode) - XATTR_HEADER_SIZE - XATTR_ENTRY_HEADER_SIZE
 }
 
+/// Bytes of an xattr node that hold entries: all of it but the footer.
+pub fn node_area(inode: &Inode) -> usize {
+    inode.geometry.node_footer_offset()
+}
+
 /// The list's bytes: the inline area of `block` (the inode block), then the xattr
 /// node's entry space when there is one.
 pub fn gather(inode: &Inode, block: &[u8], node: Option<&[u8]>) -> Vec<u8> {
     let mut area = block[inline_range(inode)].to_vec();
     if let Some(n) = node {
-        area.extend_from_slice(&n[..XATTR_NODE_AREA]);
+        area.extend_from_slice(&n[..node_area(inode)]);
     }
     area
 }
@@ -78,7 +83,8 @@ mod tests {
         let sb = fs.superblock();
         let with = inode(sb, F2FS_INLINE_XATTR);
         assert_eq!(inline_size(&with), 200);
-        assert_eq!(inline_range(&with), I_NID_OFFSET - 200..I_NID_OFFSET);
+        let end = uf2fs_format::consts::I_NID_OFFSET;
+        assert_eq!(inline_range(&with), end - 200..end);
         assert_eq!(capacity(&with), 200 + 4072);
         assert_eq!(max_value_len(&with), 200 + 4072 - 28);
         // An inline dentry directory reserves the slots but, without the flag, keeps

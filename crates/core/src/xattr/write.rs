@@ -8,14 +8,14 @@
 //! reason, and every read), then applied ([`Rewrite::apply`]: memory only) after the
 //! operation has committed.
 
-use super::area::{capacity, gather, inline_range, inline_size, max_value_len, parse};
+use super::area::{capacity, gather, inline_range, inline_size, max_value_len, node_area, parse};
 use super::{XATTR_CREATE, XATTR_REPLACE};
 use crate::inode::InodeMut;
 use crate::node::NodeBlock;
 use crate::segment::SpaceNeed;
 use crate::tree::{new_node_block, node_log, Tree};
 use crate::{Error, Result};
-use uf2fs_format::xattr::{encode_xattrs, xattr_entry_size, xattrs_len, RawXattr, XATTR_NODE_AREA, XATTR_NODE_OFFSET};
+use uf2fs_format::xattr::{encode_xattrs, xattr_entry_size, xattrs_len, RawXattr, XATTR_NODE_OFFSET};
 
 /// An inode's xattr list as read for changing.
 pub struct Loaded {
@@ -118,7 +118,7 @@ pub fn layout(i: &InodeMut, list: &[RawXattr], loaded: Loaded) -> Result<Rewrite
             capacity(&i.inode)
         )));
     }
-    bytes.resize(inline + XATTR_NODE_AREA, 0);
+    bytes.resize(inline + node_area(&i.inode), 0);
     let node = match (inline > 0 && hsize <= inline, loaded.node) {
         (true, Some((nid, _))) => NodeChange::Free(nid),
         (true, None) => NodeChange::Absent,
@@ -179,7 +179,7 @@ impl Rewrite {
         let range = inline_range(&i.inode);
         i.block[range].copy_from_slice(&self.bytes[..inline]);
         let node_part = &self.bytes[inline..];
-        let log = node_log(XATTR_NODE_OFFSET, i.is_dir());
+        let log = node_log(i.inode.geometry, XATTR_NODE_OFFSET, i.is_dir());
         match self.node {
             NodeChange::Absent => {}
             NodeChange::Free(nid) => {
@@ -189,13 +189,13 @@ impl Rewrite {
             }
             NodeChange::Rewrite(nid, block) => {
                 let mut b = block.to_vec();
-                b[..XATTR_NODE_AREA].copy_from_slice(node_part);
+                b[..node_area(&i.inode)].copy_from_slice(node_part);
                 t.nodes.store_dirty(nid, b, log);
             }
             NodeChange::Make => {
                 let nid = t.take_nid()?;
-                let mut b = new_node_block(nid, i.ino, XATTR_NODE_OFFSET, i.is_dir());
-                b[..XATTR_NODE_AREA].copy_from_slice(node_part);
+                let mut b = new_node_block(i.inode.geometry, nid, i.ino, XATTR_NODE_OFFSET, i.is_dir());
+                b[..node_area(&i.inode)].copy_from_slice(node_part);
                 if let Err(e) = t.new_node(nid, i.ino, b, log) {
                     t.nodes.release_nid(nid);
                     return Err(e);
