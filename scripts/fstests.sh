@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fstests (the Linux file-system test suite) on uf2fs mounts: builds fstests from a
 # source tree, configures it for FUSE (FSTYP=fuse, FUSE_SUBTYP=.uf2fs, image files as
-# TEST_DEV and SCRATCH_DEV, `-o allow_other,default_permissions,nosubtype`), links
+# TEST_DEV and SCRATCH_DEV, `-o allow_other,default_permissions,nosubtype,dev,suid`), links
 # uf2fs as mount(8)'s helper (/usr/sbin/mount.fuse.uf2fs), runs each test with its own
 # `./check`, unmounts, and runs `fsck.f2fs -f --dry-run` on both images after every
 # test. Writes
@@ -81,7 +81,9 @@ for m in "$work/test" "$work/scratch"; do
 done
 "$uf2fs" mkfs -f --size "$size" "$work/test.img" >/dev/null
 "$uf2fs" mkfs -f --size "$size" "$work/scratch.img" >/dev/null
-opts="-o allow_other,default_permissions,nosubtype"
+# dev,suid: as root's mount of a block device F2FS has them (FUSE mounts default to
+# nodev,nosuid), for the tests that make device nodes or run set-ID programs.
+opts="-o allow_other,default_permissions,nosubtype,dev,suid"
 cat >"$fstests/local.config" <<EOF
 export FSTYP=fuse
 export FUSE_SUBTYP=.uf2fs

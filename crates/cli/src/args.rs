@@ -134,9 +134,10 @@ pub enum Command {
         /// Comma-separated mount options (repeatable); unknown ones are refused.
         ///
         /// Generic: ro, rw, allow_other, fsname=NAME, dev, nodev, suid, nosuid, exec,
-        /// noexec; default_permissions, noatime, nodiratime and async are accepted as what
-        /// uf2fs always does (atime, relatime, strictatime, lazytime, sync and dirsync are
-        /// refused).
+        /// noexec; relatime (default) or atime, strictatime, noatime, nodiratime,
+        /// diratime (when reads and listings update access times, as Linux);
+        /// default_permissions, async and lazytime are accepted as what uf2fs always
+        /// does (sync and dirsync are refused).
         ///
         /// F2FS (the kernel's names and values): active_logs=2|4|6 (logs written to,
         /// default 6), background_gc=on|off|sync (the background cleaner: on by

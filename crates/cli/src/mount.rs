@@ -125,6 +125,8 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
         suid: options.suid,
         exec: options.exec,
         checkpoint_interval: options.cp_interval,
+        atime: options.atime,
+        dir_atime: options.dir_atime,
         writeback_cache: options.writeback_cache && !options.read_only,
     };
     uf2fs_fuse::mount(fs, &mountpoint, &fuse_options).with_context(|| format!("mounting on {}", escape_os(&mountpoint)))

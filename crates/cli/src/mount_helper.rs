@@ -10,6 +10,11 @@
 //! multi-device F2FS, in order. `-f` (fake) checks the options and mounts nothing;
 //! `-n`, `-s` and `-v` are accepted and change nothing.
 //!
+//! mount(8) passes only the flags that differ from its defaults (`nodev`, never
+//! `dev`), so a mount by root gets `dev,suid,exec` first, as root's mount of a block
+//! device has them (a FUSE mount is otherwise `nodev,nosuid`); a `nodev`, `nosuid` or
+//! `noexec` given wins. mount(8) adds `nosuid,nodev` itself for users' fstab mounts.
+//!
 //! `remount` changes the mount that is there (mount(2) with `MS_REMOUNT`): `ro` makes
 //! it read-only, after a sync of the mount point (the running uf2fs writes a
 //! checkpoint, as Linux F2FS does on a remount read-only), `rw` writable again, and
@@ -116,8 +121,14 @@ pub fn run(args: &[OsString]) -> anyhow::Result<()> {
     if remount {
         return remount_mount(&helper.request.mountpoint, &parsed);
     }
+    if nix::unistd::geteuid().is_root() {
+        helper.request.options.insert(0, ROOT_DEFAULTS.to_string());
+    }
     mount::run(&helper.request)
 }
+
+/// The flags a mount by root has unless mount(8) passes their opposites.
+const ROOT_DEFAULTS: &str = "dev,suid,exec";
 
 /// Takes `remount` out of the option groups; whether it was there.
 fn take_remount(groups: &mut [String]) -> bool {
@@ -147,7 +158,10 @@ fn remount_mount(mountpoint: &Path, options: &crate::mount_options::ParsedMountO
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing {shown} before remounting it read-only"))?;
     }
-    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_NOATIME;
+    let mut flags = MsFlags::MS_REMOUNT;
+    if options.atime == uf2fs_fuse::AtimeMode::Never {
+        flags |= MsFlags::MS_NOATIME;
+    }
     for (set, flag) in [
         (options.read_only, MsFlags::MS_RDONLY),
         (options.suid == Some(false), MsFlags::MS_NOSUID),

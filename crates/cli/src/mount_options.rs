@@ -2,10 +2,9 @@
 //! and F2FS's own by the kernel's names and values.
 //!
 //! Every option is either honoured, accepted because it is what uf2fs always does
-//! (`default_permissions`, `noatime`, `nodiratime`, `async`), or refused with a message
-//! naming it: unknown options, values the kernel refuses, and options whose meaning uf2fs
-//! cannot give (`atime`, `relatime`, `strictatime`, `lazytime`: uf2fs never updates
-//! access times; `sync`, `dirsync`: it does not make every change durable at once).
+//! (`default_permissions`, `async`, `lazytime`), or refused with a message naming it:
+//! unknown options, values the kernel refuses, and options whose meaning uf2fs cannot
+//! give (`sync`, `dirsync`: it does not make every change durable at once).
 
 use std::time::Duration;
 use uf2fs_core::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, GcPacing, GcPolicy, PacingSettings, Settings};
@@ -48,6 +47,11 @@ pub struct ParsedMountOptions {
     /// pacer's aim, in microseconds): the paced cleaner (docs/gc-pacing.md); `off`
     /// (default) runs no paced cleaner.
     pub gc_pacing: PacingSettings,
+    /// `relatime` (default, as Linux; also `atime`), `strictatime` or `noatime`: when
+    /// reads and listings update access times.
+    pub atime: uf2fs_fuse::AtimeMode,
+    /// `diratime` (default) or `nodiratime`: whether listings update directories'.
+    pub dir_atime: bool,
     /// `writeback_cache` (or `no_writeback_cache`, the default): FUSE's writeback
     /// cache, where the kernel keeps written pages and sends them in large writes
     /// later (see `uf2fs_fuse::MountOptions::writeback_cache`).
@@ -82,6 +86,8 @@ impl Default for ParsedMountOptions {
             writeback_contexts: default_writeback_contexts(),
             writeback_policy: DEFAULT_WRITEBACK_POLICY.to_string(),
             gc_pacing: PacingSettings::default(),
+            atime: uf2fs_fuse::AtimeMode::Relative,
+            dir_atime: true,
             writeback_cache: false,
         }
     }
@@ -107,11 +113,13 @@ fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String
         "nosubtype" => parsed.subtype = None,
         // Always on: the kernel checks permissions against the modes uf2fs reports.
         "default_permissions" => {}
-        // What uf2fs does anyway: reads never write the inode.
-        "noatime" | "nodiratime" | "async" => {}
-        "atime" | "strictatime" | "relatime" | "lazytime" => {
-            return unsupported("uf2fs never updates access times (every mount is noatime)")
-        }
+        "atime" | "relatime" => parsed.atime = uf2fs_fuse::AtimeMode::Relative,
+        "strictatime" => parsed.atime = uf2fs_fuse::AtimeMode::Strict,
+        "noatime" => parsed.atime = uf2fs_fuse::AtimeMode::Never,
+        "diratime" | "nodiratime" => parsed.dir_atime = option == "diratime",
+        // What uf2fs does anyway: access times reach the image with the inode at the
+        // next checkpoint, as every change (F2FS mounts lazytime by default).
+        "async" | "lazytime" | "nolazytime" => {}
         "sync" | "dirsync" => {
             return unsupported(
                 "uf2fs does not make each change durable as it happens; \
@@ -369,7 +377,7 @@ mod tests {
         assert_eq!((p.dev, p.suid, p.exec), (Some(false), Some(false), Some(false)));
         let p = parse(&["nodev,dev,suid,exec"]).unwrap();
         assert_eq!((p.dev, p.suid, p.exec), (Some(true), Some(true), Some(true)));
-        let p = parse(&["default_permissions,noatime,nodiratime,async"]).unwrap();
+        let p = parse(&["default_permissions,async,lazytime"]).unwrap();
         assert_eq!(p, ParsedMountOptions::default());
     }
 
@@ -400,15 +408,26 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_options_are_named_with_the_reason() {
-        for option in ["relatime", "atime", "strictatime", "lazytime"] {
-            let err = parse(&["rw", option]).unwrap_err();
-            assert!(
-                err.starts_with(&format!("mount option '{option}' is not supported: ")),
-                "{err}"
-            );
-            assert!(err.contains("noatime"), "{err}");
+    fn atime_options_choose_the_rule() {
+        use uf2fs_fuse::AtimeMode;
+        let default = parse(&["rw"]).unwrap();
+        assert_eq!((default.atime, default.dir_atime), (AtimeMode::Relative, true));
+        for (option, mode) in [
+            ("strictatime", AtimeMode::Strict),
+            ("noatime", AtimeMode::Never),
+            ("relatime", AtimeMode::Relative),
+            ("atime", AtimeMode::Relative),
+            ("noatime,relatime", AtimeMode::Relative),
+            ("lazytime,strictatime,nolazytime", AtimeMode::Strict),
+        ] {
+            assert_eq!(parse(&[option]).unwrap().atime, mode, "{option}");
         }
+        assert!(!parse(&["nodiratime"]).unwrap().dir_atime);
+        assert!(parse(&["nodiratime,diratime"]).unwrap().dir_atime);
+    }
+
+    #[test]
+    fn unsupported_options_are_named_with_the_reason() {
         for option in ["sync", "dirsync"] {
             let err = parse(&[option]).unwrap_err();
             assert!(

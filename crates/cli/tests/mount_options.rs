@@ -210,10 +210,6 @@ fn bad_options_are_refused_with_their_name() {
             "cp_interval=soon",
             "mount option 'cp_interval=soon': cp_interval must be a number of seconds",
         ),
-        (
-            "relatime",
-            "mount option 'relatime' is not supported: uf2fs never updates access times",
-        ),
         ("sync", "mount option 'sync' is not supported"),
         ("discard", "unknown mount option 'discard'"),
     ] {

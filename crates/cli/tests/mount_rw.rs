@@ -445,7 +445,7 @@ fn times_before_1970_survive() {
 
 /// mount(8)'s helper: the binary linked as `mount.fuse.uf2fs` takes
 /// `IMAGE MOUNTPOINT -o OPTIONS` with fstab's own options among them, mounts in the
-/// background and returns; what is written there is on the image after the unmount.
+/// background (as root: with dev and suid) and returns; what is written there is on the image after the unmount.
 #[test]
 fn the_mount_helper_mounts_as_mount_8_calls_it() {
     if !fuse_available(&[("fsck.f2fs", "f2fs-tools")]) {
@@ -462,6 +462,19 @@ fn the_mount_helper_mounts_as_mount_8_calls_it() {
         .unwrap();
     assert!(status.success());
     assert!(is_mounted(&mnt), "the helper returned before the mount appeared");
+    // Root's mount of a block device has dev and suid (mount(8) passes neither), and
+    // relatime: so has the helper's.
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let want = mnt.to_string_lossy();
+    let line = info
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+        .unwrap();
+    let flags: Vec<&str> = line.split(' ').nth(5).unwrap().split(',').collect();
+    assert!(flags.contains(&"relatime"), "{line}");
+    if nix::unistd::geteuid().is_root() {
+        assert!(!flags.contains(&"nodev") && !flags.contains(&"nosuid"), "{line}");
+    }
     fs::write(mnt.join("via-helper"), b"mounted by mount(8)'s helper\n").unwrap();
     let fake = Command::new(&helper)
         .arg(&img)

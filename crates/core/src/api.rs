@@ -144,7 +144,7 @@ pub const RENAME_NOREPLACE: u32 = 1;
 /// (Linux's `RENAME_EXCHANGE`).
 pub const RENAME_EXCHANGE: u32 = 2;
 /// [`crate::Fs::rename`] flag: leave a whiteout at the source (Linux's
-/// `RENAME_WHITEOUT`); not supported by uf2fs.
+/// `RENAME_WHITEOUT`; see [`crate::Fs::rename_as`]).
 pub const RENAME_WHITEOUT: u32 = 4;
 
 /// Attributes to change with [`crate::Fs::setattr`]; `None` leaves a field alone.

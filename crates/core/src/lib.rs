@@ -20,6 +20,7 @@ mod fs;
 pub mod gc;
 mod info;
 mod inode;
+mod label;
 pub mod mkfs;
 mod namei;
 mod node;
@@ -46,7 +47,8 @@ pub use fs::{Fs, FsInfo, OpenOptions};
 pub use gc::{
     Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcStats, PacingSettings, PacingStats,
 };
+pub use label::FSLABEL_MAX;
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
-pub use namei::Creator;
+pub use namei::{flags, Creator};
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

@@ -231,7 +231,7 @@ fn renames(v: Variant, tmp: &Path) {
     let root = w.fs.root();
     for (flags, errno) in [
         (RENAME_EXCHANGE | RENAME_NOREPLACE, EINVAL),
-        (RENAME_WHITEOUT, 95),
+        (RENAME_WHITEOUT | RENAME_EXCHANGE, EINVAL),
         (64, EINVAL),
     ] {
         let r = w.fs.rename(root, b"p", root, b"x", flags);

@@ -10,9 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    INodeNo, IoctlFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, Seek, SetAttr, Stat, Timestamp};
 
@@ -22,7 +22,13 @@ use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
 use crate::lookups::Lookups;
 use crate::open_files::OpenFiles;
+use crate::protect::AttrChange;
 use crate::{caller, kernel, read_buf, xattr};
+
+/// Most bytes one COPY_FILE_RANGE copies (its reply counts in 32 bits).
+const COPY_MAX: u64 = 1 << 30;
+/// Bytes read and written at a time by a copy.
+const COPY_CHUNK: u64 = 1 << 20;
 
 /// How long the kernel may cache attributes and names. Every change goes through the
 /// kernel (which updates or drops what it cached), so this only bounds staleness if
@@ -62,6 +68,8 @@ pub(crate) struct F2fsFuse {
     /// The session's channel for telling the kernel of changes it did not ask for (set
     /// once the session exists: [`F2fsFuse::notifier_slot`]).
     notifier: Arc<OnceLock<Notifier>>,
+    /// When reads and listings update access times.
+    pub(crate) atime: crate::atime::Policy,
 }
 
 impl F2fsFuse {
@@ -77,6 +85,7 @@ impl F2fsFuse {
             files: OpenFiles::default(),
             lookups: Lookups::default(),
             notifier: Arc::default(),
+            atime: crate::atime::Policy::default(),
         }
     }
 
@@ -106,6 +115,7 @@ impl F2fsFuse {
     fn remove_file(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
         self.writable()?;
         let dir = self.inos.to_core(parent)?;
+        self.may_remove_name(dir, name.as_bytes())?;
         self.fs.unlink(dir, name.as_bytes()).or_errno()
     }
 
@@ -137,6 +147,7 @@ impl F2fsFuse {
     ) -> Result<(FileAttr, Generation), Errno> {
         self.writable()?;
         let dir = self.inos.to_core(parent)?;
+        self.may_add_name(dir)?;
         let stat = op(&self.fs, dir).or_errno()?;
         Ok(self.hand_out(&stat))
     }
@@ -174,9 +185,17 @@ impl F2fsFuse {
     }
 
     /// setattr: the size through the core's truncate, then the other attributes.
-    fn set_attr(&self, req: &Request, node: INodeNo, size: Option<u64>, attrs: &SetAttr) -> Result<FileAttr, Errno> {
+    fn set_attr(
+        &self,
+        req: &Request,
+        node: INodeNo,
+        size: Option<u64>,
+        change: &AttrChange,
+    ) -> Result<FileAttr, Errno> {
         self.writable()?;
         let ino = self.inos.to_core(node)?;
+        self.may_setattr(ino, change)?;
+        let attrs = change.attrs;
         let mut attrs = attrs.clone();
         if let Some(size) = size {
             // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
@@ -228,7 +247,7 @@ impl F2fsFuse {
     /// Has the kernel drop the attributes of `node` it cached, for a change it did not
     /// ask for. Attributes only (a negative offset): the kernel may hold the pages of a
     /// write in progress locked. A failure leaves the cache stale until its TTL.
-    fn attrs_changed(&self, node: INodeNo) {
+    pub(crate) fn attrs_changed(&self, node: INodeNo) {
         if let Some(notifier) = self.notifier.get() {
             let _ = notifier.inval_inode(node, -1, 0);
         }
@@ -252,6 +271,9 @@ impl F2fsFuse {
     /// Look `name` up in `parent`: `Ok(None)` when it does not exist.
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<Option<(FileAttr, Generation)>, Errno> {
         let dir = self.inos.to_core(parent)?;
+        if name.as_bytes() == b"." {
+            return self.lookup_self(dir).map(Some);
+        }
         match self.fs.lookup(dir, name.as_bytes()) {
             Ok(ino) => match self.held_attr(ino) {
                 // Freed between the lookup and the stat: gone, unless the name still
@@ -267,6 +289,19 @@ impl F2fsFuse {
                 r => r.map(Some),
             },
             Err(uf2fs_core::Error::NotFound(_)) => Ok(None),
+            Err(err) => Err(crate::errors::errno(&err)),
+        }
+    }
+
+    /// LOOKUP of "." in node `ino`, whatever its type: how the kernel finds an inode
+    /// by a file handle (`open_by_handle_at`, NFS export) once it has forgotten it
+    /// (`fuse_get_dentry`). Node ids are inode numbers, so a handle stays good as long
+    /// as its inode lives, across unmounts too; the kernel compares the generation. An
+    /// id that names no inode (freed, or a node of another kind) is stale.
+    fn lookup_self(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
+        match self.fs.stat(ino) {
+            Ok(_) => self.held_attr(ino),
+            Err(uf2fs_core::Error::NotFound(_) | uf2fs_core::Error::Corrupt { .. }) => Err(Errno::ESTALE),
             Err(err) => Err(crate::errors::errno(&err)),
         }
     }
@@ -366,14 +401,19 @@ impl F2fsFuse {
         }
     }
 
-    /// Serve a READ of `size` bytes at `offset`.
-    fn read_data(&self, node: INodeNo, offset: u64, size: u32, reply: ReplyData) {
+    /// Serve a READ of `size` bytes at `offset` through a descriptor opened with
+    /// `flags`. The access time changes (when due) before the reply: once the reply is
+    /// in, the kernel drops the access time it cached and may ask for it at once.
+    fn read_data(&self, node: INodeNo, offset: u64, size: u32, flags: OpenFlags, reply: ReplyData) {
         let ino = match self.inos.to_core(node) {
             Ok(ino) => ino,
             Err(errno) => return reply.error(errno),
         };
         read_buf::with_buffer(size as usize, |buf| match self.fs.read(ino, offset, buf).or_errno() {
-            Ok(len) => reply.data(&buf[..len]),
+            Ok(len) => {
+                self.accessed(ino, flags);
+                reply.data(&buf[..len]);
+            }
             Err(errno) => reply.error(errno),
         });
     }
@@ -389,6 +429,42 @@ impl F2fsFuse {
             Ok(())
         } else {
             Err(Errno::EACCES)
+        }
+    }
+
+    /// Copies up to `len` bytes (at most [`COPY_MAX`]) of `src` from `offset_in` to
+    /// `dst` at `offset_out`, a chunk at a time; stops at the source's end. The bytes
+    /// copied; an error only when nothing was.
+    fn copy_range(&self, src: Ino, offset_in: u64, dst: Ino, offset_out: u64, len: u64) -> Result<u64, Errno> {
+        let len = len.min(COPY_MAX);
+        let mut done = 0u64;
+        let mut buf = vec![0u8; COPY_CHUNK.min(len) as usize];
+        while done < len {
+            let want = (len - done).min(COPY_CHUNK) as usize;
+            let step = self
+                .fs
+                .read(src, offset_in + done, &mut buf[..want])
+                .and_then(|n| Ok((n, self.fs.write(dst, offset_out + done, &buf[..n])?)));
+            match step {
+                Ok((0, _)) => break,
+                Ok((n, written)) => {
+                    done += written as u64;
+                    if written < n {
+                        break;
+                    }
+                }
+                Err(err) if done == 0 => return Err(crate::errors::errno(&err)),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
+    }
+
+    /// Directory `node` was listed: its access time changes when the rule says so
+    /// (before the reply, as for a read).
+    fn listed(&self, node: INodeNo) {
+        if let Ok(dir) = self.inos.to_core(node) {
+            self.accessed(dir, OpenFlags(0));
         }
     }
 
@@ -463,13 +539,19 @@ impl Filesystem for F2fsFuse {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let allowed = if self.writable {
-            self.inos.to_core(ino).and_then(|ino| self.take_handle(ino))
+            self.inos.to_core(ino).and_then(|ino| {
+                self.may_open(ino, flags)?;
+                self.take_handle(ino)?;
+                Ok(self.keep_cache(ino))
+            })
         } else {
-            open_allowed(flags)
+            open_allowed(flags).map(|()| true)
         };
         match allowed {
-            // The image changes only through this mount: keep cached pages across opens.
-            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            // The image changes only through this mount: keep cached pages across opens,
+            // unless the next read must come here to update the access time.
+            Ok(true) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(false) => reply.opened(FileHandle(0), FopenFlags::empty()),
             Err(errno) => reply.error(errno),
         }
     }
@@ -510,11 +592,11 @@ impl Filesystem for F2fsFuse {
         _fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.read_data(ino, offset, size, reply);
+        self.read_data(ino, offset, size, flags, reply);
     }
 
     /// close(2) does not make data durable on Linux F2FS either: nothing to do. Data
@@ -528,22 +610,32 @@ impl Filesystem for F2fsFuse {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let keep = self.inos.to_core(ino).map_or(true, |ino| self.keep_cache(ino));
         match self.open_dir(ino) {
-            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR),
+            // The listing may be cached across opens, unless the next listing must come
+            // here to update the access time.
+            Ok(fh) if keep => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR),
+            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_CACHE_DIR),
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         match self.fill_dir(fh, offset, &mut reply) {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                self.listed(ino);
+                reply.ok();
+            }
             Err(errno) => reply.error(errno),
         }
     }
 
-    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         match self.fill_dir_plus(fh, offset, &mut reply) {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                self.listed(ino);
+                reply.ok();
+            }
             Err(errno) => reply.error(errno),
         }
     }
@@ -613,6 +705,11 @@ impl Filesystem for F2fsFuse {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        // Under the writeback cache the kernel keeps the times of writes and sends them
+        // later as an explicit mtime (and ctime) without an atime: that is no caller's
+        // utimes, and an append-only file's appends must keep working.
+        let kernel_times = self.writeback_cache && atime.is_none() && mode.is_none();
+        let times_set = AttrChange::explicit(atime, mtime) && !kernel_times;
         let attrs = SetAttr {
             mode,
             uid,
@@ -622,7 +719,12 @@ impl Filesystem for F2fsFuse {
             mtime: mtime.map(timestamp_or_now),
             ctime: ctime.map(timestamp),
         };
-        match self.set_attr(req, ino, size, &attrs) {
+        let change = AttrChange {
+            attrs: &attrs,
+            times_set,
+            size: size.is_some(),
+        };
+        match self.set_attr(req, ino, size, &change) {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(errno) => reply.error(errno),
         }
@@ -649,6 +751,7 @@ impl Filesystem for F2fsFuse {
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.writable().and_then(|()| {
             let dir = self.inos.to_core(parent)?;
+            self.may_remove_name(dir, name.as_bytes())?;
             self.fs.rmdir(dir, name.as_bytes()).or_errno()
         });
         reply_empty(reply, result);
@@ -669,7 +772,7 @@ impl Filesystem for F2fsFuse {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -681,8 +784,16 @@ impl Filesystem for F2fsFuse {
             let flags = rename_flags(flags)?;
             let src = self.inos.to_core(parent)?;
             let dst = self.inos.to_core(newparent)?;
+            self.may_rename(
+                src,
+                name.as_bytes(),
+                dst,
+                newname.as_bytes(),
+                flags & uf2fs_core::RENAME_EXCHANGE != 0,
+            )?;
+            // A whiteout is made by the caller (the umask plays no part: its mode is 0).
             self.fs
-                .rename(src, name.as_bytes(), dst, newname.as_bytes(), flags)
+                .rename_as(src, name.as_bytes(), dst, newname.as_bytes(), flags, creator(req, 0))
                 .or_errno()
         });
         reply_empty(reply, result);
@@ -692,6 +803,8 @@ impl Filesystem for F2fsFuse {
         let made = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
             let dir = self.inos.to_core(newparent)?;
+            self.may_link(ino)?;
+            self.may_add_name(dir)?;
             let stat = self.fs.link(ino, dir, newname.as_bytes()).or_errno()?;
             Ok(self.hand_out(&stat))
         });
@@ -713,6 +826,7 @@ impl Filesystem for F2fsFuse {
         let written = self.writable().and_then(|()| {
             let node = ino;
             let ino = self.inos.to_core(node)?;
+            self.may_write(ino)?;
             self.drop_privs(req, node, ino)?;
             self.fs.write(ino, offset, data).or_errno()
         });
@@ -765,6 +879,7 @@ impl Filesystem for F2fsFuse {
     ) {
         let result = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
+            self.may_change_xattr(ino)?;
             let mut flags = xattr::set_flags(flags, position)?;
             if name.as_bytes() == xattr::ACL_ACCESS.as_bytes() {
                 let gid = self.fs.stat(ino).or_errno()?.gid;
@@ -780,6 +895,7 @@ impl Filesystem for F2fsFuse {
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.writable().and_then(|()| {
             let ino = self.inos.to_core(ino)?;
+            self.may_change_xattr(ino)?;
             self.fs.remove_xattr(ino, name.as_bytes()).or_errno()
         });
         reply_empty(reply, result);
@@ -799,6 +915,7 @@ impl Filesystem for F2fsFuse {
             let node = ino;
             let ino = self.inos.to_core(node)?;
             let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
+            self.may_fallocate(ino, mode)?;
             self.drop_privs(req, node, ino)?;
             let done = self.fs.fallocate(ino, offset, length, mode).or_errno();
             if done.is_err() {
@@ -832,21 +949,59 @@ impl Filesystem for F2fsFuse {
         }
     }
 
+    fn ioctl(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: IoctlFlags,
+        cmd: u32,
+        in_data: &[u8],
+        out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        let served = self
+            .inos
+            .to_core(ino)
+            .and_then(|ino| self.serve_ioctl(req, ino, cmd, in_data, out_size));
+        match served {
+            Ok(out) => reply.ioctl(0, &out),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    /// Copies in the file system, as the kernel's fallback would through the page
+    /// cache (F2FS has no copy_file_range of its own: the VFS splices): the data of the
+    /// source range, up to its end of file, written at the target offset. The VFS
+    /// checked the flags (none), the ranges (no overlap within a file) and the target's
+    /// `O_APPEND`.
     fn copy_file_range(
         &self,
-        _req: &Request,
-        _ino_in: INodeNo,
+        req: &Request,
+        ino_in: INodeNo,
         _fh_in: FileHandle,
-        _offset_in: u64,
-        _ino_out: INodeNo,
+        offset_in: u64,
+        ino_out: INodeNo,
         _fh_out: FileHandle,
-        _offset_out: u64,
-        _len: u64,
+        offset_out: u64,
+        len: u64,
         _flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
-        // ENOSYS on a writable mount: the kernel then copies through read and write.
-        reply.error(self.writable().err().unwrap_or(Errno::ENOSYS));
+        let copied = self.writable().and_then(|()| {
+            let src = self.inos.to_core(ino_in)?;
+            let dst = self.inos.to_core(ino_out)?;
+            self.may_write(dst)?;
+            self.drop_privs(req, ino_out, dst)?;
+            let copied = self.copy_range(src, offset_in, dst, offset_out, len)?;
+            self.accessed(src, OpenFlags(0));
+            Ok(copied)
+        });
+        match copied {
+            // At most COPY_MAX (< 4 GiB) per request; the caller loops.
+            Ok(len) => reply.written(u32::try_from(len).unwrap_or(u32::MAX)),
+            Err(errno) => reply.error(errno),
+        }
     }
 }
 
@@ -869,12 +1024,13 @@ fn reply_entry(reply: ReplyEntry, made: Result<(FileAttr, Generation), Errno>) {
     }
 }
 
-/// Core rename flags for FUSE's: `RENAME_NOREPLACE` and `RENAME_EXCHANGE`; anything
-/// else (`RENAME_WHITEOUT`, unknown bits) is `EINVAL`.
+/// Core rename flags for FUSE's: `RENAME_NOREPLACE`, `RENAME_EXCHANGE` and
+/// `RENAME_WHITEOUT` (the kernel checked `CAP_MKNOD`); unknown bits are `EINVAL`, and
+/// so are the combinations Linux refuses (the core's check).
 fn rename_flags(flags: RenameFlags) -> Result<u32, Errno> {
     let bits = flags.bits();
-    let known = uf2fs_core::RENAME_NOREPLACE | uf2fs_core::RENAME_EXCHANGE;
-    if bits & !known != 0 || bits == known {
+    let known = uf2fs_core::RENAME_NOREPLACE | uf2fs_core::RENAME_EXCHANGE | uf2fs_core::RENAME_WHITEOUT;
+    if bits & !known != 0 {
         return Err(Errno::EINVAL);
     }
     Ok(bits)

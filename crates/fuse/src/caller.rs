@@ -42,6 +42,27 @@ fn drop_suidgid(mode: u32, privileged: bool, in_group: impl FnOnce() -> bool) ->
     (kept != mode).then_some(kept & 0o7777)
 }
 
+/// `CAP_LINUX_IMMUTABLE`: may change the immutable and append-only flags.
+pub(crate) const CAP_LINUX_IMMUTABLE: u32 = 9;
+/// `CAP_SYS_ADMIN`: may change the volume label, among much else.
+pub(crate) const CAP_SYS_ADMIN: u32 = 21;
+
+/// Whether the caller of `req` holds capability `cap` in its effective set (the
+/// `CapEff:` line of `/proc/PID/status`). A process gone before it is read counts as
+/// holding it only when its fsuid is 0.
+pub(crate) fn capable(req: &Request, cap: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{}/status", req.pid())) {
+        Ok(status) => parse_cap_eff(&status).is_some_and(|caps| caps & (1u64 << cap) != 0),
+        Err(_) => req.uid() == 0,
+    }
+}
+
+/// The effective capability set of a `/proc/PID/status` text.
+fn parse_cap_eff(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
 /// The supplementary groups of process `pid` (empty when they cannot be read).
 fn supplementary_groups(pid: u32) -> Vec<u32> {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
@@ -77,6 +98,17 @@ mod tests {
         // Privileged callers keep both; files without set-ID bits are left alone.
         assert_eq!(drop_suidgid(0o6777, true, outsider), None);
         assert_eq!(drop_suidgid(0o777, false, || panic!("not asked")), None);
+    }
+
+    #[test]
+    fn capabilities_are_parsed() {
+        let status = "Name:\tsh\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n";
+        assert_eq!(parse_cap_eff(status), Some(0x1ff_ffff_ffff));
+        assert_eq!(
+            parse_cap_eff("CapEff:\t0000000000000200\n"),
+            Some(1 << CAP_LINUX_IMMUTABLE)
+        );
+        assert_eq!(parse_cap_eff("Name:\tsh\n"), None);
     }
 
     #[test]

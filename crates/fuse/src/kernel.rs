@@ -1,5 +1,6 @@
-//! What the adapter asks of the kernel at FUSE_INIT: large reads, cached metadata and
-//! POSIX ACLs. With FUSE_POSIX_ACL the kernel checks permissions against the ACLs (read
+//! What the adapter asks of the kernel at FUSE_INIT: large reads, cached metadata,
+//! POSIX ACLs and file handles (FUSE_EXPORT_SUPPORT: the kernel looks up "." and ".."
+//! of a node id it has forgotten to serve `open_by_handle_at` and NFS export). With FUSE_POSIX_ACL the kernel checks permissions against the ACLs (read
 //! through getxattr and cached) and leaves the rest to the file system: inheriting
 //! default ACLs, the mode an ACL implies and the ACL a chmod implies (the core does
 //! these as F2FS does). FUSE_DONT_MASK sends the umask beside the unmasked mode, since
@@ -21,6 +22,7 @@ fn wanted_capabilities() -> InitFlags {
         | InitFlags::FUSE_PARALLEL_DIROPS
         | InitFlags::FUSE_POSIX_ACL
         | InitFlags::FUSE_DONT_MASK
+        | InitFlags::FUSE_EXPORT_SUPPORT
 }
 
 /// Configure the connection for fast sequential reads, and with `writeback_cache` for

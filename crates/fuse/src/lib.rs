@@ -28,14 +28,17 @@
 //! ```
 
 mod adapter;
+mod atime;
 mod attr;
 mod caller;
 mod dir_handles;
 mod errors;
 mod inode_map;
+mod ioctl;
 mod kernel;
 mod lookups;
 mod open_files;
+mod protect;
 mod read_buf;
 mod readahead;
 mod xattr;
@@ -56,6 +59,22 @@ pub const STATUS_XATTR: &str = "uf2fs.status";
 
 /// The kernel's default periodic checkpoint interval (sysfs `cp_interval`).
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// When reads and directory listings update access times (the mount's atime option).
+/// FUSE leaves access times to the file system (the kernel marks its inodes
+/// `S_NOATIME`), so the adapter updates them, under Linux's rules, on the reads and
+/// listings that reach it (see the `atime` module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AtimeMode {
+    /// `relatime` (Linux's default): when the access time is not after the last
+    /// modification or change, or is a day old.
+    #[default]
+    Relative,
+    /// `strictatime`: at every access.
+    Strict,
+    /// `noatime`: never.
+    Never,
+}
 
 /// How to mount.
 #[derive(Debug, Clone)]
@@ -82,6 +101,12 @@ pub struct MountOptions {
     /// [`uf2fs_core::Fs::checkpoint_if_due`]). `None`: only fsync and the unmount
     /// write checkpoints. Default [`DEFAULT_CHECKPOINT_INTERVAL`].
     pub checkpoint_interval: Option<Duration>,
+    /// When access times change (`relatime`, `strictatime`, `noatime`). Default
+    /// [`AtimeMode::Relative`], as Linux.
+    pub atime: AtimeMode,
+    /// Whether directory listings update directories' access times too (`nodiratime`
+    /// turns it off). Default true.
+    pub dir_atime: bool,
     /// FUSE's writeback cache (`FUSE_WRITEBACK_CACHE`, when the kernel offers it): the
     /// kernel keeps written pages in its page cache and sends them later in large
     /// writes, keeping sizes and times itself meanwhile (as for a local file system),
@@ -102,6 +127,8 @@ impl Default for MountOptions {
             suid: None,
             exec: None,
             checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
+            atime: AtimeMode::default(),
+            dir_atime: true,
             writeback_cache: false,
         }
     }
@@ -125,6 +152,10 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     let config = session_config(opts);
     let fs = Arc::new(fs);
     let mut adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
+    adapter.atime = atime::Policy {
+        mode: opts.atime,
+        dirs: opts.dir_atime,
+    };
     adapter.writeback_cache = opts.writeback_cache && !opts.read_only;
     let notifier = adapter.notifier_slot();
     let session = fuser::Session::new(adapter, mountpoint, &config)?;
@@ -193,8 +224,14 @@ fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
         access,
         MountOption::FSName(fsname.to_owned()),
         MountOption::DefaultPermissions,
-        // The core never updates access times.
-        MountOption::NoAtime,
+        // What /proc/mounts shows: the kernel updates no access time of a FUSE inode
+        // itself. `Atime` leaves the kernel's default, relatime (fuser cannot pass
+        // MS_STRICTATIME; a strictatime mount shows relatime).
+        if opts.atime == AtimeMode::Never {
+            MountOption::NoAtime
+        } else {
+            MountOption::Atime
+        },
     ];
     if let Some(subtype) = &opts.subtype {
         // As a kernel option rather than `MountOption::Subtype`, which fuser only hands
@@ -239,7 +276,12 @@ mod tests {
         assert!(mount.contains(&MountOption::FSName("uf2fs".into())));
         assert!(mount.contains(&MountOption::CUSTOM("subtype=f2fs".into())));
         assert!(mount.contains(&MountOption::DefaultPermissions));
-        assert!(mount.contains(&MountOption::NoAtime));
+        assert!(mount.contains(&MountOption::Atime));
+        let noatime = MountOptions {
+            atime: AtimeMode::Never,
+            ..opts.clone()
+        };
+        assert!(mount_options(&noatime).contains(&MountOption::NoAtime));
         let named = MountOptions {
             fsname: "/tmp/x.img".into(),
             ..opts.clone()

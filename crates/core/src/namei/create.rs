@@ -38,7 +38,7 @@ impl Creator {
 
 /// What a new inode holds besides its fields.
 #[derive(Clone, Copy)]
-enum Contents<'t> {
+pub(super) enum Contents<'t> {
     /// Nothing (files, directories, fifos, sockets).
     None,
     /// A device number (major, minor).
@@ -257,7 +257,7 @@ impl Op<'_> {
     }
 
     /// Registers the new inode's node (its id becomes in use) with its contents.
-    fn fill(&mut self, new: &mut InodeMut, contents: Contents) -> Result<()> {
+    pub(super) fn fill(&mut self, new: &mut InodeMut, contents: Contents) -> Result<()> {
         let sb = self.fs.superblock();
         match contents {
             Contents::None => {}

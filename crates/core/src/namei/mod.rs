@@ -14,6 +14,7 @@ mod create;
 
 pub use create::Creator;
 pub(crate) mod dentry;
+pub mod flags;
 pub(crate) mod locks;
 pub(crate) mod newinode;
 mod remove;

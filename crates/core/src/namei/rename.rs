@@ -9,15 +9,20 @@
 //!   their ".." fixed, and parents' link counts follow when a directory and a
 //!   non-directory trade places between different parents.
 //!
+//! - whiteout (`RENAME_WHITEOUT`, overlayfs's): a plain rename whose source name is
+//!   then pointed at a new whiteout inode, a character device 0:0 with no permission
+//!   bits owned by the caller (F2FS's `f2fs_create_whiteout`), in the same operation.
+//!
 //! Non-directories moved get the lost-parent hint (`FADVISE_LOST_PINO`); a directory
 //! cannot move into itself or below itself ([`Error::Invalid`]).
 
+use super::create::Contents;
 use super::dentry::{self, Entry};
-use super::newinode::{file_type, FADVISE_LOST_PINO_BIT};
+use super::newinode::{build, file_type, NewInode, FADVISE_LOST_PINO_BIT};
 use super::{check_name, is_dots, Op, LOCK_ATTEMPTS_MAX};
 use crate::api::{RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT};
 use crate::inode::{now, InodeMut};
-use crate::{Error, Fs, Ino, Result};
+use crate::{Creator, Error, FileKind, Fs, Ino, Result};
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
@@ -31,7 +36,12 @@ struct Names<'n> {
     src_name: &'n [u8],
     dst_dir: Ino,
     dst_name: &'n [u8],
+    /// Who makes the whiteout, under `RENAME_WHITEOUT`.
+    who: Creator,
 }
+
+/// `S_ISGID`: a directory with it gives new inodes its group.
+const S_ISGID: u32 = 0o2000;
 
 /// Both entries as found under the locks.
 struct Found {
@@ -42,18 +52,30 @@ struct Found {
 impl Fs {
     /// Renames `src_name` in `src_dir` to `dst_name` in `dst_dir`. `flags`: 0,
     /// [`RENAME_NOREPLACE`] (fail with [`Error::Exists`] if the target exists) or
-    /// [`RENAME_EXCHANGE`] (swap two existing names); `RENAME_WHITEOUT` is unsupported.
+    /// [`RENAME_EXCHANGE`] (swap two existing names), either with `RENAME_WHITEOUT`
+    /// (leave a whiteout, owned by root, under the source name; see
+    /// [`Fs::rename_as`]).
     pub fn rename(&self, src_dir: Ino, src_name: &[u8], dst_dir: Ino, dst_name: &[u8], flags: u32) -> Result<()> {
-        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) != 0
-            || flags & (RENAME_NOREPLACE | RENAME_EXCHANGE) == RENAME_NOREPLACE | RENAME_EXCHANGE
-        {
+        self.rename_as(src_dir, src_name, dst_dir, dst_name, flags, Creator::default())
+    }
+
+    /// [`Fs::rename`] for `who`: under [`RENAME_WHITEOUT`] the source name is left
+    /// naming a whiteout (a character device 0:0 with mode 0) owned by `who` (the
+    /// group of a set-group-ID source directory), as F2FS makes it; not with
+    /// [`RENAME_EXCHANGE`] ([`Error::Invalid`], as Linux).
+    pub fn rename_as(
+        &self,
+        src_dir: Ino,
+        src_name: &[u8],
+        dst_dir: Ino,
+        dst_name: &[u8],
+        flags: u32,
+        who: Creator,
+    ) -> Result<()> {
+        let replace_or_exchange = RENAME_NOREPLACE | RENAME_EXCHANGE;
+        let exchange_and_other = flags & RENAME_EXCHANGE != 0 && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT) != 0;
+        if flags & !(replace_or_exchange | RENAME_WHITEOUT) != 0 || exchange_and_other {
             return Err(Error::Invalid(format!("rename flags {flags:#x}")));
-        }
-        if flags & RENAME_WHITEOUT != 0 {
-            return Err(Error::Unsupported {
-                feature: "whiteout",
-                detail: "rename with RENAME_WHITEOUT".into(),
-            });
         }
         check_name(src_name)?;
         check_name(dst_name)?;
@@ -65,6 +87,7 @@ impl Fs {
             src_name,
             dst_dir,
             dst_name,
+            who,
         };
         let mut op = self.begin_op()?;
         let r = op.rename(&names, flags);
@@ -95,8 +118,13 @@ impl<'a> Op<'a> {
         self.check_rename(n, flags, &found, &mut inodes, (s_dir, t_dir))?;
         // The target name's insertion, the source's dentry block and the moved
         // directory's "..", four inodes.
-        let extra = super::insert_need(&inodes[&n.dst_dir]).plus(&super::need([2, 0, 0, 3, 2, 0], 0));
-        self.ensure_room(extra, super::INSERT_NIDS)?;
+        let mut extra = super::insert_need(&inodes[&n.dst_dir]).plus(&super::need([2, 0, 0, 3, 2, 0], 0));
+        let whiteout = flags & RENAME_WHITEOUT != 0;
+        if whiteout {
+            // The whiteout's inode.
+            extra = extra.plus(&super::need([0, 0, 0, 0, 1, 0], 1));
+        }
+        self.ensure_room(extra, super::INSERT_NIDS + usize::from(whiteout))?;
         // A plain rename over a name takes a link of the inode it named (two of a
         // directory); one left with none that is open becomes an orphan.
         let mut orphan = match target {
@@ -124,7 +152,7 @@ impl<'a> Op<'a> {
                 .ok_or_else(|| Error::NotFound(crate::error::show_name(n.dst_name)))?;
             self.exchange(n, &found.src, dst, &mut inodes)?;
         } else {
-            self.move_entry(n, &found, &mut inodes)?;
+            self.move_entry(n, &found, &mut inodes, whiteout)?;
         }
         for (ino, i) in inodes {
             if i.inode.links == 0 {
@@ -243,7 +271,13 @@ impl<'a> Op<'a> {
     }
 
     /// A plain rename (see the module notes).
-    fn move_entry(&mut self, n: &Names, found: &Found, inodes: &mut BTreeMap<Ino, InodeMut>) -> Result<()> {
+    fn move_entry(
+        &mut self,
+        n: &Names,
+        found: &Found,
+        inodes: &mut BTreeMap<Ino, InodeMut>,
+        whiteout: bool,
+    ) -> Result<()> {
         let t = now();
         let s = found.src.ino;
         let s_dir = inodes[&s].is_dir();
@@ -289,7 +323,12 @@ impl<'a> Op<'a> {
         } else {
             found.src.clone()
         };
-        dentry::remove(&mut self.t, &mut sd, &src)?;
+        if whiteout {
+            let w = self.make_whiteout(n, &sd)?;
+            dentry::retarget(&mut self.t, &mut sd, &src, w, uf2fs_format::dentry::ft::CHRDEV)?;
+        } else {
+            dentry::remove(&mut self.t, &mut sd, &src)?;
+        }
         sd.inode.mtime = t;
         sd.inode.ctime = t;
         if s_dir {
@@ -308,6 +347,31 @@ impl<'a> Op<'a> {
         }
         inodes.insert(s, si);
         Ok(())
+    }
+
+    /// A new whiteout inode for the source name of `n` in directory `sd` (its room
+    /// and node id were taken with the rename's): `S_IFCHR` with mode 0 and device
+    /// 0:0, owned by the caller, the directory's group when it is set-group-ID.
+    fn make_whiteout(&mut self, n: &Names, sd: &InodeMut) -> Result<Ino> {
+        let ino = self.t.take_nid()?;
+        let gid = if sd.inode.mode as u32 & S_ISGID != 0 {
+            sd.inode.gid
+        } else {
+            n.who.gid
+        };
+        let spec = NewInode {
+            ino,
+            mode: FileKind::CharDev.mode_bits(),
+            uid: n.who.uid,
+            gid,
+            parent: n.src_dir,
+            parent_flags: sd.inode.flags,
+            name: n.src_name,
+            generation: self.next_generation(),
+        };
+        let mut w = build(self.fs.superblock(), &spec, FileKind::CharDev);
+        self.fill(&mut w, Contents::Device(0, 0))?;
+        Ok(ino)
     }
 
     /// Points directory `d`'s ".." at `parent` (its times change, as F2FS's

@@ -138,8 +138,8 @@ fn after_a_failure_halfway_nothing_more_is_written() {
 }
 
 /// A volume made by `mkfs.f2fs -O casefold -C utf8` (64 MiB), opened read-write, with
-/// directory "cf" given the casefold flag (uf2fs has no FS_IOC_SETFLAGS; Linux sets it
-/// the same way on an empty directory).
+/// directory "cf" given the casefold flag as FS_IOC_SETFLAGS gives it (on Linux too:
+/// on an empty directory).
 fn casefold_volume(dir: &Path, strict: bool) -> (Fs, CrashDevice, crate::Ino) {
     let img = dir.join("cf.img");
     std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
@@ -164,13 +164,9 @@ fn casefold_volume(dir: &Path, strict: bool) -> (Fs, CrashDevice, crate::Ino) {
     let dev = CrashDevice::new(std::fs::read(&img).unwrap(), 1 << 20);
     let fs = Fs::open_device_with(Box::new(dev.clone()), "mem", RW).unwrap();
     let cf = fs.mkdir(fs.root(), b"cf", 0o755, 0, 0).unwrap().ino;
-    {
-        let rw = fs.rw().unwrap();
-        let t = fs.tree(rw);
-        let mut i = t.load_inode(cf).unwrap();
-        i.inode.flags |= uf2fs_format::node::F2FS_CASEFOLD_FL;
-        t.store_inode(i).unwrap();
-    }
+    let flags = crate::flags::FS_CASEFOLD_FL;
+    fs.set_file_flags(cf, flags, crate::flags::SETTABLE_FLAGS).unwrap();
+    assert_ne!(fs.file_flags(cf).unwrap() & flags, 0);
     (fs, dev, cf)
 }
 
@@ -235,4 +231,112 @@ fn a_strict_volume_refuses_names_it_cannot_fold() {
     assert!(matches!(fs.lookup(cf, b"bad-\xff"), Err(Error::Invalid(_))));
     // Outside casefolded directories any name goes.
     fs.create(fs.root(), b"bad-\xff", 0o644, 0, 0).unwrap();
+}
+
+#[test]
+fn a_whiteout_rename_leaves_a_character_device_of_mode_zero() {
+    use crate::{Creator, FileKind, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT};
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, dev) = fresh(tmp.path());
+    let root = fs.root();
+    let a = fs.create(root, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.write(a, 0, b"data").unwrap();
+    let who = Creator {
+        uid: 1000,
+        gid: 100,
+        umask: 0o022,
+    };
+    fs.rename_as(root, b"a", root, b"b", RENAME_WHITEOUT, who).unwrap();
+    assert_eq!(fs.lookup(root, b"b").unwrap(), a);
+    let w = fs.stat(fs.lookup(root, b"a").unwrap()).unwrap();
+    assert_eq!(w.kind, FileKind::CharDev);
+    assert_eq!((w.mode & 0o7777, w.rdev, w.nlink), (0, (0, 0), 1));
+    assert_eq!((w.uid, w.gid), (1000, 100));
+    // Over an existing name, and of a directory (which leaves its parent's links).
+    let c = fs.create(root, b"c", 0o644, 0, 0).unwrap().ino;
+    fs.rename_as(root, b"c", root, b"b", RENAME_WHITEOUT, who).unwrap();
+    assert_eq!(fs.lookup(root, b"b").unwrap(), c);
+    let d = fs.mkdir(root, b"d", 0o755, 0, 0).unwrap().ino;
+    let sub = fs.mkdir(d, b"sub", 0o755, 0, 0).unwrap().ino;
+    fs.rename_as(d, b"sub", root, b"moved", RENAME_WHITEOUT | RENAME_NOREPLACE, who)
+        .unwrap();
+    assert_eq!(fs.lookup(root, b"moved").unwrap(), sub);
+    assert_eq!(fs.lookup(sub, b"..").unwrap(), root);
+    assert_eq!(fs.stat(d).unwrap().nlink, 2);
+    let ws = fs.stat(fs.lookup(d, b"sub").unwrap()).unwrap();
+    assert_eq!(ws.kind, FileKind::CharDev);
+    // Not with an exchange (Linux's EINVAL).
+    let err = fs.rename_as(root, b"b", root, b"d", RENAME_WHITEOUT | RENAME_EXCHANGE, who);
+    assert!(matches!(err, Err(Error::Invalid(_))), "{err:?}");
+    fs.unmount().unwrap();
+    fsck_clean(tmp.path(), &dev.image_now(), "whiteout renames");
+}
+
+/// mkfs.f2fs with `features` on a 64 MiB image, opened read-write on a recording device.
+fn f2fs_volume(dir: &Path, features: &str) -> (Fs, CrashDevice) {
+    let img = dir.join("features.img");
+    std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+    let out = Command::new("mkfs.f2fs")
+        .args(["-q", "-f", "-O", features])
+        .arg(&img)
+        .output()
+        .expect("cannot run mkfs.f2fs (is f2fs-tools installed?)");
+    assert!(
+        out.status.success(),
+        "mkfs.f2fs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dev = CrashDevice::new(std::fs::read(&img).unwrap(), 1 << 20);
+    let fs = Fs::open_device_with(Box::new(dev.clone()), "mem", RW).unwrap();
+    (fs, dev)
+}
+
+#[test]
+fn inode_flags_follow_f2fs_rules() {
+    use crate::flags::*;
+    let tmp = tempfile::tempdir().unwrap();
+    let is = |r: crate::Result<crate::Stat>, errno: i32| assert_eq!(r.map(drop).map_err(|e| e.errno()), Err(errno));
+    // A casefold volume without compression.
+    let (fs, dev, cf) = casefold_volume(tmp.path(), false);
+    let root = fs.root();
+    let full = fs.mkdir(root, b"full", 0o755, 0, 0).unwrap().ino;
+    let file = fs.create(full, b"f", 0o644, 0, 0).unwrap().ino;
+    is(fs.set_file_flags(full, FS_CASEFOLD_FL, SETTABLE_FLAGS), 39); // ENOTEMPTY
+    is(fs.set_file_flags(file, FS_CASEFOLD_FL, SETTABLE_FLAGS), 95); // not on a file
+    is(fs.set_file_flags(file, FS_DIRSYNC_FL, SETTABLE_FLAGS), 95);
+    is(fs.set_file_flags(file, FS_COMPR_FL, SETTABLE_FLAGS), 95); // no compression
+    is(fs.set_file_flags(file, 0x8000_0000, SETTABLE_FLAGS), 95); // not F2FS's
+                                                                  // Shown but not settable: ignored (chattr hands back what lsattr showed).
+    let keep = FS_IMMUTABLE_FL | FS_NODUMP_FL | FS_INLINE_DATA_FL;
+    let st = fs.set_file_flags(file, keep, SETTABLE_FLAGS).unwrap();
+    assert_eq!(st.flags, FS_IMMUTABLE_FL | FS_NODUMP_FL);
+    assert_eq!(fs.file_flags(file).unwrap(), keep, "inline data shows");
+    // FS_IOC_FSSETXATTR's mask leaves the other flags.
+    fs.set_file_flags(full, FS_NOATIME_FL, COMMON_FLAGS).unwrap();
+    assert_eq!(
+        fs.file_flags(full).unwrap() & (FS_NOATIME_FL | FS_INDEX_FL),
+        FS_NOATIME_FL | FS_INDEX_FL
+    );
+    // Casefolding can be taken off an empty directory again.
+    fs.set_file_flags(cf, 0, SETTABLE_FLAGS).unwrap();
+    assert_eq!(fs.file_flags(cf).unwrap() & FS_CASEFOLD_FL, 0);
+    fs.unmount().unwrap();
+    fsck_clean(tmp.path(), &dev.image_now(), "flags on a casefold volume");
+
+    // A compression volume.
+    let (fs, dev) = f2fs_volume(tmp.path(), "extra_attr,compression");
+    let root = fs.root();
+    let dir = fs.mkdir(root, b"c", 0o755, 0, 0).unwrap().ino;
+    let empty = fs.create(root, b"empty", 0o644, 0, 0).unwrap().ino;
+    let data = fs.create(root, b"data", 0o644, 0, 0).unwrap().ino;
+    fs.write(data, 0, b"x").unwrap();
+    fs.set_file_flags(dir, FS_COMPR_FL, SETTABLE_FLAGS).unwrap();
+    let compress = fs.inode(dir).unwrap().inode.compress.unwrap();
+    assert_eq!((compress.algorithm, compress.log_cluster_size), (1, 2), "LZ4, 4 blocks");
+    is(fs.set_file_flags(empty, FS_COMPR_FL, SETTABLE_FLAGS), 95); // uf2fs writes none
+    is(fs.set_file_flags(data, FS_COMPR_FL, SETTABLE_FLAGS), 22); // has data
+    is(fs.set_file_flags(empty, FS_COMPR_FL | FS_NOCOMP_FL, SETTABLE_FLAGS), 22);
+    fs.set_file_flags(empty, FS_NOCOMP_FL, SETTABLE_FLAGS).unwrap();
+    fs.unmount().unwrap();
+    fsck_clean(tmp.path(), &dev.image_now(), "flags on a compression volume");
 }
