@@ -498,9 +498,10 @@ fn parse_manifest(raw: &[u8]) -> Vec<Entry> {
     out
 }
 
-/// A fixture decompressed to a scratch file, with its manifest.
+/// A fixture decompressed to a scratch file (or, zstd'd, to the shared cache), with its
+/// manifest.
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     img: PathBuf,
     entries: Vec<Entry>,
 }
@@ -524,20 +525,64 @@ fn fixture_dir_of(name: &str) -> PathBuf {
     }
 }
 
+/// A zstd'd fixture decompressed once per content into the target's tmp directory,
+/// sparse (its zero runs are holes), and reused by later runs: the 16 KiB fixture is a
+/// 512 MiB volume, too big to leave a copy behind per test binary run.
+fn cached_zst(name: &str, zst: &Path) -> PathBuf {
+    use std::io::Write;
+    let bytes = fs::read(zst).unwrap_or_else(|e| panic!("{}: {e}", zst.display()));
+    let key = uf2fs_testkit::rng::fnv1a(0xcbf2_9ce4_8422_2325, &bytes);
+    let dir = common::work_dir().join("fixture-images");
+    fs::create_dir_all(&dir).expect("fixture image cache");
+    let img = dir.join(format!("{name}-{key:016x}.img"));
+    if img.is_file() {
+        return img;
+    }
+    let tmp = dir.join(format!("{name}-{key:016x}.tmp{}", std::process::id()));
+    let mut out = fs::File::create(&tmp).expect("fixture image");
+    let mut dec = zstd::stream::read::Decoder::new(&bytes[..]).expect("zstd fixture");
+    // 4 KiB at a time: holes wherever a page is zeros.
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0u64;
+    loop {
+        let mut n = 0;
+        while n < buf.len() {
+            match dec.read(&mut buf[n..]).expect("unzstd fixture") {
+                0 => break,
+                k => n += k,
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        if buf[..n].iter().all(|&b| b == 0) {
+            out.seek(SeekFrom::Current(n as i64)).unwrap();
+        } else {
+            out.write_all(&buf[..n]).unwrap();
+        }
+        len += n as u64;
+    }
+    out.set_len(len).unwrap();
+    drop(out);
+    // Another test binary may have finished the same image first: either is right.
+    fs::rename(&tmp, &img).expect("publish fixture image");
+    img
+}
+
 fn load(name: &str) -> Fixture {
-    let dir = scratch("kernel-image-");
-    let img = dir.path().join(format!("{name}.img"));
     let dir_of = fixture_dir_of(name);
-    let mut out = fs::File::create(&img).expect("scratch image");
     let zst = dir_of.join(format!("{name}.img.zst"));
-    if zst.is_file() {
-        let input = fs::File::open(&zst).unwrap_or_else(|e| panic!("{}: {e}", zst.display()));
-        zstd::stream::copy_decode(input, &mut out).expect("unzstd fixture");
+    let (dir, img) = if zst.is_file() {
+        (None, cached_zst(name, &zst))
     } else {
+        let dir = scratch("kernel-image-");
+        let img = dir.path().join(format!("{name}.img"));
+        let mut out = fs::File::create(&img).expect("scratch image");
         let gz = dir_of.join(format!("{name}.img.gz"));
         let input = fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display()));
         std::io::copy(&mut flate2::read::GzDecoder::new(input), &mut out).expect("gunzip fixture");
-    }
+        (Some(dir), img)
+    };
     let raw = fs::read(dir_of.join(format!("{name}.manifest"))).expect("manifest");
     let entries = parse_manifest(&raw);
     assert!(

@@ -4,7 +4,7 @@
 use crate::compress::ClusterCache;
 use crate::device::BlockDevice;
 use crate::inode::InodeRef;
-use crate::node::{node_path, NodeBlock, NodeManager, TreeShape};
+use crate::node::{node_path, NodeBlock, NodeManager};
 use crate::{Error, Result};
 use std::sync::Arc;
 use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
@@ -87,16 +87,16 @@ impl Mapper<'_> {
     /// whose addresses one node holds (the inode, or a direct node found by walking
     /// [`node_path`] down the tree), or the hole up to the end of the first node
     /// missing on the way ([`NodePath::span`]). The tree's numbers are the inode's
-    /// [`TreeShape`]: a direct node holds [`Inode::addrs_per_block`] addresses (1018,
-    /// 4090 with 16 KiB blocks, fewer for compressed files), an indirect node
-    /// [`Geometry::nids_per_block`] node ids.
+    /// [`TreeShape`](crate::node::TreeShape): a direct node holds
+    /// [`Inode::addrs_per_block`] addresses (1018, 4090 with 16 KiB blocks, fewer for
+    /// compressed files), an indirect node [`Geometry::nids_per_block`] node ids.
     ///
     /// [`Inode::addrs_per_block`]: uf2fs_format::node::Inode::addrs_per_block
     /// [`Geometry::nids_per_block`]: uf2fs_format::Geometry::nids_per_block
     /// [`NodePath::span`]: crate::node::NodePath::span
     pub fn chunk(&self, fb: u64) -> Result<Chunk> {
         let i = &self.inode.inode;
-        let shape = TreeShape::of(i);
+        let shape = i.tree_shape();
         if fb < shape.in_inode {
             return Ok(Chunk::Mapped {
                 first: fb,

@@ -176,7 +176,7 @@ impl Tree<'_> {
                 inode.ino
             )));
         }
-        crate::node::node_path(crate::node::TreeShape::of(&inode.inode), index)
+        crate::node::node_path(inode.inode.tree_shape(), index)
     }
 
     /// Where the address of file block `index` lives, or `None` when a node on the way

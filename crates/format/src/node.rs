@@ -164,6 +164,39 @@ impl NodeFooter {
     }
 }
 
+/// The shape of one inode's node tree, the only place its numbers come together: data
+/// addresses in the inode, per direct node, and node ids per indirect node
+/// ([`Inode::tree_shape`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeShape {
+    /// Data addresses in the inode itself ([`Inode::addrs_per_inode`]).
+    pub in_inode: u64,
+    /// Data addresses per direct node ([`Inode::addrs_per_block`]: the geometry's,
+    /// rounded down to whole clusters for a compressed file).
+    pub per_dnode: u64,
+    /// Node ids per indirect node ([`Geometry::nids_per_block`]).
+    pub per_indirect: u64,
+}
+
+impl TreeShape {
+    /// The shape of an uncompressed inode holding `in_inode` addresses on a volume of
+    /// geometry `geo`.
+    pub fn plain(geo: Geometry, in_inode: u64) -> TreeShape {
+        TreeShape {
+            in_inode,
+            per_dnode: geo.addrs_per_block() as u64,
+            per_indirect: geo.nids_per_block() as u64,
+        }
+    }
+
+    /// File blocks the tree addresses: the inode's own, two direct, two indirect and
+    /// one double-indirect node's.
+    pub fn max_blocks(&self) -> u64 {
+        let (d, n) = (self.per_dnode, self.per_indirect);
+        self.in_inode + 2 * d + 2 * d * n + d * n * n
+    }
+}
+
 /// A time stamp as stored: seconds and nanoseconds.
 pub type RawTime = (u64, u32);
 
@@ -311,10 +344,16 @@ impl Inode {
 
     /// Largest file size the node tree of this inode can address, in bytes.
     pub fn max_file_bytes(&self) -> u64 {
-        let a = self.addrs_per_block() as u64;
-        let n = self.geometry.nids_per_block() as u64;
-        let blocks = self.addrs_per_inode() as u64 + 2 * a + 2 * a * n + a * n * n;
-        blocks * self.geometry.block_size() as u64
+        self.tree_shape().max_blocks() * self.geometry.block_size() as u64
+    }
+
+    /// The shape of this inode's node tree.
+    pub fn tree_shape(&self) -> TreeShape {
+        TreeShape {
+            in_inode: self.addrs_per_inode() as u64,
+            per_dnode: self.addrs_per_block() as u64,
+            per_indirect: self.geometry.nids_per_block() as u64,
+        }
     }
 
     /// Whether this inode carries a checksum the superblock says to verify.

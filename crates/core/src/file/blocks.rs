@@ -22,7 +22,7 @@ use uf2fs_format::node::NodeFooter;
 
 /// The shape of `inode`'s node tree.
 fn shape(inode: &InodeMut) -> TreeShape {
-    TreeShape::of(&inode.inode)
+    inode.inode.tree_shape()
 }
 
 /// Addresses per direct node of `inode`.

@@ -4,7 +4,8 @@
 //!
 //! With `D` addresses per direct node and `N` node ids per indirect node (both 1018
 //! with 4 KiB blocks, 4090 with 16 KiB ones: [`Geometry`]; `D` rounded down to whole
-//! clusters for a compressed file), as an inode's [`TreeShape`] gives them:
+//! clusters for a compressed file), as an inode's [`TreeShape`]
+//! (`uf2fs_format::node::Inode::tree_shape`) gives them:
 //!
 //! | file blocks (after the inode's own)   | path                                  |
 //! |---------------------------------------|---------------------------------------|
@@ -15,50 +16,8 @@
 //! | next D·N²                             | `i_nid[4]` (double indirect, 5 + 2N) -> indirect (6 + 2N + k(N + 1)) -> direct (7 + 2N + k(N + 1) + j) |
 
 use crate::{Error, Result};
-use uf2fs_format::node::Inode;
+pub use uf2fs_format::node::TreeShape;
 use uf2fs_format::Geometry;
-
-/// The shape of one inode's node tree, the only place its numbers come together: data
-/// addresses in the inode, per direct node, and node ids per indirect node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TreeShape {
-    /// Data addresses in the inode itself ([`Inode::addrs_per_inode`]).
-    pub in_inode: u64,
-    /// Data addresses per direct node ([`Inode::addrs_per_block`]: the geometry's,
-    /// rounded down to whole clusters for a compressed file).
-    pub per_dnode: u64,
-    /// Node ids per indirect node ([`Geometry::nids_per_block`]).
-    pub per_indirect: u64,
-}
-
-impl TreeShape {
-    /// The shape of `inode`'s tree.
-    pub fn of(inode: &Inode) -> TreeShape {
-        TreeShape {
-            in_inode: inode.addrs_per_inode() as u64,
-            per_dnode: inode.addrs_per_block() as u64,
-            per_indirect: inode.geometry.nids_per_block() as u64,
-        }
-    }
-
-    /// The shape of an uncompressed inode holding `in_inode` addresses on a volume of
-    /// geometry `geo`.
-    #[cfg(test)]
-    pub fn plain(geo: Geometry, in_inode: u64) -> TreeShape {
-        TreeShape {
-            in_inode,
-            per_dnode: geo.addrs_per_block() as u64,
-            per_indirect: geo.nids_per_block() as u64,
-        }
-    }
-
-    /// File blocks the tree addresses: the inode's own, two direct, two indirect and
-    /// one double-indirect node's.
-    pub fn max_blocks(&self) -> u64 {
-        let (d, n) = (self.per_dnode, self.per_indirect);
-        self.in_inode + 2 * d + 2 * d * n + d * n * n
-    }
-}
 
 /// The path to one file block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
