@@ -104,10 +104,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             zoned,
             features,
             label,
+            block_size,
             force,
             quiet,
             image,
         } => {
+            mkfs::check_block_size(block_size)?;
             if !devices.is_empty() {
                 return Err(
                     errors::UsageError("mkfs makes single-device volumes; --device is not accepted".into()).into(),

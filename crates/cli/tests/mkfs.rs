@@ -183,6 +183,12 @@ fn refuses_bad_options_writing_nothing() {
         ),
         (&["mkfs", "--size", "1G", "-O", "inode_checksum"], 1, "extra_attr"),
         (&["mkfs"], 2, "does not exist; pass --size"),
+        (
+            &["mkfs", "--size", "1G", "-b", "16384"],
+            2,
+            "reads volumes with 16384-byte blocks but does not make",
+        ),
+        (&["mkfs", "--size", "1G", "-b", "8192"], 2, "4096 or 16384"),
     ];
     for (args, want_code, want) in cases {
         let (code, out, err) = run(args, &img);
