@@ -154,7 +154,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8}",
+        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8}",
         "pacer",
         "load",
         "iops",
@@ -163,6 +163,8 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         "p99.9 us",
         "p99.99",
         "max us",
+        "clat p99",
+        "clat max",
         "WAF",
         "gc s",
         "victim ms",
@@ -173,7 +175,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     for r in &results {
         writeln!(
             out,
-            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>7} {:>7} {:>8}",
+            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>7} {:>7} {:>8}",
             r.pacer,
             r.load,
             r.iops,
@@ -182,6 +184,8 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             r.p999_us,
             r.p9999_us,
             r.max_us,
+            r.clat_p99_us,
+            r.clat_max_us,
             r.waf,
             r.gc_s,
             r.avg_victim_ms,

@@ -258,25 +258,78 @@ impl Fs {
     /// there is room.
     pub(crate) fn balance_fs(&self) -> Result<()> {
         let rw = self.rw()?;
-        let (enabled, pass_loop) = {
+        let (enabled, pass_loop, paced) = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             g.last_op = Some(g.clock.now());
-            (g.enabled, g.pass_loop)
+            (g.enabled, g.pass_loop, g.pacer.settings.pacing != GcPacing::Off)
         };
-        if !enabled || self.room_without_gc(rw, pass_loop) {
+        if !enabled || self.writer_room(rw, pass_loop, paced) {
             return Ok(());
         }
+        let t0 = self.now();
+        let r = self.balance_fs_slow(rw, pass_loop, paced);
+        let took = self.now().saturating_sub(t0);
+        rw.gc
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pacer
+            .stats
+            .writer_gc_time += took;
+        r
+    }
+
+    /// [`Fs::balance_fs`] once a quick look found no room.
+    fn balance_fs_slow(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> Result<()> {
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
-        if self.room_without_gc(rw, pass_loop) {
+        if self.writer_room(rw, pass_loop, paced) {
             return Ok(());
         }
-        // The hard floor of paced GC: a writer with no room first finishes the paced
-        // victim in progress, and runs a pass only if that is not enough.
-        if self.finish_paced_victim_timed(rw, &writer)? && self.room_without_gc(rw, pass_loop) {
+        // The hard floor of paced GC: a writer with no room does the least that makes
+        // room: a checkpoint of the sections already emptied (they are free only after
+        // one), then the rest of the paced victim in progress and its checkpoint, and
+        // only if that is not enough a pass. Under `off` there is no paced victim and
+        // the pass (the kernel's loop, which checkpoints first) runs as always.
+        if paced && self.writer_checkpoint(rw, &mut writer, pass_loop)? {
+            return Ok(());
+        }
+        if self.finish_paced_victim_timed(rw, &writer)?
+            && (self.writer_room(rw, pass_loop, paced)
+                || (paced && self.writer_checkpoint(rw, &mut writer, pass_loop)?))
+        {
             return Ok(());
         }
         self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
+    }
+
+    /// A paced writer's checkpoint of prefree sections, if any; whether there is room
+    /// after it.
+    fn writer_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, pass_loop: PassLoop) -> Result<bool> {
+        if self.prefree_count(rw) == 0 {
+            return Ok(false);
+        }
+        let r = self.gc_checkpoint(rw, writer);
+        if let Err(e) = &r {
+            if !e.is_no_space() {
+                rw.fail(e);
+            }
+        }
+        r?;
+        Ok(self.writer_room(rw, pass_loop, true))
+    }
+
+    /// Whether a writer may go on without making room. Under `off` (and for the
+    /// batching default policy) [`Fs::room_without_gc`]. Under a pacer, whose cleaner
+    /// works ahead of writers from that threshold down, a writer stops only at F2FS's
+    /// own floor (the kernel's `has_not_enough_free_secs`): free sections covering the
+    /// pending node and directory writes and the reserved sections, without the
+    /// section to spare, so that the paced cleaner has that section to finish its
+    /// victim in.
+    fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
+        if paced && pass_loop != PassLoop::Batched {
+            return self.enough_free_secs(rw, 0, 0);
+        }
+        self.room_without_gc(rw, pass_loop)
     }
 
     /// Runs one garbage-collection pass of `kind` now (foreground: until enough
@@ -294,6 +347,19 @@ impl Fs {
     /// gained; false means the volume is really full.
     pub(crate) fn reclaim_space(&self) -> Result<bool> {
         let rw = self.rw()?;
+        let t0 = self.now();
+        let r = self.reclaim_space_locked(rw);
+        let took = self.now().saturating_sub(t0);
+        rw.gc
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pacer
+            .stats
+            .writer_gc_time += took;
+        r
+    }
+
+    fn reclaim_space_locked(&self, rw: &ReadWrite) -> Result<bool> {
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
         let prefree = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count();
@@ -309,8 +375,14 @@ impl Fs {
     }
 
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
+        let t0 = self.now();
         self.checkpoint_locked(rw, writer, false)?;
-        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats.checkpoints += 1;
+        let took = self.now().saturating_sub(t0);
+        {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.stats.checkpoints += 1;
+            g.pacer.stats.checkpoint_time += took;
+        }
         self.size_batches(rw);
         Ok(())
     }

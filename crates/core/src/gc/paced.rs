@@ -28,6 +28,9 @@ pub enum PacedOutcome {
     Checkpointed,
     /// A step moved this many blocks of the victim in progress.
     Stepped(u32),
+    /// A step wrote this many dirty nodes ahead of the checkpoint that frees the
+    /// emptied victims.
+    Flushed(u32),
     /// The victim in progress had nothing left to move: done (emptied or not).
     Finished,
 }
@@ -228,6 +231,36 @@ impl Fs {
                     true
                 };
                 if cp_wanted && self.prefree_count(rw) > 0 {
+                    // The checkpoint writes every dirty node, most of them dirtied by
+                    // the victims' data moves: write them out ahead in steps, so that
+                    // the checkpoint itself, which no operation can share, is small.
+                    let budget = {
+                        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        match settings.pacing {
+                            GcPacing::Adaptive => pacer::adaptive_flush(
+                                g.pacer.node_write_ns.or(g.pacer.block_cost_ns),
+                                settings.latency_target,
+                            ),
+                            _ => pacer::seed_step(self.nodes().dirty_node_count() as u32, g.pacer.avg_victim_interval),
+                        }
+                    };
+                    if self.nodes().dirty_node_count() > budget as usize {
+                        let t0 = self.now();
+                        let t = self.tree(rw);
+                        let n = t.nodes.write_some_dirty_nodes(
+                            t.dev,
+                            t.sb,
+                            t.segs,
+                            writer.last().node_version(),
+                            budget as usize,
+                        )?;
+                        let took = self.now().saturating_sub(t0);
+                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        g.pacer.node_write_cost(n as u32, took);
+                        g.pacer.stats.flush_steps += 1;
+                        g.pacer.stats.flushed_nodes += n as u64;
+                        return Ok(PacedOutcome::Flushed(n as u32));
+                    }
                     self.gc_checkpoint(rw, writer)?;
                     rw.gc
                         .lock()

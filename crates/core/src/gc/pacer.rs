@@ -125,6 +125,9 @@ pub struct PacingStats {
     pub step_blocks: u64,
     /// Checkpoints paced cleaning wrote to turn prefree sections free.
     pub checkpoints: u64,
+    /// Steps that wrote dirty nodes ahead of such a checkpoint, and the nodes written.
+    pub flush_steps: u64,
+    pub flushed_nodes: u64,
     /// Victims paced cleaning started.
     pub victims: u64,
     /// Victims paced cleaning emptied.
@@ -138,6 +141,12 @@ pub struct PacingStats {
     /// Time spent in GC on the file system's clock: paced steps and their
     /// checkpoints, and foreground or background passes (every pacer, `off` too).
     pub gc_time: Duration,
+    /// Time GC's checkpoints took (those that turn prefree sections free), whoever
+    /// wrote them: paced steps, passes, writers.
+    pub checkpoint_time: Duration,
+    /// Time writers spent making room before their operation (foreground GC in
+    /// `balance_fs` and `reclaim_space`, finishing the paced victim, their checkpoints).
+    pub writer_gc_time: Duration,
     /// Victims timed from their start to their end (every pacer).
     pub victims_timed: u64,
     /// Sum of those victims' durations, sleeps between steps included.
@@ -177,6 +186,8 @@ pub(crate) struct PacerState {
     pub(crate) avg_victim_interval: Option<Duration>,
     /// Nanoseconds a moved block costs (EWMA of weight 1/8 over steps).
     pub(crate) block_cost_ns: Option<f64>,
+    /// Nanoseconds a node written ahead of a checkpoint costs (EWMA of weight 1/8).
+    pub(crate) node_write_ns: Option<f64>,
     /// The front write rate: the last (time, user blocks) sample and blocks per
     /// second (EWMA of weight 1/4 over samples at least [`RATE_SAMPLE`] apart).
     pub(crate) rate_sample: Option<(Duration, u64)>,
@@ -207,6 +218,18 @@ impl PacerState {
         }
         let per = took.as_nanos() as f64 / blocks as f64;
         self.block_cost_ns = Some(match self.block_cost_ns {
+            None => per,
+            Some(avg) => (avg * 7.0 + per) / 8.0,
+        });
+    }
+
+    /// Notes a node write-out step that wrote `blocks` in `took`.
+    pub(crate) fn node_write_cost(&mut self, blocks: u32, took: Duration) {
+        if blocks == 0 {
+            return;
+        }
+        let per = took.as_nanos() as f64 / blocks as f64;
+        self.node_write_ns = Some(match self.node_write_ns {
             None => per,
             Some(avg) => (avg * 7.0 + per) / 8.0,
         });
@@ -258,6 +281,13 @@ pub fn adaptive_step(block_cost_ns: Option<f64>, target: Duration) -> u32 {
     };
     let blocks = target.as_nanos() as f64 / 2.0 / cost;
     (blocks.floor() as u32).clamp(1, MAX_STEP_BLOCKS)
+}
+
+/// The adaptive pacer's node write-out step ahead of a checkpoint: the nodes written
+/// in half of `target` at `node_cost_ns` a node (one segment at most, one at least);
+/// the seed's minimum before a cost has been measured.
+pub fn adaptive_flush(node_cost_ns: Option<f64>, target: Duration) -> u32 {
+    adaptive_step(node_cost_ns, target)
 }
 
 /// What the adaptive pacer's sleep is computed from.
