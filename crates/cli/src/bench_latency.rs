@@ -46,6 +46,9 @@ pub struct LatencyArgs {
     /// Also write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also draw, per load, clat over time (one line per pacer) and its CDF, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Runs at once (default 2).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub jobs: usize,
@@ -204,6 +207,9 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             results: &results,
         };
         std::fs::write(path, doc.to_json().map_err(anyhow::Error::msg)?)?;
+    }
+    if let Some(path) = &args.plot {
+        uf2fs_lab::plot::plot_latency(&results, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -159,6 +159,9 @@ pub struct Window {
     pub max_us: f64,
     /// Writes completed.
     pub writes: u64,
+    /// Their mean and largest `clat` (see [`LatencyResult::clat_p50_us`]), µs.
+    pub clat_avg_us: f64,
+    pub clat_max_us: f64,
 }
 
 /// What a front write's latency is made of, µs (simulated time).
@@ -267,6 +270,8 @@ pub struct LatencyResult {
     pub windows: Vec<Window>,
     /// The latency CDF: (latency µs, fraction of writes at or below).
     pub cdf: Vec<(f64, f64)>,
+    /// The `clat` CDF, likewise.
+    pub clat_cdf: Vec<(f64, f64)>,
 }
 
 /// What a latency run needs besides the setup.
@@ -430,6 +435,8 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
                 avg_us: 0.0,
                 max_us: 0.0,
                 writes: 0,
+                clat_avg_us: 0.0,
+                clat_max_us: 0.0,
             });
         }
         let cur = windows.last_mut().expect("pushed");
@@ -437,6 +444,9 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         cur.avg_us += us;
         cur.max_us = cur.max_us.max(us);
         cur.writes += 1;
+        let cus = us_of(end.saturating_sub(ready));
+        cur.clat_avg_us += cus;
+        cur.clat_max_us = cur.clat_max_us.max(cus);
         if interval.is_none() {
             arrival = end;
         }
@@ -450,6 +460,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     on.store(false, Ordering::Relaxed);
     for w in &mut windows {
         w.avg_us /= w.writes.max(1) as f64;
+        w.clat_avg_us /= w.writes.max(1) as f64;
     }
     let (a0, p0) = base.ok_or("no overwrite phase")?;
     let a = fs.accounting().map_err(err)?;
@@ -464,6 +475,10 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     for v in hist.iter_quantiles(1) {
         cdf.push((v.value_iterated_to() as f64 / 1000.0, v.quantile_iterated_to()));
     }
+    let clat_cdf: Vec<(f64, f64)> = clat
+        .iter_quantiles(1)
+        .map(|v| (v.value_iterated_to() as f64 / 1000.0, v.quantile_iterated_to()))
+        .collect();
     let victims = p.victims_timed - p0.victims_timed;
     let victim_time = p.victim_time.saturating_sub(p0.victim_time);
     Ok(LatencyResult {
@@ -513,6 +528,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         all_breakdown: all_parts,
         windows,
         cdf,
+        clat_cdf,
     })
 }
 
