@@ -299,7 +299,9 @@ impl Fs {
         {
             return Ok(());
         }
-        self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
+        let floor = paced && pass_loop != PassLoop::Batched;
+        self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)
+            .map(|_| ())
     }
 
     /// A paced writer's checkpoint of prefree sections, if any; whether there is room
@@ -327,7 +329,15 @@ impl Fs {
     /// victim in.
     fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
         if paced && pass_loop != PassLoop::Batched {
-            return self.enough_free_secs(rw, 0, 0);
+            let delivering = rw
+                .gc
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pacer
+                .victim
+                .is_some()
+                || self.prefree_count(rw) > 0;
+            return self.enough_free_secs(rw, 0, if delivering { 0 } else { 1 });
         }
         self.room_without_gc(rw, pass_loop)
     }
@@ -367,11 +377,17 @@ impl Fs {
             self.gc_checkpoint(rw, &mut writer)?;
             return Ok(true);
         }
-        let enabled = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).enabled;
+        let (enabled, floor) = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            (
+                g.enabled,
+                g.pacer.settings.pacing != GcPacing::Off && g.pass_loop != PassLoop::Batched,
+            )
+        };
         if !enabled {
             return Ok(false);
         }
-        Ok(self.gc_locked(rw, &mut writer, GcKind::Foreground)? > 0)
+        Ok(self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)? > 0)
     }
 
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
@@ -402,10 +418,16 @@ impl Fs {
     }
 
     fn gc_locked(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
+        self.gc_locked_at(rw, writer, kind, false)
+    }
+
+    /// [`Fs::gc_locked`]; with `floor` (a paced writer's pass) the pass ends as soon as
+    /// free sections are back at F2FS's floor ([`Fs::writer_room`]).
+    fn gc_locked_at(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
         let t0 = self.now();
         let r = self
             .finish_paced_victim(rw, writer, false)
-            .and_then(|_| self.gc_pass(rw, writer, kind));
+            .and_then(|_| self.gc_pass(rw, writer, kind, floor));
         let took = self.now().saturating_sub(t0);
         rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats.gc_time += took;
         if kind == GcKind::Foreground {
@@ -419,7 +441,7 @@ impl Fs {
         r
     }
 
-    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
+    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
         let policy = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             match kind {
@@ -529,6 +551,25 @@ impl Fs {
             }
             if kind == GcKind::Background {
                 break;
+            }
+            if floor {
+                // A paced writer waits for the least that gives it room: the victims'
+                // checkpoint only when free sections alone fall short, and no victim
+                // more once there is room at the floor (the kernel's loop asks for a
+                // section to spare, which at the floor can take many victims: each data
+                // victim's moves and the nodes they dirty fill about what it frees).
+                if !self.enough_free_secs(rw, 0, 0) && self.prefree_count(rw) > 0 {
+                    self.gc_checkpoint(rw, writer)?;
+                    freed_since_cp = 0;
+                }
+                if self.enough_free_secs(rw, 0, 0) {
+                    break;
+                }
+                victims_left = victims_left.saturating_sub(1);
+                if victims_left == 0 {
+                    break;
+                }
+                continue;
             }
             if batch {
                 // The loop's top checkpoints when due and ends the pass when there is room.
