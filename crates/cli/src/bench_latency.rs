@@ -20,6 +20,10 @@ pub struct LatencyArgs {
     /// Bytes of 4 KiB overwrites measured after the fill (default: the preset's).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub io_size: Option<u64>,
+    /// Size of the file written first and overwritten (default: the preset's); a
+    /// smaller file leaves GC more free space and less of the device's time.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
     /// The victim policy.
     #[arg(long, value_name = "NAME", default_value = "greedy", value_parser = |s: &str| s.parse::<GcPolicy>().map_err(|e| e.to_string()))]
     pub policy: GcPolicy,
@@ -85,6 +89,10 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         setup.io_bytes = io;
         setup.preset = None;
     }
+    if let Some(f) = args.file_size {
+        setup.file_bytes = f;
+        setup.preset = None;
+    }
     let pacers = pacers(&args.pacer).map_err(UsageError)?;
     let shares = rates(&args.rate).map_err(UsageError)?;
     let model = LatencyModel {
@@ -109,9 +117,10 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         }
     };
     println!(
-        "latency lab: preset {}, policy {}, uniform 4 KiB overwrites of {} MiB, device read {} us, write {} us, erase {} us a block",
+        "latency lab: preset {}, policy {}, file {} MiB, uniform 4 KiB overwrites of {} MiB, device read {} us, write {} us, erase {} us a block",
         args.preset,
         args.policy,
+        setup.file_bytes >> 20,
         setup.io_bytes >> 20,
         model.read_us,
         model.write_us,
