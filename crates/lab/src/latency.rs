@@ -260,8 +260,10 @@ pub struct LatencyResult {
     pub writer_finishes: u64,
     /// Simulated seconds of the overwrite phase.
     pub sim_s: f64,
-    /// The slowest write's latency, by part.
+    /// The slowest write's latency (from arrival), by part.
     pub max_breakdown: Breakdown,
+    /// The write with the largest `clat`, its latency by part.
+    pub clat_max_breakdown: Breakdown,
     /// Writes over 1 ms, their latencies summed by part.
     pub over_1ms_breakdown: Breakdown,
     /// Every write's latency summed by part.
@@ -339,6 +341,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     let (mut all_parts, mut over_parts, mut max_parts) =
         (Breakdown::default(), Breakdown::default(), Breakdown::default());
     let mut max_lat = 0.0f64;
+    let (mut max_clat, mut clat_max_parts) = (0.0f64, Breakdown::default());
     while let Some((phase, op)) = gen.next_op() {
         if phase == Phase::Fill {
             match op {
@@ -425,6 +428,11 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
             if us > max_lat {
                 max_lat = us;
                 max_parts = parts;
+            }
+            let c = us_of(end.saturating_sub(ready));
+            if c > max_clat {
+                max_clat = c;
+                clat_max_parts = parts;
             }
         }
         hist.record(lat.as_nanos().max(1) as u64).map_err(|e| e.to_string())?;
@@ -524,6 +532,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         writer_finishes: p.writer_finishes - p0.writer_finishes,
         sim_s: sim,
         max_breakdown: max_parts,
+        clat_max_breakdown: clat_max_parts,
         over_1ms_breakdown: over_parts,
         all_breakdown: all_parts,
         windows,

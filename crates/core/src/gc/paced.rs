@@ -169,7 +169,11 @@ impl Fs {
                             start_margin: settings.start_margin,
                         })
                     }
-                    // Nothing measured yet, or between victims: the seed's sleep.
+                    // Between victims the cleaner only writes nodes ahead of the
+                    // checkpoint or checkpoints, which it does when free sections are
+                    // already short: no sleep.
+                    (_, _, None) => Duration::ZERO,
+                    // Nothing measured yet: the seed's sleep.
                     _ => pacer::SEED_SLEEP,
                 }
             }
@@ -268,40 +272,19 @@ impl Fs {
                         .pacer
                         .stats
                         .checkpoints += 1;
+                    // Still short: the next victim starts now (its first step at the
+                    // next wake-up), so that writers see the cleaner at work in between
+                    // and keep to the floor ([`Fs::writer_room`]).
+                    if self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin {
+                        let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
+                        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim = next;
+                    }
                     return Ok(PacedOutcome::Checkpointed);
                 }
-                let victims = policies::for_policy(policy);
-                let Some(v) = self.select_victim(rw, victims.as_ref(), GcKind::Foreground)? else {
+                let Some(v) = self.start_paced_victim(rw, settings, (policy, batch), now)? else {
                     return Ok(PacedOutcome::Idle);
                 };
-                let v = if self.victim_fits(rw, &v, batch) {
-                    v
-                } else {
-                    match self.cheapest_victim(rw).filter(|c| self.victim_fits(rw, c, batch)) {
-                        Some(c) => c,
-                        // Moving no victim fits: leave it to the foreground pass.
-                        None => return Ok(PacedOutcome::Idle),
-                    }
-                };
-                let migration = Migration::new(&self.tree(rw), v.secno);
-                let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                g.pacer.victim_started(now);
-                g.pacer.stats.victims += 1;
-                if v.is_node {
-                    g.stats.node_victims += 1;
-                } else {
-                    g.stats.data_victims += 1;
-                }
-                let step_blocks = match settings.pacing {
-                    GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
-                    _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
-                };
-                PacedVictim {
-                    migration,
-                    work: v.valid_blocks,
-                    step_blocks,
-                    started: now,
-                }
+                v
             }
         };
         if settings.pacing == GcPacing::Adaptive {
@@ -333,6 +316,50 @@ impl Fs {
                 Ok(PacedOutcome::Finished)
             }
         }
+    }
+
+    /// Picks the paced cleaner's next victim (by the policy, as a foreground pass
+    /// would) and records its start; `None` when there is none, or none whose move fits
+    /// (left to the foreground pass).
+    fn start_paced_victim(
+        &self,
+        rw: &ReadWrite,
+        settings: PacingSettings,
+        (policy, batch): (super::GcPolicy, bool),
+        now: Duration,
+    ) -> Result<Option<PacedVictim>> {
+        let victims = policies::for_policy(policy);
+        let Some(v) = self.select_victim(rw, victims.as_ref(), GcKind::Foreground)? else {
+            return Ok(None);
+        };
+        let v = if self.victim_fits(rw, &v, batch) {
+            v
+        } else {
+            match self.cheapest_victim(rw).filter(|c| self.victim_fits(rw, c, batch)) {
+                Some(c) => c,
+                // Moving no victim fits: leave it to the foreground pass.
+                None => return Ok(None),
+            }
+        };
+        let migration = Migration::new(&self.tree(rw), v.secno);
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        g.pacer.victim_started(now);
+        g.pacer.stats.victims += 1;
+        if v.is_node {
+            g.stats.node_victims += 1;
+        } else {
+            g.stats.data_victims += 1;
+        }
+        let step_blocks = match settings.pacing {
+            GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
+            _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
+        };
+        Ok(Some(PacedVictim {
+            migration,
+            work: v.valid_blocks,
+            step_blocks,
+            started: now,
+        }))
     }
 
     /// Records the end of a paced victim whose migration has nothing left.
