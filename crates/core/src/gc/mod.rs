@@ -293,6 +293,9 @@ impl Fs {
         if paced && self.writer_checkpoint(rw, &mut writer, pass_loop)? {
             return Ok(());
         }
+        if paced {
+            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = true;
+        }
         if self.finish_paced_victim_timed(rw, &writer)?
             && (self.writer_room(rw, pass_loop, paced)
                 || (paced && self.writer_checkpoint(rw, &mut writer, pass_loop)?))
@@ -326,17 +329,18 @@ impl Fs {
     /// own floor (the kernel's `has_not_enough_free_secs`): free sections covering the
     /// pending node and directory writes and the reserved sections, without the
     /// section to spare, so that the paced cleaner has that section to finish its
-    /// victim in.
+    /// victim in. Only while the cleaner is delivering (a victim in progress or
+    /// emptied sections waiting for a checkpoint) and keeping up: once a writer had
+    /// to clean itself, writers keep off's spare section until the cleaner is ahead
+    /// again (`PacerState::behind`), since at the floor itself each victim gives back
+    /// about what its moves take and a writer there waits for many.
     fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
         if paced && pass_loop != PassLoop::Batched {
-            let delivering = rw
-                .gc
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pacer
-                .victim
-                .is_some()
-                || self.prefree_count(rw) > 0;
+            let (in_progress, behind) = {
+                let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                (g.pacer.victim.is_some(), g.pacer.behind)
+            };
+            let delivering = !behind && (in_progress || self.prefree_count(rw) > 0);
             return self.enough_free_secs(rw, 0, if delivering { 0 } else { 1 });
         }
         self.room_without_gc(rw, pass_loop)
@@ -553,23 +557,18 @@ impl Fs {
                 break;
             }
             if floor {
-                // A paced writer waits for the least that gives it room: the victims'
-                // checkpoint only when free sections alone fall short, and no victim
-                // more once there is room at the floor (the kernel's loop asks for a
-                // section to spare, which at the floor can take many victims: each data
-                // victim's moves and the nodes they dirty fill about what it frees).
+                // A paced writer waits for one victim at most, as a writer under `off`
+                // does (its pass ends after one victim, counting it as room), and for
+                // the victims' checkpoint only when free sections alone fall short of
+                // the floor. The kernel's loop would go on until a section is to spare,
+                // which at the floor can take tens of victims in one write: each data
+                // victim's moves and the nodes they dirty fill about what it frees.
+                // The operation's own room check still keeps the reserved sections; if
+                // it fails, `reclaim_space` makes room one victim at a time.
                 if !self.enough_free_secs(rw, 0, 0) && self.prefree_count(rw) > 0 {
                     self.gc_checkpoint(rw, writer)?;
-                    freed_since_cp = 0;
                 }
-                if self.enough_free_secs(rw, 0, 0) {
-                    break;
-                }
-                victims_left = victims_left.saturating_sub(1);
-                if victims_left == 0 {
-                    break;
-                }
-                continue;
+                break;
             }
             if batch {
                 // The loop's top checkpoints when due and ends the pass when there is room.

@@ -104,11 +104,10 @@ impl Fs {
         if !in_progress && self.room_slack(rw, pass_loop, settings.start_margin).0 >= settings.start_margin {
             let now = clock.now();
             let user = rw.user_blocks.load(Ordering::Relaxed);
-            rw.gc
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pacer
-                .sample_rate(now, user);
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.pacer.sample_rate(now, user);
+            g.pacer.behind = false;
+            drop(g);
             return Ok(PacedWake {
                 outcome: PacedOutcome::Idle,
                 wait: settings.idle_poll,
@@ -223,6 +222,7 @@ impl Fs {
             None => {
                 let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
                 if slack >= settings.start_margin {
+                    rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = false;
                     return Ok(PacedOutcome::Idle);
                 }
                 // Prefree sections are free after a checkpoint: take them first, as a

@@ -196,6 +196,9 @@ pub(crate) struct PacerState {
     /// second (EWMA of weight 1/4 over samples at least [`RATE_SAMPLE`] apart).
     pub(crate) rate_sample: Option<(Duration, u64)>,
     pub(crate) user_blocks_per_sec: Option<f64>,
+    /// A writer had to clean itself since the cleaner was last ahead (free sections
+    /// at or above its start margin): writers keep off's spare section meanwhile.
+    pub(crate) behind: bool,
     pub(crate) stats: PacingStats,
 }
 
