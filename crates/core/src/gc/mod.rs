@@ -425,8 +425,9 @@ impl Fs {
         self.gc_locked_at(rw, writer, kind, false)
     }
 
-    /// [`Fs::gc_locked`]; with `floor` (a paced writer's pass) the pass ends as soon as
-    /// free sections are back at F2FS's floor ([`Fs::writer_room`]).
+    /// [`Fs::gc_locked`]; with `floor` (a paced writer's pass, or its reclaim) the pass
+    /// ends after one victim, checkpointing it only if free sections fall short of
+    /// F2FS's floor without it ([`Fs::writer_room`]).
     fn gc_locked_at(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
         let t0 = self.now();
         let r = self
