@@ -20,6 +20,10 @@ pub struct LatencyArgs {
     /// Bytes of 4 KiB overwrites measured after the fill (default: the preset's).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub io_size: Option<u64>,
+    /// Size of the file written first and overwritten (default: the preset's); a
+    /// smaller file leaves GC more free space and less of the device's time.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
     /// The victim policy.
     #[arg(long, value_name = "NAME", default_value = "greedy", value_parser = |s: &str| s.parse::<GcPolicy>().map_err(|e| e.to_string()))]
     pub policy: GcPolicy,
@@ -46,6 +50,9 @@ pub struct LatencyArgs {
     /// Also write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also draw, per load, clat over time (one line per pacer) and its CDF, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Runs at once (default 2).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub jobs: usize,
@@ -82,6 +89,10 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         setup.io_bytes = io;
         setup.preset = None;
     }
+    if let Some(f) = args.file_size {
+        setup.file_bytes = f;
+        setup.preset = None;
+    }
     let pacers = pacers(&args.pacer).map_err(UsageError)?;
     let shares = rates(&args.rate).map_err(UsageError)?;
     let model = LatencyModel {
@@ -106,9 +117,10 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         }
     };
     println!(
-        "latency lab: preset {}, policy {}, uniform 4 KiB overwrites of {} MiB, device read {} us, write {} us, erase {} us a block",
+        "latency lab: preset {}, policy {}, file {} MiB, uniform 4 KiB overwrites of {} MiB, device read {} us, write {} us, erase {} us a block",
         args.preset,
         args.policy,
+        setup.file_bytes >> 20,
         setup.io_bytes >> 20,
         model.read_us,
         model.write_us,
@@ -154,7 +166,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8}",
+        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8}",
         "pacer",
         "load",
         "iops",
@@ -163,6 +175,8 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         "p99.9 us",
         "p99.99",
         "max us",
+        "clat p99",
+        "clat max",
         "WAF",
         "gc s",
         "victim ms",
@@ -173,7 +187,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     for r in &results {
         writeln!(
             out,
-            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>7} {:>7} {:>8}",
+            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>7} {:>7} {:>8}",
             r.pacer,
             r.load,
             r.iops,
@@ -182,6 +196,8 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             r.p999_us,
             r.p9999_us,
             r.max_us,
+            r.clat_p99_us,
+            r.clat_max_us,
             r.waf,
             r.gc_s,
             r.avg_victim_ms,
@@ -200,6 +216,9 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             results: &results,
         };
         std::fs::write(path, doc.to_json().map_err(anyhow::Error::msg)?)?;
+    }
+    if let Some(path) = &args.plot {
+        uf2fs_lab::plot::plot_latency(&results, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -159,6 +159,44 @@ pub struct Window {
     pub max_us: f64,
     /// Writes completed.
     pub writes: u64,
+    /// Their mean and largest `clat` (see [`LatencyResult::clat_p50_us`]), µs.
+    pub clat_avg_us: f64,
+    pub clat_max_us: f64,
+}
+
+/// What a front write's latency is made of, µs (simulated time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Breakdown {
+    /// Waiting for earlier front writes (fixed rates only: arrived while the previous
+    /// write was still in progress).
+    pub queue_us: f64,
+    /// Waiting for paced steps that moved blocks (begun before the write could start).
+    pub step_us: f64,
+    /// Waiting for paced checkpoints (the pacer's checkpoint of prefree sections).
+    pub paced_cp_us: f64,
+    /// Foreground GC the write ran itself (finishing the paced victim, passes), its
+    /// checkpoints not counted.
+    pub fg_gc_us: f64,
+    /// Checkpoints the write ran itself (inside its foreground GC).
+    pub cp_us: f64,
+    /// The rest: the write's own device time (data, node write-outs).
+    pub own_us: f64,
+}
+
+impl Breakdown {
+    fn add(&mut self, o: &Breakdown) {
+        self.queue_us += o.queue_us;
+        self.step_us += o.step_us;
+        self.paced_cp_us += o.paced_cp_us;
+        self.fg_gc_us += o.fg_gc_us;
+        self.cp_us += o.cp_us;
+        self.own_us += o.own_us;
+    }
+
+    /// The sum: the write's latency.
+    pub fn total_us(&self) -> f64 {
+        self.queue_us + self.step_us + self.paced_cp_us + self.fg_gc_us + self.cp_us + self.own_us
+    }
 }
 
 /// What one (pacer, load) run measured. Times are simulated.
@@ -180,10 +218,32 @@ pub struct LatencyResult {
     pub max_us: f64,
     /// Mean latency, µs.
     pub mean_us: f64,
+    /// The same percentiles of completion latency as fio reports it at iodepth 1
+    /// (`clat`): from when the write could be issued (its arrival, or the previous
+    /// write's completion if later) to its completion. At full speed the two agree; at
+    /// fixed rates the latencies above also count the wait behind earlier writes.
+    pub clat_p50_us: f64,
+    pub clat_p99_us: f64,
+    pub clat_p999_us: f64,
+    pub clat_p9999_us: f64,
+    pub clat_max_us: f64,
+    /// Front writes whose `clat` is over 1 ms.
+    pub clat_over_1ms: u64,
     /// Front writes of more than 1 ms.
     pub over_1ms: u64,
     /// Device blocks written over user blocks, over the overwrites.
     pub waf: f64,
+    /// Device blocks written per user block, by kind: data moved by GC, nodes moved
+    /// by GC, nodes written by the write path and checkpoints, metadata (checkpoint
+    /// packs, SIT, NAT, SSA).
+    pub gc_data_per_user: f64,
+    pub gc_node_per_user: f64,
+    pub user_node_per_user: f64,
+    pub meta_per_user: f64,
+    /// GC's checkpoints, and data and node victims.
+    pub checkpoints: u64,
+    pub data_victims: u64,
+    pub node_victims: u64,
     /// Seconds of simulated time spent in GC (steps, passes, their checkpoints).
     pub gc_s: f64,
     /// Average time from a victim's start to its end, ms (sleeps included).
@@ -200,10 +260,20 @@ pub struct LatencyResult {
     pub writer_finishes: u64,
     /// Simulated seconds of the overwrite phase.
     pub sim_s: f64,
+    /// The slowest write's latency (from arrival), by part.
+    pub max_breakdown: Breakdown,
+    /// The write with the largest `clat`, its latency by part.
+    pub clat_max_breakdown: Breakdown,
+    /// Writes over 1 ms, their latencies summed by part.
+    pub over_1ms_breakdown: Breakdown,
+    /// Every write's latency summed by part.
+    pub all_breakdown: Breakdown,
     /// Latency over time.
     pub windows: Vec<Window>,
     /// The latency CDF: (latency µs, fraction of writes at or below).
     pub cdf: Vec<(f64, f64)>,
+    /// The `clat` CDF, likewise.
+    pub clat_cdf: Vec<(f64, f64)>,
 }
 
 /// What a latency run needs besides the setup.
@@ -258,6 +328,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     let mut gen = Generator::new(Workload::Uniform, shape)?;
     let mut ino: Option<Ino> = None;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut clat = hist.clone();
     let mut windows: Vec<Window> = Vec::new();
     let mut base = None;
     let mut t0 = Duration::ZERO;
@@ -266,6 +337,11 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     let mut done = 0u64;
     let mut reported = 0u64;
     let interval = r.rate.map(|iops| Duration::from_secs_f64(1.0 / iops));
+    let us_of = |d: Duration| d.as_nanos() as f64 / 1000.0;
+    let (mut all_parts, mut over_parts, mut max_parts) =
+        (Breakdown::default(), Breakdown::default(), Breakdown::default());
+    let mut max_lat = 0.0f64;
+    let (mut max_clat, mut clat_max_parts) = (0.0f64, Breakdown::default());
     while let Some((phase, op)) = gen.next_op() {
         if phase == Phase::Fill {
             match op {
@@ -299,11 +375,25 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         }
         // Paced wake-ups due before the write arrives run first; a write arriving at the
         // same instant goes first.
+        let prev_end = clock.now();
+        let ready = arrival.max(prev_end);
+        let mut parts = Breakdown {
+            queue_us: us_of(prev_end.saturating_sub(arrival)),
+            ..Breakdown::default()
+        };
         while next_wake < arrival {
             if clock.now() < next_wake {
                 clock.advance(next_wake - clock.now());
             }
+            let began = clock.now();
             let w = fs.paced_gc_step().map_err(err)?;
+            // The part of this wake-up the write waited for.
+            let waited = us_of(clock.now().saturating_sub(began.max(ready)));
+            if w.outcome == PacedOutcome::Checkpointed {
+                parts.paced_cp_us += waited;
+            } else {
+                parts.step_us += waited;
+            }
             let wait = if w.outcome == PacedOutcome::Off {
                 Duration::from_secs(3600)
             } else {
@@ -314,11 +404,37 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         if clock.now() < arrival {
             clock.advance(arrival - clock.now());
         }
+        let started = clock.now();
+        let p_before = fs.pacing_stats().map_err(err)?;
         fs.write(ino, block * BLOCK_BYTES, &ZEROS[..BLOCK_BYTES as usize])
             .map_err(err)?;
         fs.writeback().map_err(err)?;
         let end = clock.now();
+        let p_after = fs.pacing_stats().map_err(err)?;
+        let cp = us_of(p_after.checkpoint_time.saturating_sub(p_before.checkpoint_time));
+        let fg = us_of(p_after.writer_gc_time.saturating_sub(p_before.writer_gc_time));
+        parts.cp_us = cp;
+        parts.fg_gc_us = (fg - cp).max(0.0);
+        parts.own_us = (us_of(end.saturating_sub(started)) - fg.max(cp)).max(0.0);
         let lat = end.saturating_sub(arrival);
+        clat.record(end.saturating_sub(ready).as_nanos().max(1) as u64)
+            .map_err(|e| e.to_string())?;
+        {
+            let us = us_of(lat);
+            all_parts.add(&parts);
+            if us > 1000.0 {
+                over_parts.add(&parts);
+            }
+            if us > max_lat {
+                max_lat = us;
+                max_parts = parts;
+            }
+            let c = us_of(end.saturating_sub(ready));
+            if c > max_clat {
+                max_clat = c;
+                clat_max_parts = parts;
+            }
+        }
         hist.record(lat.as_nanos().max(1) as u64).map_err(|e| e.to_string())?;
         let w = (end.saturating_sub(t0).as_nanos() / WINDOW.as_nanos()) as u64;
         if windows.last().is_none_or(|l| l.ms != w * WINDOW.as_millis() as u64) {
@@ -327,6 +443,8 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
                 avg_us: 0.0,
                 max_us: 0.0,
                 writes: 0,
+                clat_avg_us: 0.0,
+                clat_max_us: 0.0,
             });
         }
         let cur = windows.last_mut().expect("pushed");
@@ -334,6 +452,9 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         cur.avg_us += us;
         cur.max_us = cur.max_us.max(us);
         cur.writes += 1;
+        let cus = us_of(end.saturating_sub(ready));
+        cur.clat_avg_us += cus;
+        cur.clat_max_us = cur.clat_max_us.max(cus);
         if interval.is_none() {
             arrival = end;
         }
@@ -347,6 +468,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     on.store(false, Ordering::Relaxed);
     for w in &mut windows {
         w.avg_us /= w.writes.max(1) as f64;
+        w.clat_avg_us /= w.writes.max(1) as f64;
     }
     let (a0, p0) = base.ok_or("no overwrite phase")?;
     let a = fs.accounting().map_err(err)?;
@@ -355,10 +477,16 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     let user = a.user_blocks - a0.user_blocks;
     let device = a.device.total() - a0.device.total();
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    let per_user = |n: u64| n as f64 / user.max(1) as f64;
+    let cus = |q: f64| clat.value_at_quantile(q) as f64 / 1000.0;
     let mut cdf = Vec::new();
     for v in hist.iter_quantiles(1) {
         cdf.push((v.value_iterated_to() as f64 / 1000.0, v.quantile_iterated_to()));
     }
+    let clat_cdf: Vec<(f64, f64)> = clat
+        .iter_quantiles(1)
+        .map(|v| (v.value_iterated_to() as f64 / 1000.0, v.quantile_iterated_to()))
+        .collect();
     let victims = p.victims_timed - p0.victims_timed;
     let victim_time = p.victim_time.saturating_sub(p0.victim_time);
     Ok(LatencyResult {
@@ -373,7 +501,23 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         max_us: hist.max() as f64 / 1000.0,
         mean_us: hist.mean() / 1000.0,
         over_1ms: hist.count_between(1_000_001, u64::MAX),
+        clat_p50_us: cus(0.5),
+        clat_p99_us: cus(0.99),
+        clat_p999_us: cus(0.999),
+        clat_p9999_us: cus(0.9999),
+        clat_max_us: clat.max() as f64 / 1000.0,
+        clat_over_1ms: clat.count_between(1_000_001, u64::MAX),
         waf: if user == 0 { 0.0 } else { device as f64 / user as f64 },
+        gc_data_per_user: per_user(a.device.gc_data - a0.device.gc_data),
+        gc_node_per_user: per_user(a.device.gc_node - a0.device.gc_node),
+        user_node_per_user: per_user(a.device.user_node - a0.device.user_node),
+        meta_per_user: per_user(
+            (a.device.checkpoint + a.device.sit + a.device.nat + a.device.ssa)
+                - (a0.device.checkpoint + a0.device.sit + a0.device.nat + a0.device.ssa),
+        ),
+        checkpoints: a.gc.checkpoints - a0.gc.checkpoints,
+        data_victims: a.gc.data_victims - a0.gc.data_victims,
+        node_victims: a.gc.node_victims - a0.gc.node_victims,
         gc_s: p.gc_time.saturating_sub(p0.gc_time).as_secs_f64(),
         avg_victim_ms: if victims == 0 {
             0.0
@@ -387,8 +531,13 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         slept_s: p.slept.saturating_sub(p0.slept).as_secs_f64(),
         writer_finishes: p.writer_finishes - p0.writer_finishes,
         sim_s: sim,
+        max_breakdown: max_parts,
+        clat_max_breakdown: clat_max_parts,
+        over_1ms_breakdown: over_parts,
+        all_breakdown: all_parts,
         windows,
         cdf,
+        clat_cdf,
     })
 }
 

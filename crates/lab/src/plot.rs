@@ -193,3 +193,117 @@ pub fn plot_writeback(points: &[WbPoint], path: &Path) -> Result<(), String> {
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
+
+/// Points a latency-over-time line keeps at most (windows are merged, keeping each
+/// group's largest latency, so that spikes stay visible).
+const TIME_POINTS: usize = 1500;
+
+/// `bench latency --plot FILE.svg`: per load, front-I/O `clat` over time (the largest
+/// in each 10 ms window, merged down to at most [`TIME_POINTS`] points, log scale) with
+/// one line per pacer, and the `clat` CDF with one line per pacer.
+pub fn plot_latency(results: &[crate::latency::LatencyResult], path: &Path) -> Result<(), String> {
+    let mut loads: Vec<&str> = Vec::new();
+    let mut pacers: Vec<&str> = Vec::new();
+    for r in results {
+        if !loads.contains(&r.load.as_str()) {
+            loads.push(&r.load);
+        }
+        if !pacers.contains(&r.pacer.as_str()) {
+            pacers.push(&r.pacer);
+        }
+    }
+    if loads.is_empty() {
+        return Err("no results to plot".into());
+    }
+    let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let root = SVGBackend::new(path, (WIDTH * 2, PANEL_HEIGHT * loads.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let rows = root.split_evenly((loads.len(), 2));
+    let y_max = results.iter().map(|r| r.clat_max_us).fold(100.0, f64::max) * 2.0;
+    for (i, load) in loads.iter().enumerate() {
+        let runs: Vec<_> = results.iter().filter(|r| r.load == *load).collect();
+        let colour = |pacer: &str| {
+            let i = pacers.iter().position(|p| *p == pacer).unwrap_or(0);
+            COLOURS[i % COLOURS.len()].to_rgba()
+        };
+        // Latency over time.
+        let series = |r: &crate::latency::LatencyResult| -> Vec<(f64, f64)> {
+            let per = r.windows.len().div_ceil(TIME_POINTS).max(1);
+            r.windows
+                .chunks(per)
+                .map(|c| {
+                    let x = c[0].ms as f64 / 1000.0;
+                    let y = c.iter().map(|w| w.clat_max_us).fold(1.0, f64::max);
+                    (x, y)
+                })
+                .collect()
+        };
+        let x_max = runs
+            .iter()
+            .filter_map(|r| r.windows.last().map(|w| w.ms as f64 / 1000.0))
+            .fold(1e-3, f64::max);
+        let mut chart = ChartBuilder::on(&rows[2 * i])
+            .caption(
+                format!("load {load}: largest clat per 10 ms window (merged to {TIME_POINTS} points)"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..x_max, (1.0..y_max).log_scale())
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time since the overwrites began (s)")
+            .y_desc("clat (µs, log)")
+            .draw()
+            .map_err(|e| err(&e))?;
+        for r in &runs {
+            let c = colour(&r.pacer);
+            chart
+                .draw_series(LineSeries::new(series(r), c.stroke_width(1)))
+                .map_err(|e| err(&e))?
+                .label(format!("{} (max {:.0} µs)", r.pacer, r.clat_max_us))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        // CDF.
+        let mut chart = ChartBuilder::on(&rows[2 * i + 1])
+            .caption(format!("load {load}: clat CDF"), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((1.0..y_max).log_scale(), 0.0..1.0)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("clat (µs, log)")
+            .y_desc("fraction of writes at or below")
+            .draw()
+            .map_err(|e| err(&e))?;
+        for r in &runs {
+            let c = colour(&r.pacer);
+            let pts: Vec<(f64, f64)> = r.clat_cdf.iter().map(|&(x, q)| (x.max(1.0), q)).collect();
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(format!("{} (p99 {:.0} µs)", r.pacer, r.clat_p99_us))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

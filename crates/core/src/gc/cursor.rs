@@ -2,6 +2,9 @@
 //! it across passes without importing the migration engine (`gc/migrate.rs`, which
 //! has the methods).
 
+use std::sync::Arc;
+use uf2fs_format::summary::SummaryBlock;
+
 /// Blocks moved out of one section.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Moved {
@@ -27,6 +30,12 @@ pub struct Migration {
     /// The first block offset of segment `next` not looked at yet.
     pub(crate) off: u32,
     pub(crate) moved: Moved,
+    /// The summary block of segment `next` as last read, and the footer version of the
+    /// checkpoint it was read under: a step of the same segment under the same
+    /// checkpoint uses it again instead of reading the SSA block once per step (a victim
+    /// is no log, so its summaries change only if it is freed and reused, which takes a
+    /// checkpoint).
+    pub(crate) sums: Option<(u32, u64, Arc<SummaryBlock>)>,
 }
 
 impl Migration {

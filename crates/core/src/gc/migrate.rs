@@ -24,7 +24,7 @@ use crate::segment::LogType;
 use crate::tree::{node_log, Tree};
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
 use uf2fs_format::Geometry;
@@ -64,6 +64,7 @@ impl Migration {
             end: first + spsec,
             off: 0,
             moved: Moved::default(),
+            sums: None,
         }
     }
 
@@ -91,7 +92,15 @@ impl Migration {
                     self.off = 0;
                     continue;
                 }
-                (e.clone(), s.read_summary_block(t.dev, segno)?, s.block_addr(segno, 0))
+                let sums = match &self.sums {
+                    Some((n, v, b)) if *n == segno && *v == cp_ver => b.clone(),
+                    _ => {
+                        let b = Arc::new(s.read_summary_block(t.dev, segno)?);
+                        self.sums = Some((segno, cp_ver, b.clone()));
+                        b
+                    }
+                };
+                (e.clone(), sums, s.block_addr(segno, 0))
             };
             let mut valid: Vec<u32> = (self.off..sums.entries.len() as u32)
                 .filter(|&o| entry.is_valid(o))

@@ -245,25 +245,93 @@ impl Fs {
     /// there is room.
     pub(crate) fn balance_fs(&self) -> Result<()> {
         let rw = self.rw()?;
-        let (enabled, pass_loop) = {
+        let (enabled, pass_loop, paced) = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             g.last_op = Some(g.clock.now());
-            (g.enabled, g.pass_loop)
+            (g.enabled, g.pass_loop, g.pacer.settings.pacing != GcPacing::Off)
         };
-        if !enabled || self.room_without_gc(rw, pass_loop) {
+        if !enabled || self.writer_room(rw, pass_loop, paced) {
             return Ok(());
         }
+        let t0 = self.now();
+        let r = self.balance_fs_slow(rw, pass_loop, paced);
+        let took = self.now().saturating_sub(t0);
+        rw.gc
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pacer
+            .stats
+            .writer_gc_time += took;
+        r
+    }
+
+    /// [`Fs::balance_fs`] once a quick look found no room.
+    fn balance_fs_slow(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> Result<()> {
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
-        if self.room_without_gc(rw, pass_loop) {
+        if self.writer_room(rw, pass_loop, paced) {
             return Ok(());
         }
-        // The hard floor of paced GC: a writer with no room first finishes the paced
-        // victim in progress, and runs a pass only if that is not enough.
-        if self.finish_paced_victim_timed(rw, &writer)? && self.room_without_gc(rw, pass_loop) {
+        // The hard floor of paced GC: a writer with no room does the least that makes
+        // room: a checkpoint of the sections already emptied (they are free only after
+        // one), then the rest of the paced victim in progress and its checkpoint, and
+        // only if that is not enough a pass. Under `off` there is no paced victim and
+        // the pass (the kernel's loop, which checkpoints first) runs as always.
+        if paced && self.writer_checkpoint(rw, &mut writer, pass_loop)? {
             return Ok(());
         }
-        self.gc_locked(rw, &mut writer, GcKind::Foreground).map(|_| ())
+        if paced {
+            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = true;
+        }
+        if self.finish_paced_victim_timed(rw, &writer)?
+            && (self.writer_room(rw, pass_loop, paced)
+                || (paced && self.writer_checkpoint(rw, &mut writer, pass_loop)?))
+        {
+            return Ok(());
+        }
+        let floor = paced && pass_loop != PassLoop::Batched;
+        self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)
+            .map(|_| ())
+    }
+
+    /// A paced writer's checkpoint of prefree sections, if any; whether there is room
+    /// after it.
+    fn writer_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, pass_loop: PassLoop) -> Result<bool> {
+        if self.prefree_count(rw) == 0 {
+            return Ok(false);
+        }
+        let r = self.gc_checkpoint(rw, writer);
+        if let Err(e) = &r {
+            if !e.is_no_space() {
+                rw.fail(e);
+            }
+        }
+        r?;
+        Ok(self.writer_room(rw, pass_loop, true))
+    }
+
+    /// Whether a writer may go on without making room. Under `off` (and for the
+    /// batching default policy) [`Fs::room_without_gc`]. Under a pacer, whose cleaner
+    /// works ahead of writers from that threshold down, a writer stops only at F2FS's
+    /// own floor (the kernel's `has_not_enough_free_secs`): free sections covering the
+    /// pending node and directory writes and the reserved sections, without the
+    /// section to spare, so that the paced cleaner has that section to finish its
+    /// victim in. Only while the cleaner is delivering (a victim in progress or
+    /// emptied sections waiting for a checkpoint) and keeping up: once a writer had
+    /// to clean itself, writers keep off's spare section until the cleaner is ahead
+    /// again (`PacerState::behind`), since at the floor itself each victim gives back
+    /// about what its moves take and a writer there waits for many.
+    fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
+        if paced && pass_loop != PassLoop::Batched {
+            let (in_progress, behind) = {
+                let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                (g.pacer.victim.is_some(), g.pacer.behind)
+            };
+            let view = SpaceView::take(self, rw);
+            let delivering = !behind && (in_progress || view.prefree > 0);
+            return view.enough(0, if delivering { 0 } else { 1 });
+        }
+        self.room_without_gc(rw, pass_loop)
     }
 
     /// Runs one garbage-collection pass of `kind` now (foreground: until enough
@@ -281,6 +349,19 @@ impl Fs {
     /// gained; false means the volume is really full.
     pub(crate) fn reclaim_space(&self) -> Result<bool> {
         let rw = self.rw()?;
+        let t0 = self.now();
+        let r = self.reclaim_space_locked(rw);
+        let took = self.now().saturating_sub(t0);
+        rw.gc
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pacer
+            .stats
+            .writer_gc_time += took;
+        r
+    }
+
+    fn reclaim_space_locked(&self, rw: &ReadWrite) -> Result<bool> {
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
         let prefree = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count();
@@ -288,16 +369,28 @@ impl Fs {
             self.gc_checkpoint(rw, &mut writer)?;
             return Ok(true);
         }
-        let enabled = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).enabled;
+        let (enabled, floor) = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            (
+                g.enabled,
+                g.pacer.settings.pacing != GcPacing::Off && g.pass_loop != PassLoop::Batched,
+            )
+        };
         if !enabled {
             return Ok(false);
         }
-        Ok(self.gc_locked(rw, &mut writer, GcKind::Foreground)? > 0)
+        Ok(self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)? > 0)
     }
 
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
+        let t0 = self.now();
         self.checkpoint_locked(rw, writer, false)?;
-        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats.checkpoints += 1;
+        let took = self.now().saturating_sub(t0);
+        {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.stats.checkpoints += 1;
+            g.pacer.stats.checkpoint_time += took;
+        }
         self.size_batches(rw);
         Ok(())
     }
@@ -323,10 +416,17 @@ impl Fs {
     }
 
     fn gc_locked(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
+        self.gc_locked_at(rw, writer, kind, false)
+    }
+
+    /// [`Fs::gc_locked`]; with `floor` (a paced writer's pass, or its reclaim) the pass
+    /// ends after one victim, checkpointing it only if free sections fall short of
+    /// F2FS's floor without it ([`Fs::writer_room`]).
+    fn gc_locked_at(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
         let t0 = self.now();
         let r = self
             .finish_paced_victim(rw, writer, false)
-            .and_then(|_| self.gc_pass(rw, writer, kind));
+            .and_then(|_| self.gc_pass(rw, writer, kind, floor));
         let took = self.now().saturating_sub(t0);
         rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats.gc_time += took;
         if kind == GcKind::Foreground {
@@ -340,7 +440,7 @@ impl Fs {
         r
     }
 
-    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
+    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
         let policy = {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             match kind {
@@ -457,6 +557,20 @@ impl Fs {
                 break;
             }
             view = SpaceView::take(self, rw);
+            if floor {
+                // A paced writer waits for one victim at most, as a writer under `off`
+                // does (its pass ends after one victim, counting it as room), and for
+                // the victims' checkpoint only when free sections alone fall short of
+                // the floor. The kernel's loop would go on until a section is to spare,
+                // which at the floor can take tens of victims in one write: each data
+                // victim's moves and the nodes they dirty fill about what it frees.
+                // The operation's own room check still keeps the reserved sections; if
+                // it fails, `reclaim_space` makes room one victim at a time.
+                if !view.enough(0, 0) && view.prefree > 0 {
+                    self.gc_checkpoint(rw, writer)?;
+                }
+                break;
+            }
             if batch {
                 // The loop's top checkpoints when due and ends the pass when there is room.
                 victims_left = victims_left.saturating_sub(1);

@@ -28,6 +28,9 @@ pub enum PacedOutcome {
     Checkpointed,
     /// A step moved this many blocks of the victim in progress.
     Stepped(u32),
+    /// A step wrote this many dirty nodes ahead of the checkpoint that frees the
+    /// emptied victims.
+    Flushed(u32),
     /// The victim in progress had nothing left to move: done (emptied or not).
     Finished,
 }
@@ -101,11 +104,10 @@ impl Fs {
         if !in_progress && self.room_slack(rw, pass_loop, settings.start_margin).0 >= settings.start_margin {
             let now = clock.now();
             let user = rw.user_blocks.load(Ordering::Relaxed);
-            rw.gc
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pacer
-                .sample_rate(now, user);
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.pacer.sample_rate(now, user);
+            g.pacer.behind = false;
+            drop(g);
             return Ok(PacedWake {
                 outcome: PacedOutcome::Idle,
                 wait: settings.idle_poll,
@@ -166,7 +168,11 @@ impl Fs {
                             start_margin: settings.start_margin,
                         })
                     }
-                    // Nothing measured yet, or between victims: the seed's sleep.
+                    // Between victims the cleaner only writes nodes ahead of the
+                    // checkpoint or checkpoints, which it does when free sections are
+                    // already short: no sleep.
+                    (_, _, None) => Duration::ZERO,
+                    // Nothing measured yet: the seed's sleep.
                     _ => pacer::SEED_SLEEP,
                 }
             }
@@ -216,6 +222,7 @@ impl Fs {
             None => {
                 let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
                 if slack >= settings.start_margin {
+                    rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = false;
                     return Ok(PacedOutcome::Idle);
                 }
                 // Prefree sections are free after a checkpoint: take them first, as a
@@ -228,6 +235,36 @@ impl Fs {
                     true
                 };
                 if cp_wanted && self.prefree_count(rw) > 0 {
+                    // The checkpoint writes every dirty node, most of them dirtied by
+                    // the victims' data moves: write them out ahead in steps, so that
+                    // the checkpoint itself, which no operation can share, is small.
+                    let budget = {
+                        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        match settings.pacing {
+                            GcPacing::Adaptive => pacer::adaptive_flush(
+                                g.pacer.node_write_ns.or(g.pacer.block_cost_ns),
+                                settings.latency_target,
+                            ),
+                            _ => pacer::seed_step(self.nodes().dirty_node_count() as u32, g.pacer.avg_victim_interval),
+                        }
+                    };
+                    if self.nodes().dirty_node_count() > budget as usize {
+                        let t0 = self.now();
+                        let t = self.tree(rw);
+                        let n = t.nodes.write_some_dirty_nodes(
+                            t.dev,
+                            t.sb,
+                            t.segs,
+                            writer.last().node_version(),
+                            budget as usize,
+                        )?;
+                        let took = self.now().saturating_sub(t0);
+                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        g.pacer.node_write_cost(n as u32, took);
+                        g.pacer.stats.flush_steps += 1;
+                        g.pacer.stats.flushed_nodes += n as u64;
+                        return Ok(PacedOutcome::Flushed(n as u32));
+                    }
                     self.gc_checkpoint(rw, writer)?;
                     rw.gc
                         .lock()
@@ -235,40 +272,19 @@ impl Fs {
                         .pacer
                         .stats
                         .checkpoints += 1;
+                    // Still short: the next victim starts now (its first step at the
+                    // next wake-up), so that writers see the cleaner at work in between
+                    // and keep to the floor ([`Fs::writer_room`]).
+                    if self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin {
+                        let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
+                        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim = next;
+                    }
                     return Ok(PacedOutcome::Checkpointed);
                 }
-                let victims = policies::for_policy(policy);
-                let Some(v) = self.select_victim(rw, victims.as_ref(), GcKind::Foreground)? else {
+                let Some(v) = self.start_paced_victim(rw, settings, (policy, batch), now)? else {
                     return Ok(PacedOutcome::Idle);
                 };
-                let v = if self.victim_fits(rw, &v, batch) {
-                    v
-                } else {
-                    match self.cheapest_victim(rw).filter(|c| self.victim_fits(rw, c, batch)) {
-                        Some(c) => c,
-                        // Moving no victim fits: leave it to the foreground pass.
-                        None => return Ok(PacedOutcome::Idle),
-                    }
-                };
-                let migration = Migration::new(&self.tree(rw), v.secno);
-                let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                g.pacer.victim_started(now);
-                g.pacer.stats.victims += 1;
-                if v.is_node {
-                    g.stats.node_victims += 1;
-                } else {
-                    g.stats.data_victims += 1;
-                }
-                let step_blocks = match settings.pacing {
-                    GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
-                    _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
-                };
-                PacedVictim {
-                    migration,
-                    work: v.valid_blocks,
-                    step_blocks,
-                    started: now,
-                }
+                v
             }
         };
         if settings.pacing == GcPacing::Adaptive {
@@ -300,6 +316,50 @@ impl Fs {
                 Ok(PacedOutcome::Finished)
             }
         }
+    }
+
+    /// Picks the paced cleaner's next victim (by the policy, as a foreground pass
+    /// would) and records its start; `None` when there is none, or none whose move fits
+    /// (left to the foreground pass).
+    fn start_paced_victim(
+        &self,
+        rw: &ReadWrite,
+        settings: PacingSettings,
+        (policy, batch): (super::GcPolicy, bool),
+        now: Duration,
+    ) -> Result<Option<PacedVictim>> {
+        let victims = policies::for_policy(policy);
+        let Some(v) = self.select_victim(rw, victims.as_ref(), GcKind::Foreground)? else {
+            return Ok(None);
+        };
+        let v = if self.victim_fits(rw, &v, batch) {
+            v
+        } else {
+            match self.cheapest_victim(rw).filter(|c| self.victim_fits(rw, c, batch)) {
+                Some(c) => c,
+                // Moving no victim fits: leave it to the foreground pass.
+                None => return Ok(None),
+            }
+        };
+        let migration = Migration::new(&self.tree(rw), v.secno);
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        g.pacer.victim_started(now);
+        g.pacer.stats.victims += 1;
+        if v.is_node {
+            g.stats.node_victims += 1;
+        } else {
+            g.stats.data_victims += 1;
+        }
+        let step_blocks = match settings.pacing {
+            GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
+            _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
+        };
+        Ok(Some(PacedVictim {
+            migration,
+            work: v.valid_blocks,
+            step_blocks,
+            started: now,
+        }))
     }
 
     /// Records the end of a paced victim whose migration has nothing left.

@@ -43,6 +43,10 @@ pub const START_MARGIN_SECS: u32 = 2;
 pub const IDLE_POLL: Duration = Duration::from_millis(1);
 /// The longest sleep the adaptive pacer takes between steps.
 pub const ADAPTIVE_MAX_SLEEP: Duration = Duration::from_millis(100);
+/// How much faster than writes consume sections the adaptive pacer plans to free
+/// them: the victims' moves are not all of GC's work (the nodes they dirty are written
+/// ahead of the checkpoint, and the checkpoint itself takes device time).
+pub const KEEP_AHEAD: f64 = 1.25;
 /// The largest step, in blocks (one segment).
 pub const MAX_STEP_BLOCKS: u32 = 512;
 
@@ -125,6 +129,9 @@ pub struct PacingStats {
     pub step_blocks: u64,
     /// Checkpoints paced cleaning wrote to turn prefree sections free.
     pub checkpoints: u64,
+    /// Steps that wrote dirty nodes ahead of such a checkpoint, and the nodes written.
+    pub flush_steps: u64,
+    pub flushed_nodes: u64,
     /// Victims paced cleaning started.
     pub victims: u64,
     /// Victims paced cleaning emptied.
@@ -138,6 +145,12 @@ pub struct PacingStats {
     /// Time spent in GC on the file system's clock: paced steps and their
     /// checkpoints, and foreground or background passes (every pacer, `off` too).
     pub gc_time: Duration,
+    /// Time GC's checkpoints took (those that turn prefree sections free), whoever
+    /// wrote them: paced steps, passes, writers.
+    pub checkpoint_time: Duration,
+    /// Time writers spent making room before their operation (foreground GC in
+    /// `balance_fs` and `reclaim_space`, finishing the paced victim, their checkpoints).
+    pub writer_gc_time: Duration,
     /// Victims timed from their start to their end (every pacer).
     pub victims_timed: u64,
     /// Sum of those victims' durations, sleeps between steps included.
@@ -177,10 +190,15 @@ pub(crate) struct PacerState {
     pub(crate) avg_victim_interval: Option<Duration>,
     /// Nanoseconds a moved block costs (EWMA of weight 1/8 over steps).
     pub(crate) block_cost_ns: Option<f64>,
+    /// Nanoseconds a node written ahead of a checkpoint costs (EWMA of weight 1/8).
+    pub(crate) node_write_ns: Option<f64>,
     /// The front write rate: the last (time, user blocks) sample and blocks per
     /// second (EWMA of weight 1/4 over samples at least [`RATE_SAMPLE`] apart).
     pub(crate) rate_sample: Option<(Duration, u64)>,
     pub(crate) user_blocks_per_sec: Option<f64>,
+    /// A writer had to clean itself since the cleaner was last ahead (free sections
+    /// at or above its start margin): writers keep off's spare section meanwhile.
+    pub(crate) behind: bool,
     pub(crate) stats: PacingStats,
 }
 
@@ -207,6 +225,18 @@ impl PacerState {
         }
         let per = took.as_nanos() as f64 / blocks as f64;
         self.block_cost_ns = Some(match self.block_cost_ns {
+            None => per,
+            Some(avg) => (avg * 7.0 + per) / 8.0,
+        });
+    }
+
+    /// Notes a node write-out step that wrote `blocks` in `took`.
+    pub(crate) fn node_write_cost(&mut self, blocks: u32, took: Duration) {
+        if blocks == 0 {
+            return;
+        }
+        let per = took.as_nanos() as f64 / blocks as f64;
+        self.node_write_ns = Some(match self.node_write_ns {
             None => per,
             Some(avg) => (avg * 7.0 + per) / 8.0,
         });
@@ -260,6 +290,13 @@ pub fn adaptive_step(block_cost_ns: Option<f64>, target: Duration) -> u32 {
     (blocks.floor() as u32).clamp(1, MAX_STEP_BLOCKS)
 }
 
+/// The adaptive pacer's node write-out step ahead of a checkpoint: the nodes written
+/// in half of `target` at `node_cost_ns` a node (one segment at most, one at least);
+/// the seed's minimum before a cost has been measured.
+pub fn adaptive_flush(node_cost_ns: Option<f64>, target: Duration) -> u32 {
+    adaptive_step(node_cost_ns, target)
+}
+
 /// What the adaptive pacer's sleep is computed from.
 #[derive(Debug, Clone, Copy)]
 pub struct SleepInputs {
@@ -281,7 +318,8 @@ pub struct SleepInputs {
 /// The adaptive pacer's sleep after a step while front I/O is in flight: cleaning must
 /// move `work / (capacity - work)` blocks for every block written to free sections as
 /// fast as writes take them, so a step of `S` blocks is due every
-/// `S (capacity - work) / (rate × work)`; the sleep is that less the step's own time,
+/// `S (capacity - work) / (rate × work)`, here [`KEEP_AHEAD`] times more often; the
+/// sleep is that less the step's own time,
 /// scaled down by the slack left above the foreground threshold (none at one section
 /// or less), at most [`ADAPTIVE_MAX_SLEEP`].
 pub fn adaptive_sleep(i: &SleepInputs) -> Duration {
@@ -294,7 +332,7 @@ pub fn adaptive_sleep(i: &SleepInputs) -> Duration {
     }
     let freed = i.capacity.saturating_sub(i.work).max(1) as f64;
     let work = i.work.max(1) as f64;
-    let interval = i.step_blocks as f64 * freed / (i.user_blocks_per_sec * work);
+    let interval = i.step_blocks as f64 * freed / (i.user_blocks_per_sec * work * KEEP_AHEAD);
     let step = i.step_blocks as f64 * i.block_cost_ns * 1e-9;
     let urgency = ((i.slack_secs - 1) as f64 / i.start_margin.max(1) as f64).min(1.0);
     let secs = ((interval - step).max(0.0) * urgency).min(ADAPTIVE_MAX_SLEEP.as_secs_f64());
@@ -344,12 +382,12 @@ mod tests {
             slack_secs: 3,
             start_margin: 2,
         };
-        // Half-valid victims: a block moved per block written; 50 blocks per 5 ms, the
-        // step itself takes 0.5 ms.
-        assert_eq!(adaptive_sleep(&base), Duration::from_micros(4500));
+        // Half-valid victims: a block moved per block written; 50 blocks per 5 ms, a
+        // quarter faster (KEEP_AHEAD): every 4 ms; the step itself takes 0.5 ms.
+        assert_eq!(adaptive_sleep(&base), Duration::from_micros(3500));
         // Halfway down the margin: half the sleep.
         let half = SleepInputs { slack_secs: 2, ..base };
-        assert_eq!(adaptive_sleep(&half), Duration::from_micros(2250));
+        assert_eq!(adaptive_sleep(&half), Duration::from_micros(1750));
         let floor = SleepInputs { slack_secs: 1, ..base };
         assert_eq!(adaptive_sleep(&floor), Duration::ZERO);
         // Cleaning cannot keep up: no sleep.

@@ -314,6 +314,40 @@ impl NodeManager {
         self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
     }
 
+    /// Writes at most `max` dirty nodes (the lowest node ids first) as
+    /// [`NodeManager::write_dirty_nodes`] writes them all: a paced collector spreads a
+    /// checkpoint's node write-out over steps this way, as the kernel's node writeback
+    /// writes nodes between checkpoints. Returns the blocks written.
+    pub(crate) fn write_some_dirty_nodes(
+        &self,
+        dev: &dyn BlockDevice,
+        sb: &Superblock,
+        segs: &Mutex<SegmentManager>,
+        node_ver: u64,
+        max: usize,
+    ) -> Result<usize> {
+        let mut dirty = lock(&self.dirty);
+        let nids: Vec<u32> = dirty.map.keys().take(max).copied().collect();
+        if nids.is_empty() {
+            return Ok(0);
+        }
+        let mut entries = Vec::with_capacity(nids.len());
+        for &nid in &nids {
+            entries.push(self.nat_entry(dev, nid)?);
+        }
+        let mut pending = Vec::with_capacity(nids.len());
+        for (nid, entry) in nids.into_iter().zip(entries) {
+            let node = dirty.take(nid).expect("listed under the same lock");
+            pending.push(Pending {
+                nid,
+                entry,
+                node,
+                marks: 0,
+            });
+        }
+        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
+    }
+
     /// Writes inode `ino`'s dirty direct nodes (inode, direct and xattr nodes: what
     /// roll-forward recovery replays) to their log, the inode last, also when only its
     /// other nodes were dirty or none was, and only the inode block with the fsync
