@@ -199,7 +199,7 @@ pub fn plot_writeback(points: &[WbPoint], path: &Path) -> Result<(), String> {
 const TIME_POINTS: usize = 1500;
 
 /// `bench latency --plot FILE.svg`: per load, front-I/O `clat` over time (the largest
-/// in each 10 ms window, merged down to at most [`TIME_POINTS`] points, log scale) with
+/// in each 10 ms window, merged down to at most `TIME_POINTS` (1500) points, log scale) with
 /// one line per pacer, and the `clat` CDF with one line per pacer.
 pub fn plot_latency(results: &[crate::latency::LatencyResult], path: &Path) -> Result<(), String> {
     let mut loads: Vec<&str> = Vec::new();
