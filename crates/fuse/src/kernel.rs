@@ -1,10 +1,14 @@
 //! What the adapter asks of the kernel at FUSE_INIT: large reads, cached metadata,
-//! POSIX ACLs and file handles (FUSE_EXPORT_SUPPORT: the kernel looks up "." and ".."
-//! of a node id it has forgotten to serve `open_by_handle_at` and NFS export). With FUSE_POSIX_ACL the kernel checks permissions against the ACLs (read
-//! through getxattr and cached) and leaves the rest to the file system: inheriting
-//! default ACLs, the mode an ACL implies and the ACL a chmod implies (the core does
-//! these as F2FS does). FUSE_DONT_MASK sends the umask beside the unmasked mode, since
-//! a default ACL replaces the umask.
+//! POSIX ACLs, file handles and, when the mount asks, the writeback cache.
+//! - FUSE_EXPORT_SUPPORT: the kernel looks up "." and ".." of a node id it has
+//!   forgotten, to serve `open_by_handle_at` and NFS export.
+//! - FUSE_POSIX_ACL: the kernel checks permissions against the ACLs (read through
+//!   getxattr and cached) and leaves the rest to the file system: inheriting default
+//!   ACLs, the mode an ACL implies and the ACL a chmod implies (the core does these as
+//!   F2FS does). FUSE_DONT_MASK sends the umask beside the unmasked mode, since a
+//!   default ACL replaces the umask.
+//! - FUSE_WRITEBACK_CACHE (`-o writeback_cache` only): the kernel keeps written pages
+//!   and sends them later in large writes, keeping sizes and times itself.
 
 use fuser::{InitFlags, KernelConfig};
 
