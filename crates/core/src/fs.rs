@@ -918,4 +918,14 @@ impl ReadWrite {
             *f = Some(why.to_string());
         }
     }
+
+    /// [`ReadWrite::fail`] for a GC step's result, unless it only found no space (GC
+    /// that cannot make room leaves the file system as it was).
+    pub(crate) fn fail_unless_no_space<T>(&self, r: &Result<T>) {
+        if let Err(e) = r {
+            if !e.is_no_space() {
+                self.fail(e);
+            }
+        }
+    }
 }

@@ -54,6 +54,7 @@ use crate::fs::ReadWrite;
 use crate::segment::{LogType, SectionInfo, SegmentManager, SpaceNeed};
 use crate::{Fs, Result};
 use std::sync::PoisonError;
+use std::time::Duration;
 use uf2fs_format::consts::BLOCKS_PER_SEG;
 
 /// Sections beyond the pending need under which GC checkpoints to reclaim prefree
@@ -253,15 +254,20 @@ impl Fs {
         if !enabled || self.writer_room(rw, pass_loop, paced) {
             return Ok(());
         }
+        self.timed(
+            rw,
+            |p| &mut p.writer_gc_time,
+            || self.balance_fs_slow(rw, pass_loop, paced),
+        )
+    }
+
+    /// Runs `work` and adds the time it took, on the file system's clock, to the
+    /// pacer's counter `counter` picks.
+    fn timed<T>(&self, rw: &ReadWrite, counter: fn(&mut PacingStats) -> &mut Duration, work: impl FnOnce() -> T) -> T {
         let t0 = self.now();
-        let r = self.balance_fs_slow(rw, pass_loop, paced);
+        let r = work();
         let took = self.now().saturating_sub(t0);
-        rw.gc
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pacer
-            .stats
-            .writer_gc_time += took;
+        *counter(&mut rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats) += took;
         r
     }
 
@@ -301,11 +307,7 @@ impl Fs {
             return Ok(false);
         }
         let r = self.gc_checkpoint(rw, writer);
-        if let Err(e) = &r {
-            if !e.is_no_space() {
-                rw.fail(e);
-            }
-        }
+        rw.fail_unless_no_space(&r);
         r?;
         Ok(self.writer_room(rw, pass_loop, true))
     }
@@ -349,16 +351,7 @@ impl Fs {
     /// gained; false means the volume is really full.
     pub(crate) fn reclaim_space(&self) -> Result<bool> {
         let rw = self.rw()?;
-        let t0 = self.now();
-        let r = self.reclaim_space_locked(rw);
-        let took = self.now().saturating_sub(t0);
-        rw.gc
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pacer
-            .stats
-            .writer_gc_time += took;
-        r
+        self.timed(rw, |p| &mut p.writer_gc_time, || self.reclaim_space_locked(rw))
     }
 
     fn reclaim_space_locked(&self, rw: &ReadWrite) -> Result<bool> {
@@ -403,15 +396,8 @@ impl Fs {
 
     /// [`Fs::finish_paced_victim`] for a writer, its time counted as GC time.
     fn finish_paced_victim_timed(&self, rw: &ReadWrite, writer: &CheckpointWriter) -> Result<bool> {
-        let t0 = self.now();
-        let r = self.finish_paced_victim(rw, writer, true);
-        if let Err(e) = &r {
-            if !e.is_no_space() {
-                rw.fail(e);
-            }
-        }
-        let took = self.now().saturating_sub(t0);
-        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats.gc_time += took;
+        let r = self.timed(rw, |p| &mut p.gc_time, || self.finish_paced_victim(rw, writer, true));
+        rw.fail_unless_no_space(&r);
         r
     }
 
@@ -423,20 +409,18 @@ impl Fs {
     /// ends after one victim, checkpointing it only if free sections fall short of
     /// F2FS's floor without it ([`Fs::writer_room`]).
     fn gc_locked_at(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
-        let t0 = self.now();
-        let r = self
-            .finish_paced_victim(rw, writer, false)
-            .and_then(|_| self.gc_pass(rw, writer, kind, floor));
-        let took = self.now().saturating_sub(t0);
-        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats.gc_time += took;
+        let r = self.timed(
+            rw,
+            |p| &mut p.gc_time,
+            || {
+                self.finish_paced_victim(rw, writer, false)
+                    .and_then(|_| self.gc_pass(rw, writer, kind, floor))
+            },
+        );
         if kind == GcKind::Foreground {
             rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = false;
         }
-        if let Err(e) = &r {
-            if !e.is_no_space() {
-                rw.fail(e);
-            }
-        }
+        rw.fail_unless_no_space(&r);
         r
     }
 

@@ -126,11 +126,7 @@ impl Fs {
                 .sample_rate(start, user);
         }
         let r = self.paced_step_locked(rw, &mut writer, settings, start);
-        if let Err(e) = &r {
-            if !e.is_no_space() {
-                rw.fail(e);
-            }
-        }
+        rw.fail_unless_no_space(&r);
         let outcome = r?;
         drop(writer);
         let end = clock.now();

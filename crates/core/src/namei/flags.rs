@@ -61,17 +61,9 @@ const STORED: u32 = FS_COMPR_FL
     | FS_CASEFOLD_FL;
 /// The flags F2FS shows (`F2FS_GETTABLE_FS_FL`).
 pub const GETTABLE_FLAGS: u32 = STORED | FS_ENCRYPT_FL | FS_INLINE_DATA_FL | FS_NOCOW_FL | FS_VERITY_FL;
-/// The flags `FS_IOC_SETFLAGS` may change on F2FS (`F2FS_SETTABLE_FS_FL`).
-pub const SETTABLE_FLAGS: u32 = FS_COMPR_FL
-    | FS_SYNC_FL
-    | FS_IMMUTABLE_FL
-    | FS_APPEND_FL
-    | FS_NODUMP_FL
-    | FS_NOATIME_FL
-    | FS_NOCOMP_FL
-    | FS_DIRSYNC_FL
-    | FS_PROJINHERIT_FL
-    | FS_CASEFOLD_FL;
+/// The flags `FS_IOC_SETFLAGS` may change on F2FS (`F2FS_SETTABLE_FS_FL`): every
+/// stored flag but `FS_INDEX_FL`, which F2FS sets itself on hashed directories.
+pub const SETTABLE_FLAGS: u32 = STORED & !FS_INDEX_FL;
 /// The flags `FS_IOC_FSSETXATTR` may change (`FS_COMMON_FL`, those with an
 /// `FS_XFLAG_*` twin).
 pub const COMMON_FLAGS: u32 =
