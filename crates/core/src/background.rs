@@ -61,18 +61,18 @@ impl Fs {
         let rw = self.rw()?;
         let now = clock.now();
         {
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc();
             g.clock = clock;
             g.last_op = None;
         }
-        rw.cp_timer.written(self.last_checkpoint().checkpoint_ver, now);
+        rw.cp_timer().written(self.last_checkpoint().checkpoint_ver, now);
         Ok(())
     }
 
     /// The time on the file system's clock (zero on a read-only one).
     pub fn now(&self) -> Duration {
         match self.rw() {
-            Ok(rw) => rw.gc.lock().unwrap_or_else(PoisonError::into_inner).clock.now(),
+            Ok(rw) => rw.gc().clock.now(),
             Err(_) => Duration::ZERO,
         }
     }

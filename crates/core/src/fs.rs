@@ -58,33 +58,33 @@ pub struct Fs {
 /// The state only a read-write file system has.
 pub(crate) struct ReadWrite {
     /// F2FS's cp_rwsem; guards the checkpoint writer.
-    pub(crate) cp_lock: RwLock<CheckpointWriter>,
-    pub(crate) segs: Mutex<SegmentManager>,
+    cp_lock: RwLock<CheckpointWriter>,
+    segs: Mutex<SegmentManager>,
     /// Dirty data blocks.
-    pub(crate) pages: crate::pagecache::PageCache,
+    pages: crate::pagecache::PageCache,
     /// Held by renames (see the lock order).
-    pub(crate) rename_lock: Mutex<()>,
+    rename_lock: Mutex<()>,
     /// Inodes held by running operations.
-    pub(crate) locks: crate::namei::locks::InodeLocks,
+    locks: crate::namei::locks::InodeLocks,
     /// What the mount options chose ([`crate::settings`]).
-    pub(crate) settings: Mutex<crate::settings::Settings>,
+    settings: Mutex<crate::settings::Settings>,
     /// When the newest checkpoint was written ([`crate::checkpoint::periodic`]).
-    pub(crate) cp_timer: crate::checkpoint::timer::CheckpointTimer,
+    cp_timer: crate::checkpoint::timer::CheckpointTimer,
     /// Set when an operation failed halfway: memory may no longer be consistent, so
     /// nothing more is written and every later operation fails.
-    pub(crate) failed: Mutex<Option<String>>,
+    failed: Mutex<Option<String>>,
     /// State of the generator of inode generations (xorshift, seeded at open).
-    pub(crate) generation_rng: std::sync::atomic::AtomicU64,
+    generation_rng: std::sync::atomic::AtomicU64,
     /// Open handles per inode and the orphan list.
-    pub(crate) open: crate::orphan::table::OpenInodes,
+    open: crate::orphan::table::OpenInodes,
     /// Garbage-collection settings, state and counters.
-    pub(crate) gc: Mutex<crate::gc::state::GcState>,
+    gc: Mutex<crate::gc::state::GcState>,
     /// 4 KiB blocks the users' writes covered (the WAF's denominator).
-    pub(crate) user_blocks: std::sync::atomic::AtomicU64,
+    user_blocks: std::sync::atomic::AtomicU64,
     /// The flusher threads' control block ([`crate::writeback::flusher`]).
-    pub(crate) flush: crate::writeback::flusher::FlushControl,
+    flush: crate::writeback::flusher::FlushControl,
     /// What fsync must know since the last checkpoint ([`Fs::fsync`]).
-    pub(crate) fsync: crate::file::synced::FsyncTrack,
+    fsync: crate::file::synced::FsyncTrack,
 }
 
 /// How to open a file system.
@@ -312,7 +312,7 @@ impl Fs {
             None
         };
         if let (Some(zones), Some(rw)) = (&zones, &rw) {
-            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let segs = rw.segs();
             zones.set_write_pointers(segs.zone_write_pointers(zones.geometry().1))?;
         }
         let checksum_seed = uf2fs_format::node::checksum_seed(&sbc.sb.uuid);
@@ -372,7 +372,7 @@ impl Fs {
     /// checkpoint it was opened from.
     pub fn orphan_inodes(&self) -> Vec<Ino> {
         match &self.rw {
-            Some(rw) => rw.open.orphans(),
+            Some(rw) => rw.open_inodes().orphans(),
             None => self.cps.orphans.clone(),
         }
     }
@@ -410,7 +410,7 @@ impl Fs {
 
     fn checkpoint_as(&self, umount: bool) -> Result<CheckpointReport> {
         let rw = self.writable()?;
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         self.checkpoint_locked(rw, &mut writer, umount)
     }
@@ -427,11 +427,11 @@ impl Fs {
         let before_nat = |cp_ver: u64| -> Result<()> {
             crate::writeback::write_all_pages(&self.tree(rw))?;
             self.nodes
-                .write_dirty_nodes(self.dev.as_ref(), &self.sbc.sb, &rw.segs, cp_ver)?;
+                .write_dirty_nodes(self.dev.as_ref(), &self.sbc.sb, rw.seg_lock(), cp_ver)?;
             Ok(())
         };
         // No operation runs under the exclusive cp_lock: the list matches the nodes.
-        let orphans = rw.open.orphans();
+        let orphans = rw.open_inodes().orphans();
         // A failed checkpoint leaves memory ahead of the disk: the file system stops
         // (every later change and checkpoint fails), whoever asked for it.
         let report = writer
@@ -439,20 +439,16 @@ impl Fs {
                 self.dev.as_ref(),
                 &self.sbc.sb,
                 &self.nodes,
-                &rw.segs,
+                rw.seg_lock(),
                 umount,
                 &orphans,
                 &before_nat,
             )
             .inspect_err(|e| rw.fail(e))?;
-        rw.fsync.checkpointed();
+        rw.fsync_track().checkpointed();
         // Sections freed by this checkpoint are discarded (zones reset) only now that
         // no checkpoint points into them.
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .discard_freed(self.dev.as_ref())
-            .inspect_err(|e| rw.fail(e))?;
+        rw.segs().discard_freed(self.dev.as_ref()).inspect_err(|e| rw.fail(e))?;
         Ok(report)
     }
 
@@ -551,8 +547,8 @@ impl Fs {
             dev: self.dev.as_ref(),
             sb: &self.sbc.sb,
             nodes: &self.nodes,
-            segs: &rw.segs,
-            pages: &rw.pages,
+            segs: rw.seg_lock(),
+            pages: rw.pages(),
             nid_pool: Vec::new(),
             block_pool: 0,
         }
@@ -565,7 +561,7 @@ impl Fs {
 
     fn mapper<'a>(&'a self, i: &'a InodeRef) -> Mapper<'a> {
         Mapper {
-            pages: self.rw.as_ref().map(|rw| &rw.pages),
+            pages: self.rw.as_ref().map(|rw| rw.pages()),
             inode: i,
             nodes: &self.nodes,
             dev: self.dev.as_ref(),
@@ -586,7 +582,7 @@ impl Fs {
     pub fn info(&self) -> Result<FsInfo> {
         if let Some(rw) = &self.rw {
             let writer = read_lock(&rw.cp_lock);
-            let usage = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).usage();
+            let usage = rw.segs().usage();
             return Ok(FsInfo {
                 text: crate::info::report(&self.paths, &self.sbc, writer.last(), &usage),
             });
@@ -688,7 +684,7 @@ impl Fs {
         let _held = self
             .rw
             .as_ref()
-            .map(|rw| (read_lock(&rw.cp_lock), rw.locks.lock(&[ino])));
+            .map(|rw| (read_lock(&rw.cp_lock), rw.lock_inodes(&[ino])));
         let i = self.inode(ino)?;
         match i.kind()? {
             FileKind::Dir => return Err(Error::IsDir(format!("inode {ino}"))),
@@ -710,7 +706,7 @@ impl Fs {
         let _held = self
             .rw
             .as_ref()
-            .map(|rw| (read_lock(&rw.cp_lock), rw.locks.lock(&[ino])));
+            .map(|rw| (read_lock(&rw.cp_lock), rw.lock_inodes(&[ino])));
         let i = self.inode(ino)?;
         if i.kind()? != FileKind::File {
             return Err(Error::Invalid(format!(
@@ -783,7 +779,7 @@ impl Fs {
         let _held = self
             .rw
             .as_ref()
-            .map(|rw| (read_lock(&rw.cp_lock), rw.locks.lock(&[ino])));
+            .map(|rw| (read_lock(&rw.cp_lock), rw.lock_inodes(&[ino])));
         let i = self.inode(ino)?;
         self.mapper(&i).xattrs()
     }
@@ -804,7 +800,7 @@ impl Fs {
         let blocks = cp.user_block_count;
         let (free, nodes) = match &self.rw {
             Some(rw) => {
-                let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+                let segs = rw.segs();
                 (segs.free_user_blocks(), self.nodes.counts().valid_node_count)
             }
             None => (blocks.saturating_sub(cp.valid_block_count), cp.valid_node_count),
@@ -900,6 +896,109 @@ fn open_for_writing(
 }
 
 impl ReadWrite {
+    // The parts, handed out in the lock order of the module notes (outermost first).
+    // Poisoned locks are taken as they are: a panicking thread cannot leave these
+    // half-changed in a way a later one trips on (every change that can fail halfway
+    // fails the file system instead, see `fail`).
+
+    /// An operation's share of `cp_lock` (F2FS's `f2fs_lock_op`): no checkpoint runs
+    /// while it is held.
+    pub(crate) fn cp_shared(&self) -> std::sync::RwLockReadGuard<'_, CheckpointWriter> {
+        self.cp_lock.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `cp_lock` exclusively: the checkpoint writer, with every operation stopped.
+    pub(crate) fn cp_exclusive(&self) -> std::sync::RwLockWriteGuard<'_, CheckpointWriter> {
+        self.cp_lock.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The rename mutex (lock order 2).
+    pub(crate) fn rename_guard(&self) -> MutexGuard<'_, ()> {
+        self.rename_lock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Locks the inodes an operation changes, all at once (lock order 3, see
+    /// [`crate::namei::locks`]).
+    pub(crate) fn lock_inodes(&self, inos: &[crate::Ino]) -> crate::namei::locks::InodeGuard<'_> {
+        self.locks.lock(inos)
+    }
+
+    /// The page cache of dirty data blocks (lock order 4).
+    pub(crate) fn pages(&self) -> &crate::pagecache::PageCache {
+        &self.pages
+    }
+
+    /// Open handles per inode and the orphan list (lock order 4).
+    pub(crate) fn open_inodes(&self) -> &crate::orphan::table::OpenInodes {
+        &self.open
+    }
+
+    /// The segment manager, locked (lock order 6).
+    pub(crate) fn segs(&self) -> MutexGuard<'_, SegmentManager> {
+        self.segs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The segment manager's mutex, for the writers that take it per batch (node
+    /// write-out, the checkpoint writer, [`crate::tree::Tree`]).
+    pub(crate) fn seg_lock(&self) -> &Mutex<SegmentManager> {
+        &self.segs
+    }
+
+    /// The garbage collector's settings, state and counters, locked (taken alone, or
+    /// inside the segment manager's order: never while holding `segs`).
+    pub(crate) fn gc(&self) -> MutexGuard<'_, crate::gc::state::GcState> {
+        self.gc.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the mount options chose, locked.
+    pub(crate) fn settings(&self) -> MutexGuard<'_, crate::settings::Settings> {
+        self.settings.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When the newest checkpoint was written.
+    pub(crate) fn cp_timer(&self) -> &crate::checkpoint::timer::CheckpointTimer {
+        &self.cp_timer
+    }
+
+    /// The flusher threads' control block.
+    pub(crate) fn flusher(&self) -> &crate::writeback::flusher::FlushControl {
+        &self.flush
+    }
+
+    /// What fsync must know since the last checkpoint.
+    pub(crate) fn fsync_track(&self) -> &crate::file::synced::FsyncTrack {
+        &self.fsync
+    }
+
+    /// Counts `blocks` 4 KiB blocks written by users (the WAF's denominator).
+    pub(crate) fn count_user_blocks(&self, blocks: u64) {
+        self.user_blocks.fetch_add(blocks, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// 4 KiB blocks written by users since open.
+    pub(crate) fn user_blocks(&self) -> u64 {
+        self.user_blocks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A fresh inode generation (xorshift over the state seeded at open).
+    pub(crate) fn next_generation(&self) -> u32 {
+        let step = |mut x: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let old = self
+            .generation_rng
+            .fetch_update(
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+                |x| Some(step(x)),
+            )
+            .unwrap_or(1);
+        (step(old) >> 16) as u32
+    }
+
     /// Fails with `EIO` ([`Error::eio`]) once an operation or checkpoint failed
     /// halfway, as Linux F2FS answers every change after `f2fs_stop_checkpoint`.
     pub(crate) fn check_failed(&self) -> Result<()> {

@@ -23,7 +23,7 @@ use crate::pagecache::DIRTY_PAGES_MAX;
 use crate::segment::SpaceNeed;
 use crate::tree::Tree;
 use crate::{Error, Fs, Ino, Result};
-use std::sync::{PoisonError, RwLockReadGuard};
+use std::sync::RwLockReadGuard;
 use uf2fs_format::consts::NULL_ADDR;
 
 /// Blocks per log (hot, warm, cold data; hot, warm, cold node) and new blocks.
@@ -50,11 +50,11 @@ impl Fs {
     pub(crate) fn begin_op(&self) -> Result<Op<'_>> {
         let rw = self.rw()?;
         rw.check_failed()?;
-        if rw.pages.len() > DIRTY_PAGES_MAX {
+        if rw.pages().len() > DIRTY_PAGES_MAX {
             self.write_checkpoint()?;
         }
         self.balance_fs()?;
-        let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
+        let cp = rw.cp_shared();
         rw.check_failed()?;
         let node_ver = cp.last().node_version();
         Ok(Op {
@@ -96,7 +96,7 @@ impl<'a> Op<'a> {
             let fs = self.fs;
             let written = fs
                 .nodes()
-                .write_dirty_nodes(fs.device(), fs.superblock(), &self.rw.segs, self.node_ver);
+                .write_dirty_nodes(fs.device(), fs.superblock(), self.rw.seg_lock(), self.node_ver);
             if let Err(e) = written {
                 self.rw.fail(&e);
                 return Err(e);
@@ -117,7 +117,7 @@ impl<'a> Op<'a> {
     /// reserved sections.
     pub(crate) fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
         let need = crate::gc::pending_need(self.fs, self.rw);
-        let mut segs = self.rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut segs = self.rw.segs();
         let need = need.plus(&extra);
         if freeing {
             segs.check_room_freeing(&need)?;

@@ -215,7 +215,7 @@ impl Fs {
         t.release_pool();
         segs_of(&t).finish_recovery(dev, &chain)?;
         self.write_checkpoint()?;
-        rw.fsync.set_recovered(report.inodes, report.nodes_replayed);
+        rw.fsync_track().set_recovered(report.inodes, report.nodes_replayed);
         Ok(report)
     }
 

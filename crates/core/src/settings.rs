@@ -24,7 +24,6 @@
 //!   directories); `nobarrier` is `posix` without the device flush.
 
 use crate::{Fs, Result};
-use std::sync::PoisonError;
 
 pub use crate::segment::ActiveLogs;
 
@@ -155,11 +154,8 @@ impl Fs {
     /// Applies `settings` from now on (read-write only, else [`crate::Error::ReadOnly`]).
     pub fn set_settings(&self, settings: Settings) -> Result<()> {
         let rw = self.rw()?;
-        let mut current = rw.settings.lock().unwrap_or_else(PoisonError::into_inner);
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_active_logs(settings.active_logs);
+        let mut current = rw.settings();
+        rw.segs().set_active_logs(settings.active_logs);
         *current = settings;
         Ok(())
     }
@@ -168,7 +164,7 @@ impl Fs {
     /// defaults on a read-only file system.
     pub fn settings(&self) -> Settings {
         match self.rw() {
-            Ok(rw) => *rw.settings.lock().unwrap_or_else(PoisonError::into_inner),
+            Ok(rw) => *rw.settings(),
             Err(_) => Settings::default(),
         }
     }

@@ -21,7 +21,6 @@
 use super::write::CheckpointReport;
 use crate::fs::ReadWrite;
 use crate::{Fs, Result};
-use std::sync::PoisonError;
 use std::time::Duration;
 
 /// Percent of the main segments that may wait as prefree before a checkpoint is due
@@ -55,27 +54,15 @@ impl Fs {
     /// Waits for a checkpoint being written.
     pub fn since_last_checkpoint(&self) -> Option<Duration> {
         let rw = self.rw().ok()?;
-        let version = rw
-            .cp_lock
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last()
-            .cp
-            .checkpoint_ver;
-        Some(rw.cp_timer.since(version, self.now()))
+        let version = rw.cp_shared().last().cp.checkpoint_ver;
+        Some(rw.cp_timer().since(version, self.now()))
     }
 
     /// Why a checkpoint is due now with `interval` between checkpoints, if it is (see
     /// the module documentation). Never on a read-only file system.
     pub fn checkpoint_due(&self, interval: Duration) -> Option<CheckpointDue> {
         let rw = self.rw().ok()?;
-        let version = rw
-            .cp_lock
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last()
-            .cp
-            .checkpoint_ver;
+        let version = rw.cp_shared().last().cp.checkpoint_ver;
         self.due(rw, version, interval)
     }
 
@@ -89,14 +76,14 @@ impl Fs {
         if self.checkpoint_due(interval).is_none() {
             return Ok(None);
         }
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         if self.due(rw, writer.last().cp.checkpoint_ver, interval).is_none() {
             return Ok(None);
         }
         match self.checkpoint_locked(rw, &mut writer, false) {
             Ok(report) => {
-                rw.cp_timer.written(report.version, self.now());
+                rw.cp_timer().written(report.version, self.now());
                 Ok(Some(report))
             }
             Err(e) => {
@@ -113,28 +100,17 @@ impl Fs {
     /// writes a checkpoint.
     pub fn sync_fs(&self) -> Result<()> {
         let rw = self.rw()?;
-        let merge = rw
-            .settings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .checkpoint_merge;
+        let merge = rw.settings().checkpoint_merge;
         // Read with cp_lock shared: no checkpoint is running, so any later version is
         // of a checkpoint that started after this point, and covers everything before.
-        let seen = merge.then(|| {
-            rw.cp_lock
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .last()
-                .cp
-                .checkpoint_ver
-        });
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let seen = merge.then(|| rw.cp_shared().last().cp.checkpoint_ver);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         if seen.is_some_and(|v| v != writer.last().cp.checkpoint_ver) {
             return Ok(());
         }
         let report = self.checkpoint_locked(rw, &mut writer, false)?;
-        rw.cp_timer.written(report.version, self.now());
+        rw.cp_timer().written(report.version, self.now());
         Ok(())
     }
 
@@ -142,11 +118,11 @@ impl Fs {
         if !self.unsaved(rw) {
             return None;
         }
-        if rw.cp_timer.since(version, self.now()) >= interval {
+        if rw.cp_timer().since(version, self.now()) >= interval {
             return Some(CheckpointDue::Interval);
         }
         let (prefree, main) = {
-            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let segs = rw.segs();
             (segs.prefree_count() as u64, self.superblock().segment_count_main as u64)
         };
         if prefree > (main * PREFREE_PERCENT / 100).min(PREFREE_MAX) {
@@ -162,10 +138,10 @@ impl Fs {
     /// Whether the state holds anything the last checkpoint does not have. Takes the
     /// page cache, node manager and segment manager locks one at a time.
     fn unsaved(&self, rw: &ReadWrite) -> bool {
-        if !rw.pages.is_empty() || self.nodes().dirty_node_count() > 0 || self.nodes().dirty_nat_count() > 0 {
+        if !rw.pages().is_empty() || self.nodes().dirty_node_count() > 0 || self.nodes().dirty_nat_count() > 0 {
             return true;
         }
-        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let segs = rw.segs();
         segs.dirty_count() > 0 || segs.prefree_count() > 0
     }
 }

@@ -31,7 +31,6 @@ use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
-use std::sync::PoisonError;
 use uf2fs_format::consts::{BLOCK_SIZE, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::FADVISE_KEEP_SIZE_BIT;
 
@@ -146,7 +145,7 @@ impl Fs {
             match op.end(r) {
                 Ok(()) => {
                     let blocks = (pos + len as u64).div_ceil(B) - pos / B;
-                    rw.user_blocks.fetch_add(blocks, std::sync::atomic::Ordering::Relaxed);
+                    rw.count_user_blocks(blocks);
                     done += len;
                     reclaims = 0;
                 }
@@ -228,11 +227,11 @@ impl Fs {
         self.live_inode(ino)?;
         self.writeback_inode(ino)?;
         if self.fsync_roll_forward(rw, ino)? {
-            rw.fsync.count(true);
+            rw.fsync_track().count(true);
             return Ok(());
         }
         self.sync_fs()?;
-        rw.fsync.count(false);
+        rw.fsync_track().count(false);
         Ok(())
     }
 
@@ -245,10 +244,10 @@ impl Fs {
         {
             return Ok(false);
         }
-        let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
+        let cp = rw.cp_shared();
         rw.check_failed()?;
-        let _g = rw.locks.lock(&[ino]);
-        if rw.fsync.must_checkpoint(ino) {
+        let _g = rw.lock_inodes(&[ino]);
+        if rw.fsync_track().must_checkpoint(ino) {
             return Ok(false);
         }
         let inode = self.tree(rw).load_inode(ino)?;
@@ -266,12 +265,12 @@ impl Fs {
         }
         // Room for what recovery writes: the nodes written now again, and the chain.
         {
-            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let segs = rw.segs();
             if segs.free_section_count() <= segs.reserved_sections() + 2 {
                 return Ok(false);
             }
         }
-        let dent = !checkpointed(ino) && !rw.fsync.dentry_marked(ino);
+        let dent = !checkpointed(ino) && !rw.fsync_track().dentry_marked(ino);
         let barrier = settings.fsync_mode != crate::settings::FsyncMode::NoBarrier;
         // The data the nodes point at is durable before any node is written: a power
         // cut during this fsync then leaves either the nodes of the last complete fsync
@@ -280,15 +279,20 @@ impl Fs {
         if barrier {
             dev.flush().inspect_err(|e| rw.fail(e))?;
         }
-        let written =
-            self.nodes()
-                .write_fsync_nodes(dev, self.superblock(), &rw.segs, ino, cp.last().node_version(), dent);
+        let written = self.nodes().write_fsync_nodes(
+            dev,
+            self.superblock(),
+            rw.seg_lock(),
+            ino,
+            cp.last().node_version(),
+            dent,
+        );
         if let Err(e) = written {
             rw.fail(&e);
             return Err(e);
         }
         if dent {
-            rw.fsync.mark_dentry(ino);
+            rw.fsync_track().mark_dentry(ino);
         }
         drop(_g);
         drop(cp);
@@ -312,18 +316,18 @@ impl Fs {
     /// runs the writeback contexts itself.
     pub(crate) fn balance_dirty_pages(&self, ino: Ino) -> Result<()> {
         let rw = self.rw()?;
-        let flush = &rw.flush;
+        let flush = &rw.flusher();
         if !flush.running() {
-            if rw.pages.len() > DIRTY_PAGES_MAX {
+            if rw.pages().len() > DIRTY_PAGES_MAX {
                 self.writeback()?;
             }
             return Ok(());
         }
         loop {
-            let mine = rw.pages.context_of_inode(ino);
+            let mine = rw.pages().context_of_inode(ino);
             let t = crate::writeback::flusher::throttle(
-                rw.pages.len(),
-                &rw.pages.context_loads(),
+                rw.pages().len(),
+                &rw.pages().context_loads(),
                 mine,
                 DIRTY_PAGES_MAX,
                 DIRTY_PAGES_PER_INODE_MAX,
@@ -427,7 +431,7 @@ impl Op<'_> {
     /// One chunk of [`Fs::write`]: bytes `data` at `pos`, within one chunk of blocks.
     fn write_chunk(&mut self, ino: Ino, pos: u64, data: &[u8]) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load_file(ino)?;
         let end = pos + data.len() as u64;
         if inline::is_inline(&i) && end <= inline::max_inline(&i) {
@@ -468,8 +472,8 @@ impl Op<'_> {
         if self.t.pages.inode_len(ino) > DIRTY_PAGES_PER_INODE_MAX {
             // With flusher threads, the inode's context writes it (the writer goes
             // on); without, the writer does, here.
-            if self.rw.flush.running() {
-                self.rw.flush.kick_all();
+            if self.rw.flusher().running() {
+                self.rw.flusher().kick_all();
             } else {
                 crate::writeback::write_inode_pages(&self.t, ino)?;
             }
@@ -480,7 +484,7 @@ impl Op<'_> {
     /// [`Fs::truncate`] under the inode's lock.
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load_file(ino)?;
         if size > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -493,7 +497,7 @@ impl Op<'_> {
             // Direct nodes may be freed: recovery would find the checkpoint's still
             // there (and their blocks past a hole made later), so this inode's fsync
             // checkpoints.
-            rw.fsync.needs_checkpoint(ino);
+            rw.fsync_track().needs_checkpoint(ino);
         }
         if inline::is_inline(&i) && size <= inline::max_inline(&i) {
             self.ensure_room(need([0, 0, 0, 0, 1, 0], 0), 0)?;
@@ -558,7 +562,7 @@ impl Op<'_> {
     /// end of file (`req_end`: the request's end byte).
     fn allocate_chunk(&mut self, ino: Ino, first: u64, end: u64, size_to: u64, req_end: u64) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load_file(ino)?;
         if req_end > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -589,10 +593,10 @@ impl Op<'_> {
     /// (`None`: the range starts at or past the end of file, nothing to do).
     fn punch_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Option<(u64, u64)>> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         // Direct nodes may be freed: recovery would find the checkpoint's still there
         // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync.needs_checkpoint(ino);
+        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if offset >= i.inode.size {
             return Ok(None);
@@ -629,10 +633,10 @@ impl Op<'_> {
     /// still to zero (possibly none).
     fn zero_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<(u64, u64)> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         // Direct nodes may be freed: recovery would find the checkpoint's still there
         // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync.needs_checkpoint(ino);
+        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if end > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -685,10 +689,10 @@ impl Op<'_> {
     /// holes reserved, dirty pages dropped.
     fn zero_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         // Direct nodes may be freed: recovery would find the checkpoint's still there
         // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync.needs_checkpoint(ino);
+        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let log = data_log(&i, self.t.segs);
         let plan = blocks::plan_range(&self.t, &i, first, end)?;
@@ -710,7 +714,7 @@ impl Op<'_> {
     /// ctime become now.
     fn zero_finish(&mut self, ino: Ino, end: u64, keep_size: bool) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load_file(ino)?;
         self.ensure_room(need([0, 0, 0, 0, 1, 0], 0), 0)?;
         self.commit();
@@ -729,10 +733,10 @@ impl Op<'_> {
     /// nodes stay), dirty pages there gone.
     fn punch_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         // Direct nodes may be freed: recovery would find the checkpoint's still there
         // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync.needs_checkpoint(ino);
+        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let dnodes = (end - first).div_ceil(blocks::addrs_per_dnode(&i)) + 1;
         self.ensure_room_as(need([0, 0, 0, 0, 1 + dnodes, 2], 0), 0, true)?;

@@ -16,7 +16,6 @@
 
 use super::GcKind;
 use crate::{BackgroundGc, Fs, Result};
-use std::sync::PoisonError;
 use std::time::Duration;
 
 /// Shortest sleep (the kernel's `DEF_GC_THREAD_MIN_SLEEP_TIME`).
@@ -112,7 +111,7 @@ impl Fs {
         }
         let rw = self.rw()?;
         let (last_op, now) = {
-            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let g = rw.gc();
             (g.last_op, g.clock.now())
         };
         if last_op.is_some_and(|t| now.saturating_sub(t) < cleaner.times.idle) {
@@ -141,7 +140,7 @@ impl Fs {
     /// Many invalid blocks and little free space (the kernel's
     /// `has_enough_invalid_blocks`).
     fn has_enough_invalid_blocks(&self, rw: &crate::fs::ReadWrite) -> bool {
-        let s = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = rw.segs();
         let user = self.checkpoint().user_block_count;
         let invalid = user.saturating_sub(s.valid_block_count());
         let free = s.free_user_blocks();

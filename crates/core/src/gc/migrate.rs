@@ -322,7 +322,6 @@ mod tests {
     use crate::mkfs::{mkfs_blocks, MkfsOptions};
     use crate::segment::SectionInfo;
     use crate::{Fs, OpenOptions};
-    use std::sync::PoisonError;
 
     /// A section of four segments migrated one step at a time: each step moves one
     /// segment's valid blocks, the section ends empty, and the file reads back the
@@ -364,12 +363,12 @@ mod tests {
         };
         let rws = fs.rw().unwrap();
         {
-            let writer = rws.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+            let writer = rws.cp_exclusive();
             let t = fs.tree(rws);
             // The data section with the most partly valid segments.
             let mut best: Option<(u32, SectionInfo)> = None;
             {
-                let segs = rws.segs.lock().unwrap_or_else(PoisonError::into_inner);
+                let segs = rws.segs();
                 segs.visit_victim_candidates(|s| {
                     let used = (s.secno * 4..s.secno * 4 + 4)
                         .filter(|&n| segs.segment(n).is_some_and(|e| e.valid_blocks > 0))

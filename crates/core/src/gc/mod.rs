@@ -53,7 +53,6 @@ use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
 use crate::segment::{LogType, SectionInfo, SegmentManager, SpaceNeed};
 use crate::{Fs, Result};
-use std::sync::PoisonError;
 use std::time::Duration;
 use uf2fs_format::consts::BLOCKS_PER_SEG;
 
@@ -104,7 +103,7 @@ impl Accounting {
 /// writes data writes cause included.
 pub(crate) fn pending_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
     let nodes = fs.nodes().dirty_nodes_by_log();
-    let pages = rw.pages.count_by_log();
+    let pages = rw.pages().count_by_log();
     let mut need = SpaceNeed::default();
     for i in 0..need.per_log.len() {
         need.per_log[i] = nodes[i] + pages[i];
@@ -122,7 +121,7 @@ pub(crate) fn pending_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
 pub(crate) fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
     let mut need = SpaceNeed::default();
     need.per_log.copy_from_slice(&fs.nodes().dirty_nodes_by_log());
-    let pages = rw.pages.count_by_log();
+    let pages = rw.pages().count_by_log();
     need.per_log[LogType::HotData as usize] += pages[LogType::HotData as usize];
     need.per_log[LogType::HotNode as usize] += pages[LogType::HotData as usize];
     need
@@ -137,10 +136,7 @@ impl Fs {
             g.pass_loop = pass_loop;
         })?;
         let rw = self.rw()?;
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_prefree_is_room(pass_loop == PassLoop::Batched);
+        rw.segs().set_prefree_is_room(pass_loop == PassLoop::Batched);
         self.size_batches(rw);
         Ok(())
     }
@@ -150,7 +146,7 @@ impl Fs {
     fn size_batches(&self, rw: &ReadWrite) {
         let nodes = self.nodes().counts().valid_node_count as u64;
         let volume = {
-            let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let segs = rw.segs();
             let reserved = segs.reserved_sections() as u64;
             batching::Volume {
                 section_blocks: segs.segs_per_sec() as u64 * BLOCKS_PER_SEG as u64,
@@ -161,7 +157,7 @@ impl Fs {
                 base_batch: reserved.saturating_sub(GC_CHECKPOINT_SECS as u64).max(1),
             }
         };
-        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut g = rw.gc();
         g.batch_extra = if g.pass_loop == PassLoop::Batched {
             batching::extra_sections(&volume)
         } else {
@@ -175,11 +171,7 @@ impl Fs {
     /// the same victims on any machine (the lab does this); `None` restores real time
     /// (read-write only).
     pub fn set_simulated_clock(&self, blocks_per_sec: Option<u64>) -> Result<()> {
-        self.rw()?
-            .segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_simulated_clock(blocks_per_sec);
+        self.rw()?.segs().set_simulated_clock(blocks_per_sec);
         Ok(())
     }
 
@@ -193,14 +185,14 @@ impl Fs {
     /// and the write amplification (read-write only).
     pub fn accounting(&self) -> Result<Accounting> {
         let rw = self.rw()?;
-        let gc = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats;
+        let gc = rw.gc().stats;
         let (valid, main) = {
-            let s = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let s = rw.segs();
             let main = s.section_count() as u64 * s.segs_per_sec() as u64 * 512;
             (s.valid_block_count(), main)
         };
         Ok(Accounting {
-            user_blocks: rw.user_blocks.load(std::sync::atomic::Ordering::Relaxed),
+            user_blocks: rw.user_blocks(),
             device: self.write_counts(),
             gc,
             valid_blocks: valid,
@@ -210,18 +202,18 @@ impl Fs {
 
     /// The victim policy in force (read-write only).
     pub fn gc_policy(&self) -> Result<GcPolicy> {
-        Ok(self.rw()?.gc.lock().unwrap_or_else(PoisonError::into_inner).policy)
+        Ok(self.rw()?.gc().policy)
     }
 
     /// GC counters since open.
     pub fn gc_stats(&self) -> Result<GcStats> {
         let rw = self.rw()?;
-        Ok(rw.gc.lock().unwrap_or_else(PoisonError::into_inner).stats)
+        Ok(rw.gc().stats)
     }
 
     fn gc_state_mut(&self, f: impl FnOnce(&mut GcState)) -> Result<()> {
         let rw = self.rw()?;
-        f(&mut rw.gc.lock().unwrap_or_else(PoisonError::into_inner));
+        f(&mut rw.gc());
         Ok(())
     }
 
@@ -234,7 +226,7 @@ impl Fs {
     /// Called before every operation: the pending writes are counted once.
     fn room_without_gc(&self, rw: &ReadWrite, pass_loop: PassLoop) -> bool {
         let extra = match pass_loop {
-            PassLoop::Batched => rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra,
+            PassLoop::Batched => rw.gc().batch_extra,
             _ => 0,
         };
         room_in(&SpaceView::take(self, rw), pass_loop, extra)
@@ -247,7 +239,7 @@ impl Fs {
     pub(crate) fn balance_fs(&self) -> Result<()> {
         let rw = self.rw()?;
         let (enabled, pass_loop, paced) = {
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc();
             g.last_op = Some(g.clock.now());
             (g.enabled, g.pass_loop, g.pacer.settings.pacing != GcPacing::Off)
         };
@@ -267,13 +259,13 @@ impl Fs {
         let t0 = self.now();
         let r = work();
         let took = self.now().saturating_sub(t0);
-        *counter(&mut rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats) += took;
+        *counter(&mut rw.gc().pacer.stats) += took;
         r
     }
 
     /// [`Fs::balance_fs`] once a quick look found no room.
     fn balance_fs_slow(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> Result<()> {
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         if self.writer_room(rw, pass_loop, paced) {
             return Ok(());
@@ -287,7 +279,7 @@ impl Fs {
             return Ok(());
         }
         if paced {
-            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = true;
+            rw.gc().pacer.behind = true;
         }
         if self.finish_paced_victim_timed(rw, &writer)?
             && (self.writer_room(rw, pass_loop, paced)
@@ -326,7 +318,7 @@ impl Fs {
     fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
         if paced && pass_loop != PassLoop::Batched {
             let (in_progress, behind) = {
-                let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                let g = rw.gc();
                 (g.pacer.victim.is_some(), g.pacer.behind)
             };
             let view = SpaceView::take(self, rw);
@@ -341,7 +333,7 @@ impl Fs {
     /// returns the sections it emptied. For tests, the lab and the background thread.
     pub fn gc(&self, kind: GcKind) -> Result<u64> {
         let rw = self.rw()?;
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         self.gc_locked(rw, &mut writer, kind)
     }
@@ -355,15 +347,15 @@ impl Fs {
     }
 
     fn reclaim_space_locked(&self, rw: &ReadWrite) -> Result<bool> {
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
-        let prefree = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count();
+        let prefree = rw.segs().prefree_count();
         if prefree > 0 {
             self.gc_checkpoint(rw, &mut writer)?;
             return Ok(true);
         }
         let (enabled, floor) = {
-            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let g = rw.gc();
             (
                 g.enabled,
                 g.pacer.settings.pacing != GcPacing::Off && g.pass_loop != PassLoop::Batched,
@@ -380,7 +372,7 @@ impl Fs {
         self.checkpoint_locked(rw, writer, false)?;
         let took = self.now().saturating_sub(t0);
         {
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc();
             g.stats.checkpoints += 1;
             g.pacer.stats.checkpoint_time += took;
         }
@@ -418,7 +410,7 @@ impl Fs {
             },
         );
         if kind == GcKind::Foreground {
-            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = false;
+            rw.gc().node_clean = false;
         }
         rw.fail_unless_no_space(&r);
         r
@@ -426,7 +418,7 @@ impl Fs {
 
     fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
         let policy = {
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc();
             match kind {
                 GcKind::Foreground => g.stats.fg_calls += 1,
                 GcKind::Background => g.stats.bg_calls += 1,
@@ -454,7 +446,7 @@ impl Fs {
         // A batching pass ends only when there is room; on a volume that cannot give
         // any, it gives up after as many victims as there are sections and lets the
         // operation find no space.
-        let mut victims_left = rw.segs.lock().unwrap_or_else(PoisonError::into_inner).section_count();
+        let mut victims_left = rw.segs().section_count();
         // Each round decides from one view of the free space, taken again after
         // anything that changes the segments (a checkpoint, a migrated victim).
         let mut view = SpaceView::take(self, rw);
@@ -476,7 +468,7 @@ impl Fs {
                 freed_since_cp = 0;
             }
             if batch && kind == GcKind::Foreground && (!first || checkpointed) {
-                let extra = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra;
+                let extra = rw.gc().batch_extra;
                 if room_in(&view, PassLoop::Batched, extra) {
                     break;
                 }
@@ -488,7 +480,7 @@ impl Fs {
             let Some(victim) = self.select_from(rw, &inputs, victims.as_ref(), kind) else {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
-                let dirty = rw.pages.len() + self.nodes().dirty_node_count();
+                let dirty = rw.pages().len() + self.nodes().dirty_node_count();
                 if kind == GcKind::Foreground && !flushed && dirty > 0 {
                     view = self.gc_checkpoint_view(rw, writer)?;
                     flushed = true;
@@ -517,7 +509,7 @@ impl Fs {
             let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver)?;
             let ended = self.now();
             {
-                let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut g = rw.gc();
                 g.pacer.victim_started(started);
                 g.pacer.stats.victims_timed += 1;
                 g.pacer.stats.victim_time += ended.saturating_sub(started);
@@ -563,7 +555,7 @@ impl Fs {
                 }
                 continue;
             }
-            let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
+            let node_clean = rw.gc().node_clean;
             if view.enough(freed_since_cp, 1) && !(seed_loop && node_clean) {
                 break;
             }
@@ -586,7 +578,7 @@ impl Fs {
     }
 
     fn set_node_clean(&self, rw: &ReadWrite, on: bool) {
-        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean = on;
+        rw.gc().node_clean = on;
     }
 
     /// The victim under `victims` (see [`policies`]), with the seed patches' rules around
@@ -612,7 +604,7 @@ impl Fs {
         kind: GcKind,
     ) -> Option<SectionInfo> {
         loop {
-            let node_clean = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).node_clean;
+            let node_clean = rw.gc().node_clean;
             let sel = policies::Selection {
                 kind,
                 node_clean,
@@ -642,14 +634,11 @@ impl Fs {
     }
 
     fn prefree_count(&self, rw: &ReadWrite) -> u32 {
-        rw.segs.lock().unwrap_or_else(PoisonError::into_inner).prefree_count()
+        rw.segs().prefree_count()
     }
 
     fn free_sections(&self, rw: &ReadWrite) -> u32 {
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .free_section_count()
+        rw.segs().free_section_count()
     }
 
     /// Sections the pending writes take (the kernel's `upper_secs` without the
@@ -658,7 +647,7 @@ impl Fs {
     /// use the reserved sections that otherwise cover file data).
     fn pending_sections(&self, rw: &ReadWrite, all: bool) -> u32 {
         let need = if all { pending_need(self, rw) } else { gc_need(self, rw) };
-        sections_of(&rw.segs.lock().unwrap_or_else(PoisonError::into_inner), &need)
+        sections_of(&rw.segs(), &need)
     }
 }
 

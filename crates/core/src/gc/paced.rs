@@ -13,8 +13,6 @@ use super::{Migration, GC_CHECKPOINT_SECS};
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
 use crate::{Fs, Result};
-use std::sync::atomic::Ordering;
-use std::sync::PoisonError;
 use std::time::Duration;
 
 /// What one wake-up of the paced cleaner did.
@@ -58,25 +56,19 @@ impl Fs {
 
     /// The GC pacer and its values (read-write only).
     pub fn gc_pacing(&self) -> Result<PacingSettings> {
-        Ok(self
-            .rw()?
-            .gc
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pacer
-            .settings)
+        Ok(self.rw()?.gc().pacer.settings)
     }
 
     /// The section paced cleaning is emptying, if any (read-write only).
     pub fn paced_victim(&self) -> Result<Option<u32>> {
         let rw = self.rw()?;
-        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        let g = rw.gc();
         Ok(g.pacer.victim.as_ref().map(|v| v.migration.secno()))
     }
 
     /// What the pacer did since open, and the time spent in GC (read-write only).
     pub fn pacing_stats(&self) -> Result<PacingStats> {
-        Ok(self.rw()?.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.stats)
+        Ok(self.rw()?.gc().pacer.stats)
     }
 
     /// One wake-up of the paced cleaner (see the module notes); afterwards wait
@@ -84,7 +76,7 @@ impl Fs {
     pub fn paced_gc_step(&self) -> Result<PacedWake> {
         let rw = self.rw()?;
         let (settings, clock) = {
-            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let g = rw.gc();
             (g.pacer.settings, g.clock.clone())
         };
         if settings.pacing == GcPacing::Off {
@@ -98,13 +90,13 @@ impl Fs {
         // checkpoint lock (taking it stops every operation, and an idle cleaner wakes
         // often). The check is repeated under the lock before any step.
         let (in_progress, pass_loop) = {
-            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let g = rw.gc();
             (g.pacer.victim.is_some(), g.pass_loop)
         };
         if !in_progress && self.room_slack(rw, pass_loop, settings.start_margin).0 >= settings.start_margin {
             let now = clock.now();
-            let user = rw.user_blocks.load(Ordering::Relaxed);
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let user = rw.user_blocks();
+            let mut g = rw.gc();
             g.pacer.sample_rate(now, user);
             g.pacer.behind = false;
             drop(g);
@@ -114,23 +106,19 @@ impl Fs {
                 slept: false,
             });
         }
-        let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         let start = clock.now();
         {
-            let user = rw.user_blocks.load(Ordering::Relaxed);
-            rw.gc
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pacer
-                .sample_rate(start, user);
+            let user = rw.user_blocks();
+            rw.gc().pacer.sample_rate(start, user);
         }
         let r = self.paced_step_locked(rw, &mut writer, settings, start);
         rw.fail_unless_no_space(&r);
         let outcome = r?;
         drop(writer);
         let end = clock.now();
-        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut g = rw.gc();
         if outcome != PacedOutcome::Idle {
             g.pacer.stats.gc_time += end.saturating_sub(start);
         }
@@ -153,7 +141,7 @@ impl Fs {
                         let work = v.work;
                         drop(g);
                         let (slack, capacity) = self.room_slack(rw, pass_loop, settings.start_margin + 2);
-                        g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        g = rw.gc();
                         pacer::adaptive_sleep(&SleepInputs {
                             step_blocks,
                             block_cost_ns: cost,
@@ -188,12 +176,8 @@ impl Fs {
         } else {
             super::gc_need(self, rw)
         };
-        let extra = if batch {
-            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).batch_extra
-        } else {
-            0
-        };
-        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let extra = if batch { rw.gc().batch_extra } else { 0 };
+        let segs = rw.segs();
         let gain = if batch { segs.prefree_section_gain() } else { 0 };
         let capacity = segs.segs_per_sec() * uf2fs_format::consts::BLOCKS_PER_SEG;
         let slack = (0..=upto)
@@ -210,7 +194,7 @@ impl Fs {
         now: Duration,
     ) -> Result<PacedOutcome> {
         let (policy, pass_loop, victim) = {
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc();
             (g.policy, g.pass_loop, g.pacer.victim.take())
         };
         let mut victim = match victim {
@@ -218,7 +202,7 @@ impl Fs {
             None => {
                 let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
                 if slack >= settings.start_margin {
-                    rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = false;
+                    rw.gc().pacer.behind = false;
                     return Ok(PacedOutcome::Idle);
                 }
                 // Prefree sections are free after a checkpoint: take them first, as a
@@ -235,7 +219,7 @@ impl Fs {
                     // the victims' data moves: write them out ahead in steps, so that
                     // the checkpoint itself, which no operation can share, is small.
                     let budget = {
-                        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        let g = rw.gc();
                         match settings.pacing {
                             GcPacing::Adaptive => pacer::adaptive_flush(
                                 g.pacer.node_write_ns.or(g.pacer.block_cost_ns),
@@ -255,25 +239,20 @@ impl Fs {
                             budget as usize,
                         )?;
                         let took = self.now().saturating_sub(t0);
-                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut g = rw.gc();
                         g.pacer.node_write_cost(n as u32, took);
                         g.pacer.stats.flush_steps += 1;
                         g.pacer.stats.flushed_nodes += n as u64;
                         return Ok(PacedOutcome::Flushed(n as u32));
                     }
                     self.gc_checkpoint(rw, writer)?;
-                    rw.gc
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .pacer
-                        .stats
-                        .checkpoints += 1;
+                    rw.gc().pacer.stats.checkpoints += 1;
                     // Still short: the next victim starts now (its first step at the
                     // next wake-up), so that writers see the cleaner at work in between
                     // and keep to the floor ([`Fs::writer_room`]).
                     if self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin {
                         let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
-                        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim = next;
+                        rw.gc().pacer.victim = next;
                     }
                     return Ok(PacedOutcome::Checkpointed);
                 }
@@ -284,7 +263,7 @@ impl Fs {
             }
         };
         if settings.pacing == GcPacing::Adaptive {
-            let cost = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.block_cost_ns;
+            let cost = rw.gc().pacer.block_cost_ns;
             victim.step_blocks = pacer::adaptive_step(cost, settings.latency_target);
         }
         let cp_ver = writer.last().node_version();
@@ -295,7 +274,7 @@ impl Fs {
             .step_at_most(&self.tree(rw), cp_ver, victim.step_blocks)?;
         let took = self.now().saturating_sub(t0);
         let after = victim.migration.moved();
-        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut g = rw.gc();
         g.stats.data_blocks_moved += after.data - before.data;
         g.stats.node_blocks_moved += after.node - before.node;
         match stepped {
@@ -338,7 +317,7 @@ impl Fs {
             }
         };
         let migration = Migration::new(&self.tree(rw), v.secno);
-        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut g = rw.gc();
         g.pacer.victim_started(now);
         g.pacer.stats.victims += 1;
         if v.is_node {
@@ -362,7 +341,7 @@ impl Fs {
     fn end_paced_victim(&self, rw: &ReadWrite, v: PacedVictim, by_writer: bool) {
         let moved = v.migration.finish(&self.tree(rw));
         let now = self.now();
-        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut g = rw.gc();
         if moved.emptied {
             g.stats.sections_freed += 1;
             g.pacer.stats.sections_freed += 1;
@@ -382,7 +361,7 @@ impl Fs {
         writer: &CheckpointWriter,
         by_writer: bool,
     ) -> Result<bool> {
-        let Some(mut v) = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim.take() else {
+        let Some(mut v) = rw.gc().pacer.victim.take() else {
             return Ok(false);
         };
         let cp_ver = writer.last().node_version();
@@ -390,7 +369,7 @@ impl Fs {
         while !v.migration.step(&self.tree(rw), cp_ver)? {}
         let after = v.migration.moved();
         {
-            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc();
             g.stats.data_blocks_moved += after.data - before.data;
             g.stats.node_blocks_moved += after.node - before.node;
         }
@@ -404,7 +383,7 @@ impl Fs {
     /// above zero.
     pub fn free_sections_now(&self) -> Result<(u32, u32)> {
         let rw = self.rw()?;
-        let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let segs = rw.segs();
         Ok((segs.free_section_count(), segs.reserved_sections()))
     }
 }

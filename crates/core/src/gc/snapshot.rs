@@ -12,7 +12,7 @@ use super::{gc_need, pending_need, sections_of, GC_CHECKPOINT_SECS};
 use crate::fs::ReadWrite;
 use crate::segment::{SectionInfo, SegmentManager, SpaceNeed};
 use crate::Fs;
-use std::sync::{MutexGuard, PoisonError};
+use std::sync::MutexGuard;
 
 /// The free-space figures GC's loop rules read, at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,5 +134,5 @@ impl VictimInputs {
 
 /// The segment lock, held for one snapshot.
 fn lock(rw: &ReadWrite) -> MutexGuard<'_, SegmentManager> {
-    rw.segs.lock().unwrap_or_else(PoisonError::into_inner)
+    rw.segs()
 }

@@ -24,13 +24,13 @@ impl Fs {
         let _ = writeln!(s, "background gc:       {}", settings.background_gc.name());
         let _ = writeln!(s, "active logs:         {}", settings.active_logs.count());
         let rw = self.rw()?;
-        let (rolled, checkpointed) = rw.fsync.counts();
+        let (rolled, checkpointed) = rw.fsync_track().counts();
         let _ = writeln!(
             s,
             "fsyncs:              {rolled} roll-forward, {checkpointed} by checkpoint (fsync_mode={})",
             settings.fsync_mode.name()
         );
-        let (inodes, nodes) = rw.fsync.recovered();
+        let (inodes, nodes) = rw.fsync_track().recovered();
         let _ = writeln!(
             s,
             "recovered at open:   {inodes} inodes from {nodes} fsync'd node blocks"
@@ -116,12 +116,7 @@ impl Fs {
         }
         let _ = writeln!(s, "gc time:             {:.3} s", p.gc_time.as_secs_f64());
         if crate::gc::policies::for_policy(policy).pass_loop() == crate::gc::policies::PassLoop::Batched {
-            let kept = self
-                .rw()?
-                .gc
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .batch_extra;
+            let kept = self.rw()?.gc().batch_extra;
             let _ = writeln!(s, "batch sections:      {kept} kept free for shared checkpoints");
         }
         Ok(s)

@@ -185,7 +185,7 @@ impl Op<'_> {
     ) -> Result<Stat> {
         let (uid, mut gid) = (who.uid, who.gid);
         let rw = self.rw;
-        let _g = rw.locks.lock(&[dir]);
+        let _g = rw.lock_inodes(&[dir]);
         let mut d = self.load_dir(dir)?;
         if dentry::find(&self.t, &mut d, name)?.is_some() {
             return Err(Error::Exists(crate::error::show_name(name)));
@@ -290,14 +290,14 @@ impl Op<'_> {
     /// inode's new attributes.
     fn link(&mut self, ino: Ino, new_dir: Ino, new_name: &[u8]) -> Result<Stat> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino, new_dir]);
+        let _g = rw.lock_inodes(&[ino, new_dir]);
         let mut d = self.load_dir(new_dir)?;
         let mut i = self.load(ino)?;
         if i.is_dir() {
             return Err(Error::NotPermitted(format!("hard link to directory inode {ino}")));
         }
         // A second name: an fsync of it takes a checkpoint from now on.
-        rw.fsync.needs_checkpoint(ino);
+        rw.fsync_track().needs_checkpoint(ino);
         if i.inode.links == 0 {
             return Err(Error::NotFound(format!("inode {ino} was removed")));
         }

@@ -139,7 +139,7 @@ impl Op<'_> {
     /// `f2fs_fileattr_set` from the mask check on, then `f2fs_setflags_common`.
     fn set_flags(&mut self, ino: Ino, flags: u32, mask: u32) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load(ino)?;
         let kind = i.kind()?;
         if flags & kind_mask(kind) != flags {

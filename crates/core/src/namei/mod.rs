@@ -28,7 +28,6 @@ use crate::ops::{need, Op};
 use crate::inode::InodeMut;
 use crate::segment::SpaceNeed;
 use crate::{Error, Ino, Result};
-use std::sync::atomic::Ordering;
 use uf2fs_format::consts::F2FS_NAME_LEN;
 
 /// Node ids an operation that makes an inode takes before it changes anything: the
@@ -91,10 +90,10 @@ impl<'a> Op<'a> {
     fn lock_entry(&self, dir: Ino, name: &[u8]) -> Result<(locks::InodeGuard<'a>, Ino)> {
         for _ in 0..LOCK_ATTEMPTS_MAX {
             let seen = {
-                let _g = self.rw.locks.lock(&[dir]);
+                let _g = self.rw.lock_inodes(&[dir]);
                 self.lookup_ino(dir, name)?
             };
-            let g = self.rw.locks.lock(&[dir, seen]);
+            let g = self.rw.lock_inodes(&[dir, seen]);
             if self.lookup_ino(dir, name)? == seen {
                 return Ok((g, seen));
             }
@@ -115,17 +114,6 @@ impl<'a> Op<'a> {
 
     /// A fresh inode generation.
     fn next_generation(&self) -> u32 {
-        let step = |mut x: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let old = self
-            .rw
-            .generation_rng
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(step(x)))
-            .unwrap_or(1);
-        (step(old) >> 16) as u32
+        self.rw.next_generation()
     }
 }

@@ -60,7 +60,7 @@ impl Op<'_> {
         let orphan = self.orphan_slot(child, c.inode.links.saturating_sub(drop))?;
         self.commit();
         // Its name and maybe its parent change: an fsync of it takes a checkpoint.
-        self.rw.fsync.needs_checkpoint(child);
+        self.rw.fsync_track().needs_checkpoint(child);
         dentry::remove(&mut self.t, &mut d, &e)?;
         let t = now();
         d.inode.mtime = t;

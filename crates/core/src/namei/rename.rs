@@ -24,7 +24,6 @@ use crate::api::{RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT};
 use crate::inode::{now, InodeMut};
 use crate::{Creator, Error, FileKind, Fs, Ino, Result};
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
 
 /// Directory levels walked up at most when checking that a directory does not move
 /// below itself (deeper trees are refused).
@@ -98,7 +97,7 @@ impl Fs {
 impl<'a> Op<'a> {
     fn rename(&mut self, n: &Names, flags: u32) -> Result<()> {
         let rw = self.rw;
-        let _r = rw.rename_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _r = rw.rename_guard();
         let (_g, found) = self.lock_rename(n)?;
         let mut inodes: BTreeMap<Ino, InodeMut> = BTreeMap::new();
         for ino in [n.src_dir, n.dst_dir] {
@@ -136,14 +135,14 @@ impl<'a> Op<'a> {
         };
         self.commit();
         // Names and parents change: an fsync of these takes a checkpoint.
-        rw.fsync.needs_checkpoint(s);
+        rw.fsync_track().needs_checkpoint(s);
         if let Some(t) = target {
-            rw.fsync.needs_checkpoint(t);
+            rw.fsync_track().needs_checkpoint(t);
         }
         if s_dir || t_dir {
             // Every path below them changes (Linux's fsync would link a file under
             // its parent's old path; uf2fs checkpoints instead).
-            rw.fsync.directory_renamed();
+            rw.fsync_track().directory_renamed();
         }
         if flags & RENAME_EXCHANGE != 0 {
             let dst = found
@@ -179,13 +178,13 @@ impl<'a> Op<'a> {
         };
         for _ in 0..LOCK_ATTEMPTS_MAX {
             let seen = {
-                let g = self.rw.locks.lock(&[n.src_dir, n.dst_dir]);
+                let g = self.rw.lock_inodes(&[n.src_dir, n.dst_dir]);
                 find_both(&g)?
             };
             let mut want = vec![n.src_dir, n.dst_dir, seen.src.ino];
             want.extend(seen.dst.as_ref().map(|e| e.ino));
             let rw: &'a crate::fs::ReadWrite = self.rw;
-            let g = rw.locks.lock(&want);
+            let g = rw.lock_inodes(&want);
             let now_found = find_both(&g)?;
             if now_found.src == seen.src && now_found.dst == seen.dst {
                 return Ok((g, now_found));

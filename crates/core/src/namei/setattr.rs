@@ -55,7 +55,7 @@ impl Fs {
 impl Op<'_> {
     fn touch_atime(&mut self, ino: Ino, t: RawTime) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load(ino)?;
         self.ensure_room(super::need([0, 0, 0, 1, 1, 0], 0), 0)?;
         self.commit();
@@ -70,7 +70,7 @@ impl Op<'_> {
         (atime, mtime, ctime): (Option<RawTime>, Option<RawTime>, Option<RawTime>),
     ) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         // An inode without links is an orphan still open: its attributes change too.
         let mut i = self.load(ino)?;
         let ty = i.inode.mode as u32 & 0o170000;

@@ -39,9 +39,9 @@ impl Fs {
             self.stat(ino)?;
             return Ok(());
         };
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         self.check_allocated(ino)?;
-        rw.open.opened(ino);
+        rw.open_inodes().opened(ino);
         Ok(())
     }
 
@@ -54,9 +54,9 @@ impl Fs {
         };
         // Handle counts change under the inode's lock (see the module notes).
         {
-            let _g = rw.locks.lock(&[ino]);
-            if !rw.open.is_last_of_orphan(ino)? {
-                rw.open.closed(ino)?;
+            let _g = rw.lock_inodes(&[ino]);
+            if !rw.open_inodes().is_last_of_orphan(ino)? {
+                rw.open_inodes().closed(ino)?;
                 return Ok(());
             }
         }
@@ -64,8 +64,8 @@ impl Fs {
         // cp_lock before the inode's lock. A failed file system still counts the
         // release (the orphan stays listed, to be freed at the next open).
         let op = self.begin_op();
-        let g = rw.locks.lock(&[ino]);
-        if !rw.open.closed(ino)? {
+        let g = rw.lock_inodes(&[ino]);
+        if !rw.open_inodes().closed(ino)? {
             return Ok(()); // opened again meanwhile
         }
         let mut op = op?;
@@ -101,9 +101,9 @@ impl Fs {
     /// Gives back every handle and frees every orphan (before an unmount checkpoint).
     pub(crate) fn release_all(&self) -> Result<()> {
         let rw = self.rw()?;
-        for ino in rw.open.close_all() {
+        for ino in rw.open_inodes().close_all() {
             let mut op = self.begin_op()?;
-            let g = rw.locks.lock(&[ino]);
+            let g = rw.lock_inodes(&[ino]);
             let r = op.free_orphan(ino);
             drop(g);
             op.end(r)?;
@@ -132,8 +132,8 @@ impl<'a> Op<'a> {
     /// change the answer before [`Op::drop_last_link`].
     pub(crate) fn orphan_slot(&self, ino: Ino, links_after: u32) -> Result<Option<OrphanSlot<'a>>> {
         let rw: &'a crate::fs::ReadWrite = self.rw;
-        if links_after == 0 && rw.open.is_open(ino) {
-            return rw.open.reserve().map(Some);
+        if links_after == 0 && rw.open_inodes().is_open(ino) {
+            return rw.open_inodes().reserve().map(Some);
         }
         Ok(None)
     }
@@ -159,14 +159,14 @@ impl<'a> Op<'a> {
         let i = self.load(ino)?;
         self.commit();
         self.t.free_inode(&i)?;
-        rw.open.forget_orphan(ino);
+        rw.open_inodes().forget_orphan(ino);
         Ok(())
     }
 
     /// Frees orphan `ino` of the opened checkpoint.
     fn reclaim(&mut self, ino: Ino) -> Result<()> {
         let rw = self.rw;
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let i = self.load(ino)?;
         if i.inode.links != 0 {
             return Err(Error::corrupt(
@@ -200,7 +200,7 @@ mod tests {
         mkfs(&img, &opts).unwrap();
         let dev = MemDevice::new(std::fs::read(&img).unwrap());
         let fs = Fs::open_device_with(Box::new(dev), "mem", crate::OpenOptions { read_write: true }).unwrap();
-        fs.rw().unwrap().open.set_max_orphans(1);
+        fs.rw().unwrap().open_inodes().set_max_orphans(1);
         let root = fs.root();
         let a = fs.create(root, b"a", 0o644, 0, 0).unwrap().ino;
         let b = fs.create(root, b"b", 0o644, 0, 0).unwrap().ino;

@@ -164,9 +164,9 @@ impl Flushers {
     /// Starts one thread per writeback context of `fs` (opened read-write).
     pub fn start(fs: &Arc<Fs>) -> io::Result<Flushers> {
         let rw = fs.rw().map_err(|e| io::Error::other(e.to_string()))?;
-        let contexts = rw.pages.writeback().contexts();
+        let contexts = rw.pages().writeback().contexts();
         {
-            let mut s = rw.flush.lock();
+            let mut s = rw.flusher().lock();
             s.kicked = vec![false; contexts];
             s.stop = false;
             s.running = contexts;
@@ -200,11 +200,11 @@ impl Flushers {
 
     fn stop_and_join(&mut self) {
         if let Ok(rw) = self.fs.rw() {
-            let mut s = rw.flush.lock();
+            let mut s = rw.flusher().lock();
             s.stop = true;
             s.running = 0;
-            rw.flush.work.notify_all();
-            rw.flush.progress.notify_all();
+            rw.flusher().work.notify_all();
+            rw.flusher().progress.notify_all();
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -223,14 +223,14 @@ impl Drop for Flushers {
 /// system: the thread says so once and ends.
 fn flusher(fs: &Fs, c: usize) {
     let Ok(rw) = fs.rw() else { return };
-    while rw.flush.wait_for_work(c) {
+    while rw.flusher().wait_for_work(c) {
         if let Err(e) = run_context(fs, c) {
             eprintln!("uf2fs: writeback context {c} failed: {e}; further changes will fail");
-            rw.flush.round_done();
+            rw.flusher().round_done();
             record_cpu(fs, c);
             return;
         }
-        rw.flush.round_done();
+        rw.flusher().round_done();
     }
     record_cpu(fs, c);
 }
@@ -240,7 +240,7 @@ fn record_cpu(fs: &Fs, c: usize) {
     let (Ok(rw), Some(cpu)) = (fs.rw(), crate::clock::thread_cpu_time()) else {
         return;
     };
-    if let Some(ctx) = rw.pages.writeback().contexts.get(c) {
+    if let Some(ctx) = rw.pages().writeback().contexts.get(c) {
         ctx.stats.lock().unwrap_or_else(PoisonError::into_inner).cpu_us = cpu.as_micros() as u64;
     }
 }
@@ -249,10 +249,10 @@ fn record_cpu(fs: &Fs, c: usize) {
 fn run_context(fs: &Fs, c: usize) -> Result<()> {
     let rw = fs.rw()?;
     let started = std::time::Instant::now();
-    for ino in rw.pages.dirty_inodes(c) {
+    for ino in rw.pages().dirty_inodes(c) {
         fs.writeback_inode(ino)?;
     }
-    if let Some(ctx) = rw.pages.writeback().contexts.get(c) {
+    if let Some(ctx) = rw.pages().writeback().contexts.get(c) {
         let mut s = ctx.stats.lock().unwrap_or_else(PoisonError::into_inner);
         s.runs += 1;
         s.busy_us += started.elapsed().as_micros() as u64;

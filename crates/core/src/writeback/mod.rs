@@ -248,15 +248,15 @@ impl Fs {
     /// file system. Returns the pages written.
     pub(crate) fn writeback_inode(&self, ino: Ino) -> Result<usize> {
         let rw = self.rw()?;
-        let cp = rw.cp_lock.read().unwrap_or_else(PoisonError::into_inner);
+        let cp = rw.cp_shared();
         rw.check_failed()?;
         let node_ver = cp.last().node_version();
-        let _g = rw.locks.lock(&[ino]);
+        let _g = rw.lock_inodes(&[ino]);
         let t = self.tree(rw);
         let r = write_inode_pages(&t, ino).and_then(|n| {
             if self.nodes().dirty_node_count() > DIRTY_NODES_MAX {
                 self.nodes()
-                    .write_dirty_nodes(self.device(), self.superblock(), &rw.segs, node_ver)?;
+                    .write_dirty_nodes(self.device(), self.superblock(), rw.seg_lock(), node_ver)?;
             }
             Ok(n)
         });
@@ -270,7 +270,7 @@ impl Fs {
     /// the one dirtied first first. The data is not durable until the next checkpoint
     /// ([`Fs::fsync`], [`Fs::write_checkpoint`]). Returns the pages written.
     pub fn writeback(&self) -> Result<u64> {
-        let pages: &PageCache = &self.rw()?.pages;
+        let pages: &PageCache = self.rw()?.pages();
         let wb = pages.writeback();
         let mut written = 0u64;
         for (c, ctx) in wb.contexts.iter().enumerate() {
@@ -293,27 +293,24 @@ impl Fs {
             )));
         }
         let rw = self.rw()?;
-        if rw.flush.running() || !rw.pages.set_writeback(Writeback::new(policy, contexts)) {
+        if rw.flusher().running() || !rw.pages().set_writeback(Writeback::new(policy, contexts)) {
             return Err(Error::Invalid(
                 "writeback contexts can change only before anything is written".into(),
             ));
         }
         // Contexts 1.. write warm data to logs of their own.
-        rw.segs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_streams(contexts - 1);
+        rw.segs().set_streams(contexts - 1);
         Ok(())
     }
 
     /// The writeback policy's name and the number of contexts (read-write only).
     pub fn writeback_setup(&self) -> Option<(&'static str, usize)> {
-        let wb = self.rw().ok()?.pages.writeback();
+        let wb = self.rw().ok()?.pages().writeback();
         Some((wb.policy_name(), wb.contexts()))
     }
 
     /// Counters of the writeback contexts (read-write only; empty otherwise).
     pub fn writeback_stats(&self) -> Vec<WritebackStats> {
-        self.rw().map(|rw| rw.pages.writeback().stats()).unwrap_or_default()
+        self.rw().map(|rw| rw.pages().writeback().stats()).unwrap_or_default()
     }
 }

@@ -104,7 +104,7 @@ impl Op<'_> {
     /// Sets (`value` `Some`) or removes attribute `n` of `ino`.
     fn change_xattr(&mut self, ino: Ino, n: &XattrName, full: &[u8], value: Option<&[u8]>, flags: u32) -> Result<()> {
         let shown = crate::error::show_name(full);
-        let _g = self.rw.locks.lock(&[ino]);
+        let _g = self.rw.lock_inodes(&[ino]);
         // An inode without links may be an orphan still open: it keeps its attributes.
         let mut i = self.load(ino)?;
         let kill_sgid = flags & XATTR_ACL_KILL_SGID != 0;
