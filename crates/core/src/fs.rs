@@ -55,7 +55,10 @@ pub struct Fs {
     replayed: bool,
 }
 
-/// The state only a read-write file system has.
+/// The state only a read-write file system has. Its fields are private to this file:
+/// the subsystems are handed each part by the method named for it (see `impl
+/// ReadWrite`, in the lock order of the module notes), as the node-tree writer is
+/// handed its parts by [`Fs::tree`].
 pub(crate) struct ReadWrite {
     /// F2FS's cp_rwsem; guards the checkpoint writer.
     cp_lock: RwLock<CheckpointWriter>,
