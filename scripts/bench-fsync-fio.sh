@@ -8,16 +8,19 @@
 #   uf2fs-strict  `uf2fs mount -o fsync_mode=strict`: a checkpoint per fsync
 #   uf2fs-posix   `uf2fs mount` (fsync_mode=posix): data and direct nodes, no checkpoint
 #
-# One job, ioengine=psync, --rw=randwrite --bs=4k over a FILE_SIZE file, for RUNTIME
-# seconds (time_based). With --with-writer, a second job beside it writes its own file
+# JOBS fsync jobs (default one), each over its own FILE_SIZE file, ioengine=psync,
+# --rw=randwrite --bs=4k, for RUNTIME seconds (time_based); several jobs are several
+# applications fsyncing their own files at once (a checkpoint per fsync stops them all;
+# a roll-forward fsync holds only its own inode). With --with-writer, a second job beside it writes its own file
 # sequentially in 1 MiB buffered writes with no fsync (a bulk writer sharing the
 # volume: a checkpoint per fsync must also write what it left dirty, a roll-forward
 # fsync only the fsync'd file). Each (target, round) gets a fresh image and mount.
-# Reported for the fsync job: writes per second (each with its fsync), fsync latency
-# p50/p99 (fio's sync latency), medians over --reps rounds, and posix against strict.
+# Reported for the fsync jobs together (fio's group_reporting): writes per second (each
+# with its fsync), fsync latency p50/p99 (fio's sync latency), medians over --reps rounds, and posix against strict.
 #
 # usage: scripts/bench-fsync-fio.sh [--size SIZE] [--file-size SIZE] [--runtime SECS]
-#                                   [--reps N] [--with-writer] [--work DIR] [--out FILE]
+#                                   [--reps N] [--jobs N] [--with-writer] [--work DIR]
+#                                   [--out FILE]
 # Defaults: 2G images, a 64M file, 20 s per run, 3 rounds: about 4 minutes. Run as root;
 # needs fio, fuse2fs, fuse3.
 set -euo pipefail
@@ -28,7 +31,7 @@ repo="$(dirname "$here")"
 . "$here/lib/fs-targets.sh"
 export PATH="$PATH:/usr/sbin:/sbin"
 
-size=2G; file_size=64M; runtime=20; reps=3; writer=0
+size=2G; file_size=64M; runtime=20; reps=3; writer=0; jobs=1
 work=/var/tmp/uf2fs-fsyncfio; out=""
 cmdline="scripts/bench-fsync-fio.sh $*"
 usage() { sed -n '/^# usage:/,/^# Defaults:/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --file-size) file_size="$2"; shift 2 ;;
     --runtime) runtime="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
     --with-writer) writer=1; shift ;;
     --work) work="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ "$reps" =~ ^[0-9]+$ && "$reps" -ge 1 && "$runtime" =~ ^[0-9]+$ && "$runtime" -ge 1 ]] || usage
+[[ "$jobs" =~ ^[0-9]+$ && "$jobs" -ge 1 ]] || usage
 for tool in fio fuse2fs python3; do
     command -v "$tool" >/dev/null || { fst_log "bench-fsync-fio: $tool not found (scripts/install-fs-test-tools.sh)"; exit 1; }
 done
@@ -92,11 +97,12 @@ for ((r = 1; r <= reps; r++)); do
         json="$work/fio-$t-$r.json"
         bulk=()
         if [ "$writer" = 1 ]; then
-            bulk=(--name=bulk-writer --rw=write --bs=1M --size=1G --fsync=0)
+            bulk=(--name=bulk-writer --new_group --rw=write --bs=1M --size=1G --fsync=0)
         fi
         fst_run $((runtime * 10 + 300)) "$json" fio --directory="$work/mnt" --ioengine=psync \
             --time_based --runtime="$runtime" --fallocate=none --output-format=json \
             --name=fsync-randwrite --rw=randwrite --bs=4k --size="$file_size" --fsync=1 --randrepeat=1 \
+            --numjobs="$jobs" --group_reporting \
             "${bulk[@]}" \
             || { fst_log "fio failed on $t"; cat "$json" >&2; exit 1; }
         fst_unmount
