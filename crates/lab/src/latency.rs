@@ -174,6 +174,8 @@ pub struct Breakdown {
     pub step_us: f64,
     /// Waiting for paced checkpoints (the pacer's checkpoint of prefree sections).
     pub paced_cp_us: f64,
+    /// Waiting for the cleaner's discards (zone resets) of freed sections.
+    pub discard_us: f64,
     /// Foreground GC the write ran itself (finishing the paced victim, passes), its
     /// checkpoints not counted.
     pub fg_gc_us: f64,
@@ -188,6 +190,7 @@ impl Breakdown {
         self.queue_us += o.queue_us;
         self.step_us += o.step_us;
         self.paced_cp_us += o.paced_cp_us;
+        self.discard_us += o.discard_us;
         self.fg_gc_us += o.fg_gc_us;
         self.cp_us += o.cp_us;
         self.own_us += o.own_us;
@@ -195,7 +198,7 @@ impl Breakdown {
 
     /// The sum: the write's latency.
     pub fn total_us(&self) -> f64 {
-        self.queue_us + self.step_us + self.paced_cp_us + self.fg_gc_us + self.cp_us + self.own_us
+        self.queue_us + self.step_us + self.paced_cp_us + self.discard_us + self.fg_gc_us + self.cp_us + self.own_us
     }
 }
 
@@ -256,6 +259,8 @@ pub struct LatencyResult {
     pub paced_steps: u64,
     pub paced_sleeps: u64,
     pub slept_s: f64,
+    /// Sections the cleaner discarded (zones reset) in idle time.
+    pub paced_discards: u64,
     /// Times a writer with no room finished the paced victim itself.
     pub writer_finishes: u64,
     /// Simulated seconds of the overwrite phase.
@@ -389,10 +394,10 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
             let w = fs.paced_gc_step().map_err(err)?;
             // The part of this wake-up the write waited for.
             let waited = us_of(clock.now().saturating_sub(began.max(ready)));
-            if w.outcome == PacedOutcome::Checkpointed {
-                parts.paced_cp_us += waited;
-            } else {
-                parts.step_us += waited;
+            match w.outcome {
+                PacedOutcome::Checkpointed => parts.paced_cp_us += waited,
+                PacedOutcome::Discarded(_) => parts.discard_us += waited,
+                _ => parts.step_us += waited,
             }
             let wait = if w.outcome == PacedOutcome::Off {
                 Duration::from_secs(3600)
@@ -529,6 +534,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         paced_steps: p.steps - p0.steps,
         paced_sleeps: p.sleeps - p0.sleeps,
         slept_s: p.slept.saturating_sub(p0.slept).as_secs_f64(),
+        paced_discards: p.discards - p0.discards,
         writer_finishes: p.writer_finishes - p0.writer_finishes,
         sim_s: sim,
         max_breakdown: max_parts,

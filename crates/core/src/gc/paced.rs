@@ -33,6 +33,17 @@ pub enum PacedOutcome {
     Flushed(u32),
     /// The victim in progress had nothing left to move: done (emptied or not).
     Finished,
+    /// This many sections freed by checkpoints were discarded (their zones reset).
+    Discarded(u32),
+    /// The checkpoint due waits for a gap in front I/O long enough to hold it.
+    Deferred,
+}
+
+impl PacedOutcome {
+    /// Whether the wake-up did no GC work (the cleaner polls again).
+    fn idle(self) -> bool {
+        matches!(self, PacedOutcome::Idle | PacedOutcome::Deferred)
+    }
 }
 
 /// A wake-up's outcome and how long to wait before the next.
@@ -53,7 +64,11 @@ impl Fs {
     /// Chooses the GC pacer and its values (read-write only). Turning pacing off
     /// leaves a victim in progress to the next pass, which finishes it.
     pub fn set_gc_pacing(&self, settings: PacingSettings) -> Result<()> {
-        self.gc_state_mut(|g| g.pacer.settings = settings)
+        self.gc_state_mut(|g| g.pacer.settings = settings)?;
+        // Under a pacer the zone resets of freed sections leave the checkpoint for the
+        // cleaner's idle time ([`Fs::paced_discard`]).
+        self.segments()?.set_defer_discards(settings.pacing != GcPacing::Off);
+        Ok(())
     }
 
     /// The GC pacer and its values (read-write only).
@@ -94,6 +109,9 @@ impl Fs {
                 slept: false,
             });
         }
+        if let Some(wake) = self.paced_discard(rw, settings, clock.now())? {
+            return Ok(wake);
+        }
         // Nothing in progress and room to spare: idle, found without the exclusive
         // checkpoint lock (taking it stops every operation, and an idle cleaner wakes
         // often). The check is repeated under the lock before any step.
@@ -131,12 +149,12 @@ impl Fs {
         drop(writer);
         let end = clock.now();
         let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-        if outcome != PacedOutcome::Idle {
+        if !outcome.idle() {
             g.pacer.stats.gc_time += end.saturating_sub(start);
         }
         let busy = g.last_op.is_some_and(|t| end.saturating_sub(t) <= settings.busy_window);
         let wake = |wait, slept| PacedWake { outcome, wait, slept };
-        if outcome == PacedOutcome::Idle {
+        if outcome.idle() {
             return Ok(wake(settings.idle_poll, false));
         }
         if !busy {
@@ -146,7 +164,8 @@ impl Fs {
             GcPacing::Off | GcPacing::Seed => pacer::SEED_SLEEP,
             GcPacing::Adaptive => {
                 let p = &g.pacer;
-                match (p.user_blocks_per_sec, p.block_cost_ns, &p.victim) {
+                let cost = p.victim.as_ref().and_then(|v| p.cost_for(v.is_node));
+                match (p.user_blocks_per_sec, cost, &p.victim) {
                     (Some(rate), Some(cost), Some(v)) => {
                         let pass_loop = g.pass_loop;
                         let step_blocks = v.step_blocks;
@@ -176,6 +195,44 @@ impl Fs {
         g.pacer.stats.sleeps += 1;
         g.pacer.stats.slept += sleep;
         Ok(wake(sleep, true))
+    }
+
+    /// One discard (zone reset) of a section a checkpoint freed, if one is queued and
+    /// the device has time for it: under `adaptive` when it ends before the next front
+    /// operation is due (at the measured interval between operations and cost of a
+    /// discard), under `seed` when front I/O is not in flight. Needs no `cp_lock`: the
+    /// segment manager discards a queued section itself before a log enters it.
+    fn paced_discard(&self, rw: &ReadWrite, settings: PacingSettings, now: Duration) -> Result<Option<PacedWake>> {
+        let fits = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            match settings.pacing {
+                GcPacing::Adaptive => pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.discard_ns),
+                _ => !g.last_op.is_some_and(|t| now.saturating_sub(t) <= settings.busy_window),
+            }
+        };
+        if !fits {
+            return Ok(None);
+        }
+        let t0 = self.now();
+        let r = {
+            let mut segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            if segs.queued_discards() == 0 {
+                return Ok(None);
+            }
+            segs.discard_some(self.device(), 1)
+        };
+        rw.fail_unless_no_space(&r);
+        let n = r?;
+        let took = self.now().saturating_sub(t0);
+        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        g.pacer.discard_cost(n, took);
+        g.pacer.stats.discards += n as u64;
+        g.pacer.stats.gc_time += took;
+        Ok(Some(PacedWake {
+            outcome: PacedOutcome::Discarded(n as u32),
+            wait: Duration::ZERO,
+            slept: false,
+        }))
     }
 
     /// Sections free beyond the foreground threshold, counted up to `upto` (the
@@ -261,13 +318,23 @@ impl Fs {
                         g.pacer.stats.flushed_nodes += n as u64;
                         return Ok(PacedOutcome::Flushed(n as u32));
                     }
+                    // No operation runs during the checkpoint: under `adaptive` it
+                    // waits for a gap in front I/O that holds it, while free sections
+                    // are above the foreground threshold.
+                    if settings.pacing == GcPacing::Adaptive && slack >= 1 {
+                        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        if !pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.checkpoint_ns) {
+                            return Ok(PacedOutcome::Deferred);
+                        }
+                    }
+                    let t0 = self.now();
                     self.gc_checkpoint(rw, writer)?;
-                    rw.gc
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .pacer
-                        .stats
-                        .checkpoints += 1;
+                    let took = self.now().saturating_sub(t0);
+                    {
+                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        g.pacer.checkpoint_cost(took);
+                        g.pacer.stats.checkpoints += 1;
+                    }
                     // Still short: the next victim starts now (its first step at the
                     // next wake-up), so that writers see the cleaner at work in between
                     // and keep to the floor ([`Fs::writer_room`]).
@@ -284,7 +351,12 @@ impl Fs {
             }
         };
         if settings.pacing == GcPacing::Adaptive {
-            let cost = rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.block_cost_ns;
+            let cost = rw
+                .gc
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pacer
+                .cost_for(victim.is_node);
             victim.step_blocks = pacer::adaptive_step(cost, settings.latency_target);
         }
         let cp_ver = writer.last().node_version();
@@ -300,7 +372,7 @@ impl Fs {
         g.stats.node_blocks_moved += after.node - before.node;
         match stepped {
             Some(n) => {
-                g.pacer.step_cost(n, took);
+                g.pacer.step_cost(n, took, victim.is_node);
                 g.pacer.stats.steps += 1;
                 g.pacer.stats.step_blocks += n as u64;
                 g.pacer.victim = Some(victim);
@@ -347,13 +419,14 @@ impl Fs {
             g.stats.data_victims += 1;
         }
         let step_blocks = match settings.pacing {
-            GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
+            GcPacing::Adaptive => pacer::adaptive_step(g.pacer.cost_for(v.is_node), settings.latency_target),
             _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
         };
         Ok(Some(PacedVictim {
             migration,
             work: v.valid_blocks,
             step_blocks,
+            is_node: v.is_node,
             started: now,
         }))
     }

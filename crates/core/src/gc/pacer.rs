@@ -136,6 +136,9 @@ pub struct PacingStats {
     pub victims: u64,
     /// Victims paced cleaning emptied.
     pub sections_freed: u64,
+    /// Sections freed by checkpoints that the cleaner discarded (zones reset) in
+    /// idle time.
+    pub discards: u64,
     /// Sleeps taken because front I/O was in flight.
     pub sleeps: u64,
     /// Time those sleeps asked for.
@@ -175,6 +178,9 @@ pub(crate) struct PacedVictim {
     pub(crate) work: u32,
     /// Blocks a step moves.
     pub(crate) step_blocks: u32,
+    /// Whether it holds node blocks (moving one costs less than a data block: no
+    /// node to read for it, often no read at all).
+    pub(crate) is_node: bool,
     /// When it was picked, on the file system's clock.
     pub(crate) started: Duration,
 }
@@ -190,6 +196,8 @@ pub(crate) struct PacerState {
     pub(crate) avg_victim_interval: Option<Duration>,
     /// Nanoseconds a moved block costs (EWMA of weight 1/8 over steps).
     pub(crate) block_cost_ns: Option<f64>,
+    /// The same for data and for node victims apart.
+    pub(crate) kind_cost_ns: [Option<f64>; 2],
     /// Nanoseconds a node written ahead of a checkpoint costs (EWMA of weight 1/8).
     pub(crate) node_write_ns: Option<f64>,
     /// The front write rate: the last (time, user blocks) sample and blocks per
@@ -199,7 +207,40 @@ pub(crate) struct PacerState {
     /// A writer had to clean itself since the cleaner was last ahead (free sections
     /// at or above its start margin): writers keep off's spare section meanwhile.
     pub(crate) behind: bool,
+    /// The interval between front operations' starts, nanoseconds (EWMA of weight
+    /// 1/8; intervals over [`IDLE_GAP`] not counted): when the next one is due.
+    pub(crate) op_interval_ns: Option<f64>,
+    /// Nanoseconds a paced checkpoint and a discard (zone reset) of a section take
+    /// (EWMAs of weight 1/4): what must fit a gap in front I/O.
+    pub(crate) checkpoint_ns: Option<f64>,
+    pub(crate) discard_ns: Option<f64>,
     pub(crate) stats: PacingStats,
+}
+
+/// Front operations further apart than this are idle periods, not the front rate.
+pub const IDLE_GAP: Duration = Duration::from_secs(1);
+
+/// An EWMA of weight `1 / w` of `sample` into `avg`.
+fn ewma(avg: Option<f64>, sample: f64, w: f64) -> Option<f64> {
+    Some(match avg {
+        None => sample,
+        Some(a) => (a * (w - 1.0) + sample) / w,
+    })
+}
+
+/// Whether work of `cost_ns` begun at `now` should end before the next front operation
+/// is due: it started at `last_op` and they come every `interval_ns`. With nothing
+/// measured, yes. When the next operation is overdue, no, unless front I/O has been
+/// quiet for two intervals (it stopped: the device is idle).
+pub fn fits_gap(now: Duration, last_op: Option<Duration>, interval_ns: Option<f64>, cost_ns: Option<f64>) -> bool {
+    let (Some(last), Some(interval), Some(cost)) = (last_op, interval_ns, cost_ns) else {
+        return true;
+    };
+    let since = now.saturating_sub(last).as_nanos() as f64;
+    if since >= 2.0 * interval {
+        return true;
+    }
+    interval - since >= cost
 }
 
 /// The shortest span the front write rate is measured over.
@@ -218,12 +259,20 @@ impl PacerState {
         self.last_victim_start = Some(now);
     }
 
-    /// Notes a step that moved `blocks` in `took`.
-    pub(crate) fn step_cost(&mut self, blocks: u32, took: Duration) {
+    /// Nanoseconds a moved block of a node (`is_node`) or data victim costs: measured
+    /// on victims of that kind, else on any.
+    pub(crate) fn cost_for(&self, is_node: bool) -> Option<f64> {
+        self.kind_cost_ns[usize::from(is_node)].or(self.block_cost_ns)
+    }
+
+    /// Notes a step of a node (`is_node`) or data victim that moved `blocks` in `took`.
+    pub(crate) fn step_cost(&mut self, blocks: u32, took: Duration, is_node: bool) {
         if blocks == 0 {
             return;
         }
         let per = took.as_nanos() as f64 / blocks as f64;
+        let k = usize::from(is_node);
+        self.kind_cost_ns[k] = ewma(self.kind_cost_ns[k], per, 8.0);
         self.block_cost_ns = Some(match self.block_cost_ns {
             None => per,
             Some(avg) => (avg * 7.0 + per) / 8.0,
@@ -240,6 +289,25 @@ impl PacerState {
             None => per,
             Some(avg) => (avg * 7.0 + per) / 8.0,
         });
+    }
+
+    /// Notes a front operation starting `since_last` after the previous one.
+    pub(crate) fn op_started(&mut self, since_last: Duration) {
+        if since_last <= IDLE_GAP {
+            self.op_interval_ns = ewma(self.op_interval_ns, since_last.as_nanos() as f64, 8.0);
+        }
+    }
+
+    /// Notes a paced checkpoint that took `took`.
+    pub(crate) fn checkpoint_cost(&mut self, took: Duration) {
+        self.checkpoint_ns = ewma(self.checkpoint_ns, took.as_nanos() as f64, 4.0);
+    }
+
+    /// Notes `sections` discarded in `took`.
+    pub(crate) fn discard_cost(&mut self, sections: usize, took: Duration) {
+        if sections > 0 {
+            self.discard_ns = ewma(self.discard_ns, took.as_nanos() as f64 / sections as f64, 4.0);
+        }
     }
 
     /// Notes `user_blocks` written since open at `now`.
@@ -403,7 +471,7 @@ mod tests {
         assert_eq!(p.avg_victim_interval, Some(Duration::from_millis(80)));
         p.victim_started(Duration::from_millis(240));
         assert_eq!(p.avg_victim_interval, Some(Duration::from_millis(90)));
-        p.step_cost(10, Duration::from_micros(100));
+        p.step_cost(10, Duration::from_micros(100), false);
         assert_eq!(p.block_cost_ns, Some(10_000.0));
         p.sample_rate(Duration::ZERO, 0);
         p.sample_rate(Duration::from_millis(1), 100);
