@@ -119,7 +119,8 @@ impl Fs {
             let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             (g.pacer.victim.is_some(), g.pass_loop)
         };
-        if !in_progress && self.room_slack(rw, pass_loop, settings.start_margin).0 >= settings.start_margin {
+        let slack = self.room_slack(rw, pass_loop, settings.start_margin).0;
+        if !in_progress && slack >= settings.start_margin {
             let now = clock.now();
             let user = rw.user_blocks.load(Ordering::Relaxed);
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,6 +132,12 @@ impl Fs {
                 wait: settings.idle_poll,
                 slept: false,
             });
+        }
+        // A discard left for a gap goes before the next step: a step whose log enters
+        // the queued section would discard it inside the step, where a front write can
+        // wait for it. Not when free sections are at the foreground threshold.
+        if settings.pacing == GcPacing::Adaptive && slack >= 1 && self.segments()?.queued_discards() > 0 {
+            return Ok(self.deferred(rw, settings, clock.now()));
         }
         let mut writer = rw.cp_lock.write().unwrap_or_else(PoisonError::into_inner);
         rw.check_failed()?;
@@ -154,6 +161,10 @@ impl Fs {
         }
         let busy = g.last_op.is_some_and(|t| end.saturating_sub(t) <= settings.busy_window);
         let wake = |wait, slept| PacedWake { outcome, wait, slept };
+        if outcome == PacedOutcome::Deferred {
+            drop(g);
+            return Ok(self.deferred(rw, settings, end));
+        }
         if outcome.idle() {
             return Ok(wake(settings.idle_poll, false));
         }
@@ -197,16 +208,35 @@ impl Fs {
         Ok(wake(sleep, true))
     }
 
+    /// A wake-up that waits for a gap in front I/O: the next one comes just after the
+    /// next front operation is due.
+    fn deferred(&self, rw: &ReadWrite, settings: PacingSettings, now: Duration) -> PacedWake {
+        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+        PacedWake {
+            outcome: PacedOutcome::Deferred,
+            wait: pacer::until_next_op(now, g.last_op, g.pacer.op_interval_ns, settings.idle_poll),
+            slept: false,
+        }
+    }
+
     /// One discard (zone reset) of a section a checkpoint freed, if one is queued and
     /// the device has time for it: under `adaptive` when it ends before the next front
     /// operation is due (at the measured interval between operations and cost of a
-    /// discard), under `seed` when front I/O is not in flight. Needs no `cp_lock`: the
-    /// segment manager discards a queued section itself before a log enters it.
+    /// discard), or when it has waited for such a gap [`pacer::GAP_PATIENCE`] intervals
+    /// (front I/O leaves none); under `seed` when front I/O is not in flight. Needs no
+    /// `cp_lock`: the segment manager discards a queued section itself before a log
+    /// enters it.
     fn paced_discard(&self, rw: &ReadWrite, settings: PacingSettings, now: Duration) -> Result<Option<PacedWake>> {
+        if self.segments()?.queued_discards() == 0 {
+            return Ok(None);
+        }
         let fits = {
-            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             match settings.pacing {
-                GcPacing::Adaptive => pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.discard_ns),
+                GcPacing::Adaptive => {
+                    g.pacer.gap_overdue(now)
+                        || pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.discard_ns)
+                }
                 _ => !g.last_op.is_some_and(|t| now.saturating_sub(t) <= settings.busy_window),
             }
         };
@@ -214,18 +244,13 @@ impl Fs {
             return Ok(None);
         }
         let t0 = self.now();
-        let r = {
-            let mut segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-            if segs.queued_discards() == 0 {
-                return Ok(None);
-            }
-            segs.discard_some(self.device(), 1)
-        };
+        let r = self.segments()?.discard_some(self.device(), 1);
         rw.fail_unless_no_space(&r);
         let n = r?;
         let took = self.now().saturating_sub(t0);
         let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
         g.pacer.discard_cost(n, took);
+        g.pacer.gap_waiting = None;
         g.pacer.stats.discards += n as u64;
         g.pacer.stats.gc_time += took;
         Ok(Some(PacedWake {
@@ -319,11 +344,14 @@ impl Fs {
                         return Ok(PacedOutcome::Flushed(n as u32));
                     }
                     // No operation runs during the checkpoint: under `adaptive` it
-                    // waits for a gap in front I/O that holds it, while free sections
-                    // are above the foreground threshold.
-                    if settings.pacing == GcPacing::Adaptive && slack >= 1 {
-                        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                        if !pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.checkpoint_ns) {
+                    // waits for a gap in front I/O that holds it, for a few front
+                    // operations at most (a writer that finds no room meanwhile
+                    // writes it itself).
+                    if settings.pacing == GcPacing::Adaptive {
+                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+                        let cost = g.pacer.checkpoint_ns.map(|c| c * pacer::GAP_MARGIN);
+                        let last_op = g.last_op;
+                        if !g.pacer.gap_overdue(now) && !pacer::fits_gap(now, last_op, g.pacer.op_interval_ns, cost) {
                             return Ok(PacedOutcome::Deferred);
                         }
                     }
@@ -333,6 +361,7 @@ impl Fs {
                     {
                         let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
                         g.pacer.checkpoint_cost(took);
+                        g.pacer.gap_waiting = None;
                         g.pacer.stats.checkpoints += 1;
                     }
                     // Still short: the next victim starts now (its first step at the

@@ -214,7 +214,24 @@ pub(crate) struct PacerState {
     /// (EWMAs of weight 1/4): what must fit a gap in front I/O.
     pub(crate) checkpoint_ns: Option<f64>,
     pub(crate) discard_ns: Option<f64>,
+    /// Since when a discard or a checkpoint has waited for a gap in front I/O that
+    /// holds it (none came yet).
+    pub(crate) gap_waiting: Option<Duration>,
     pub(crate) stats: PacingStats,
+}
+
+/// The wait before looking again for a gap in front I/O: until just after the next
+/// front operation is due (it started at `last_op`, they come every `interval_ns`),
+/// at most `poll`; a tenth of `poll` when it is overdue or nothing is measured.
+pub fn until_next_op(now: Duration, last_op: Option<Duration>, interval_ns: Option<f64>, poll: Duration) -> Duration {
+    let (Some(last), Some(interval)) = (last_op, interval_ns) else {
+        return poll / 10;
+    };
+    let due = last + Duration::from_nanos(interval as u64);
+    match due.checked_sub(now) {
+        Some(d) if !d.is_zero() => d.min(poll),
+        _ => poll / 10,
+    }
 }
 
 /// Front operations further apart than this are idle periods, not the front rate.
@@ -227,6 +244,15 @@ fn ewma(avg: Option<f64>, sample: f64, w: f64) -> Option<f64> {
         Some(a) => (a * (w - 1.0) + sample) / w,
     })
 }
+
+/// How many front operation intervals a discard or checkpoint waits for a gap in front
+/// I/O that holds it before it goes ahead anyway (the adaptive pacer).
+pub const GAP_PATIENCE: f64 = 4.0;
+
+/// How much longer than its measured average a step that must fit a gap in front I/O
+/// is taken to last (checkpoints and discards vary: a checkpoint writes what the
+/// victims' moves dirtied).
+pub const GAP_MARGIN: f64 = 1.5;
 
 /// Whether work of `cost_ns` begun at `now` should end before the next front operation
 /// is due: it started at `last_op` and they come every `interval_ns`. With nothing
@@ -296,6 +322,15 @@ impl PacerState {
         if since_last <= IDLE_GAP {
             self.op_interval_ns = ewma(self.op_interval_ns, since_last.as_nanos() as f64, 8.0);
         }
+    }
+
+    /// Whether the discard or checkpoint waiting for a gap in front I/O (from now on,
+    /// if none was) has waited [`GAP_PATIENCE`] front operation intervals: then it
+    /// goes ahead without one.
+    pub(crate) fn gap_overdue(&mut self, now: Duration) -> bool {
+        let since = *self.gap_waiting.get_or_insert(now);
+        let patience = self.op_interval_ns.unwrap_or(0.0) * GAP_PATIENCE;
+        now.saturating_sub(since).as_nanos() as f64 >= patience
     }
 
     /// Notes a paced checkpoint that took `took`.
