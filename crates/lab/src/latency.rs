@@ -273,8 +273,11 @@ pub struct LatencyResult {
     pub over_1ms_breakdown: Breakdown,
     /// Every write's latency summed by part.
     pub all_breakdown: Breakdown,
-    /// Latency over time.
+    /// Latency over time: 10 ms windows, or in `--json` runs of consecutive windows
+    /// merged ([`LatencyResult::coarse`]).
     pub windows: Vec<Window>,
+    /// How many consecutive 10 ms windows each entry of `windows` merges (1: none).
+    pub windows_merged: usize,
     /// The latency CDF: (latency µs, fraction of writes at or below).
     pub cdf: Vec<(f64, f64)>,
     /// The `clat` CDF, likewise.
@@ -294,6 +297,8 @@ pub struct LatencyRun {
     pub model: LatencyModel,
     /// Front writes per second (`None`: full speed).
     pub rate: Option<f64>,
+    /// The pacers' start margin (`None`: their default).
+    pub start_margin: Option<u32>,
 }
 
 static ZEROS: [u8; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize] = [0; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize];
@@ -322,6 +327,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     fs.set_gc_pacing(PacingSettings {
         pacing: r.pacing,
         latency_target: r.target,
+        start_margin: r.start_margin.unwrap_or(PacingSettings::default().start_margin),
         ..PacingSettings::default()
     })
     .map_err(err)?;
@@ -542,9 +548,47 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         over_1ms_breakdown: over_parts,
         all_breakdown: all_parts,
         windows,
+        windows_merged: 1,
         cdf,
         clat_cdf,
     })
+}
+
+/// Entries of `windows` a run keeps in `--json` at most (the plot draws 1500).
+pub const JSON_WINDOWS: usize = 2000;
+
+impl LatencyResult {
+    /// The result with its windows merged in runs of consecutive windows (as recorded:
+    /// windows without a completed write are not there) down to at most `max`
+    /// entries: each keeps the first window's start, the writes' sum, their mean
+    /// latencies (weighted by writes) and the largest latencies, so that spikes stay.
+    /// Deterministic, as the windows are.
+    pub fn coarse(&self, max: usize) -> LatencyResult {
+        let per = self.windows.len().div_ceil(max.max(1)).max(1);
+        let windows = self
+            .windows
+            .chunks(per)
+            .map(|c| {
+                let writes: u64 = c.iter().map(|w| w.writes).sum();
+                let mean = |f: &dyn Fn(&Window) -> f64| {
+                    c.iter().map(|w| f(w) * w.writes as f64).sum::<f64>() / writes.max(1) as f64
+                };
+                Window {
+                    ms: c[0].ms,
+                    avg_us: mean(&|w| w.avg_us),
+                    max_us: c.iter().map(|w| w.max_us).fold(0.0, f64::max),
+                    writes,
+                    clat_avg_us: mean(&|w| w.clat_avg_us),
+                    clat_max_us: c.iter().map(|w| w.clat_max_us).fold(0.0, f64::max),
+                }
+            })
+            .collect();
+        LatencyResult {
+            windows,
+            windows_merged: self.windows_merged * per,
+            ..self.clone()
+        }
+    }
 }
 
 /// The `--json` document of a latency lab run.
@@ -560,7 +604,7 @@ pub struct LatencyReport<'a> {
     pub target_us: u64,
     /// Bytes of overwrites per run.
     pub io_bytes: u64,
-    /// One record per (pacer, load).
+    /// One record per (pacer, load), windows merged to at most [`JSON_WINDOWS`].
     pub results: &'a [LatencyResult],
 }
 
@@ -588,6 +632,7 @@ mod tests {
             target: Duration::from_micros(1000),
             model: LatencyModel::default(),
             rate: None,
+            start_margin: None,
         };
         let a = run(&setup, &r, Load::Full, &|_| {}).unwrap();
         let b = run(&setup, &r, Load::Full, &|_| {}).unwrap();
@@ -597,5 +642,30 @@ mod tests {
         );
         assert!(a.p50_us >= LatencyModel::default().write_us * 0.99, "{}", a.p50_us);
         assert!(a.sections_freed > 0 && a.paced_steps > 0, "{a:?}");
+    }
+
+    /// Merging windows keeps the writes, the largest latencies and the mean.
+    #[test]
+    fn coarse_windows_keep_spikes_and_counts() {
+        let mut setup = Preset::Small.setup();
+        setup.io_bytes = 32 << 20;
+        let r = LatencyRun {
+            policy: GcPolicy::Greedy,
+            pacing: GcPacing::Off,
+            target: Duration::from_micros(1000),
+            model: LatencyModel::default(),
+            rate: None,
+            start_margin: None,
+        };
+        let a = run(&setup, &r, Load::Full, &|_| {}).unwrap();
+        assert!(a.windows.len() > 10, "{}", a.windows.len());
+        let c = a.coarse(5);
+        assert!(c.windows.len() <= 5 && c.windows_merged > 1, "{}", c.windows.len());
+        let sum = |w: &[Window]| w.iter().map(|w| w.writes).sum::<u64>();
+        assert_eq!(sum(&c.windows), sum(&a.windows));
+        let max = |w: &[Window]| w.iter().map(|w| w.clat_max_us).fold(0.0, f64::max);
+        assert_eq!(max(&c.windows), max(&a.windows));
+        let total = |w: &[Window]| w.iter().map(|w| w.avg_us * w.writes as f64).sum::<f64>();
+        assert!((total(&c.windows) - total(&a.windows)).abs() <= 1e-6 * total(&a.windows));
     }
 }
