@@ -644,6 +644,28 @@ mod tests {
         assert!(a.sections_freed > 0 && a.paced_steps > 0, "{a:?}");
     }
 
+    /// Under a pacer the zone resets of freed sections wait for the cleaner, which
+    /// issues them between front writes; a section is never written again before its
+    /// reset (the emulated zoned device refuses a write that is not at its zone's
+    /// write pointer, which a zone still full has at its end).
+    #[test]
+    fn deferred_zone_resets_come_before_reuse() {
+        let mut setup = Preset::Small.setup();
+        setup.io_bytes = 96 << 20;
+        for pacing in [GcPacing::Seed, GcPacing::Adaptive] {
+            let r = LatencyRun {
+                policy: GcPolicy::Greedy,
+                pacing,
+                target: Duration::from_micros(1000),
+                model: LatencyModel::default(),
+                rate: Some(300.0),
+                start_margin: None,
+            };
+            let a = run(&setup, &r, Load::Share(0.5), &|_| {}).unwrap();
+            assert!(a.sections_freed > 0 && a.paced_discards > 0, "{pacing}: {a:?}");
+        }
+    }
+
     /// Merging windows keeps the writes, the largest latencies and the mean.
     #[test]
     fn coarse_windows_keep_spikes_and_counts() {

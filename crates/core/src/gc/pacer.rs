@@ -499,6 +499,53 @@ mod tests {
     }
 
     #[test]
+    fn gaps_in_front_io_are_predicted_from_the_interval_between_operations() {
+        let ms = Duration::from_millis;
+        let last = Some(ms(100));
+        let every_3ms = Some(3e6);
+        // 0.5 ms after an operation, 2.5 ms are left before the next.
+        assert!(fits_gap(
+            ms(100) + Duration::from_micros(500),
+            last,
+            every_3ms,
+            Some(2.4e6)
+        ));
+        assert!(!fits_gap(
+            ms(100) + Duration::from_micros(500),
+            last,
+            every_3ms,
+            Some(2.6e6)
+        ));
+        // Overdue: no, until front I/O has been quiet for two intervals.
+        assert!(!fits_gap(ms(104), last, every_3ms, Some(1e5)));
+        assert!(fits_gap(ms(106), last, every_3ms, Some(1e5)));
+        // Nothing measured: yes.
+        assert!(fits_gap(ms(101), last, None, Some(1e9)));
+        assert!(fits_gap(ms(101), last, every_3ms, None));
+        // The next look comes when the next operation is due, at most a poll away.
+        assert_eq!(until_next_op(ms(101), last, every_3ms, ms(10)), ms(2));
+        assert_eq!(until_next_op(ms(101), last, every_3ms, ms(1)), ms(1));
+        assert_eq!(
+            until_next_op(ms(104), last, every_3ms, ms(1)),
+            Duration::from_micros(100)
+        );
+    }
+
+    #[test]
+    fn a_gap_is_waited_for_a_few_intervals_at_most() {
+        let mut p = PacerState {
+            op_interval_ns: Some(3e6),
+            ..PacerState::default()
+        };
+        let ms = Duration::from_millis;
+        assert!(!p.gap_overdue(ms(10)));
+        assert!(!p.gap_overdue(ms(21)));
+        assert!(p.gap_overdue(ms(22)), "four intervals of 3 ms");
+        p.gap_waiting = None;
+        assert!(!p.gap_overdue(ms(30)));
+    }
+
+    #[test]
     fn measurements_average() {
         let mut p = PacerState::default();
         p.victim_started(Duration::from_millis(0));
