@@ -264,6 +264,12 @@ impl Fs {
     /// threshold: what `room_without_gc` asks, without its checkpoint rule), and a
     /// section's capacity in blocks.
     fn room_slack(&self, rw: &ReadWrite, pass_loop: PassLoop, upto: u32) -> (u32, u32) {
+        self.room_slack_with(rw, pass_loop, upto, false)
+    }
+
+    /// [`Fs::room_slack`], the sections a checkpoint would free counted as free with
+    /// `count_prefree` (they always are under the batching default).
+    fn room_slack_with(&self, rw: &ReadWrite, pass_loop: PassLoop, upto: u32, count_prefree: bool) -> (u32, u32) {
         let batch = pass_loop == PassLoop::Batched;
         let need = if batch {
             super::pending_need(self, rw)
@@ -276,7 +282,11 @@ impl Fs {
             0
         };
         let segs = rw.segs.lock().unwrap_or_else(PoisonError::into_inner);
-        let gain = if batch { segs.prefree_section_gain() } else { 0 };
+        let gain = if batch || count_prefree {
+            segs.prefree_section_gain()
+        } else {
+            0
+        };
         let capacity = segs.segs_per_sec() * uf2fs_format::consts::BLOCKS_PER_SEG;
         let slack = (0..=upto)
             .take_while(|m| segs.has_enough_free_secs(&need, gain, 1 + extra + m))
@@ -295,84 +305,53 @@ impl Fs {
             let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
             (g.policy, g.pass_loop, g.pacer.victim.take())
         };
+        let batch = pass_loop == PassLoop::Batched;
+        // `adaptive` under the kernel's pass loop checkpoints the emptied victims when
+        // free sections reach the foreground threshold, not after each victim (as a
+        // pass under `off` does): fewer checkpoints write each dirty node and SIT block
+        // fewer times, and the sections waiting for it count as free meanwhile.
+        let at_threshold = settings.pacing == GcPacing::Adaptive && !batch;
+        let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
+        let room = if at_threshold {
+            self.room_slack_with(rw, pass_loop, settings.start_margin, true).0
+        } else {
+            slack
+        };
+        if victim.is_none() && room >= settings.start_margin {
+            rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = false;
+            return Ok(PacedOutcome::Idle);
+        }
+        // Prefree sections are free after a checkpoint: take them first, as a pass
+        // does (the batching default when its checkpoint is due).
+        let cp_wanted = if batch {
+            self.free_sections(rw) <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS + settings.start_margin
+        } else if at_threshold {
+            slack == 0
+        } else {
+            victim.is_none()
+        };
+        if cp_wanted && self.prefree_count(rw) > 0 {
+            // A victim in progress waits for the checkpoint.
+            let held = victim.is_some();
+            if held {
+                rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim = victim;
+            }
+            let outcome = self.paced_checkpoint_step(rw, writer, settings, now)?;
+            // Still short: the next victim starts now (its first step at the next
+            // wake-up), so that writers see the cleaner at work in between and keep to
+            // the floor ([`Fs::writer_room`]).
+            if outcome == PacedOutcome::Checkpointed
+                && !held
+                && self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin
+            {
+                let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
+                rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim = next;
+            }
+            return Ok(outcome);
+        }
         let mut victim = match victim {
             Some(v) => v,
             None => {
-                let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
-                if slack >= settings.start_margin {
-                    rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = false;
-                    return Ok(PacedOutcome::Idle);
-                }
-                // Prefree sections are free after a checkpoint: take them first, as a
-                // pass does (the batching default when its checkpoint is due).
-                let batch = pass_loop == PassLoop::Batched;
-                let cp_wanted = if batch {
-                    self.free_sections(rw)
-                        <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS + settings.start_margin
-                } else {
-                    true
-                };
-                if cp_wanted && self.prefree_count(rw) > 0 {
-                    // The checkpoint writes every dirty node, most of them dirtied by
-                    // the victims' data moves: write them out ahead in steps, so that
-                    // the checkpoint itself, which no operation can share, is small.
-                    let budget = {
-                        let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                        match settings.pacing {
-                            GcPacing::Adaptive => pacer::adaptive_flush(
-                                g.pacer.node_write_ns.or(g.pacer.block_cost_ns),
-                                settings.latency_target,
-                            ),
-                            _ => pacer::seed_step(self.nodes().dirty_node_count() as u32, g.pacer.avg_victim_interval),
-                        }
-                    };
-                    if self.nodes().dirty_node_count() > budget as usize {
-                        let t0 = self.now();
-                        let t = self.tree(rw);
-                        let n = t.nodes.write_some_dirty_nodes(
-                            t.dev,
-                            t.sb,
-                            t.segs,
-                            writer.last().node_version(),
-                            budget as usize,
-                        )?;
-                        let took = self.now().saturating_sub(t0);
-                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                        g.pacer.node_write_cost(n as u32, took);
-                        g.pacer.stats.flush_steps += 1;
-                        g.pacer.stats.flushed_nodes += n as u64;
-                        return Ok(PacedOutcome::Flushed(n as u32));
-                    }
-                    // No operation runs during the checkpoint: under `adaptive` it
-                    // waits for a gap in front I/O that holds it, for a few front
-                    // operations at most (a writer that finds no room meanwhile
-                    // writes it itself).
-                    if settings.pacing == GcPacing::Adaptive {
-                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                        let cost = g.pacer.checkpoint_ns.map(|c| c * pacer::GAP_MARGIN);
-                        let last_op = g.last_op;
-                        if !g.pacer.gap_overdue(now) && !pacer::fits_gap(now, last_op, g.pacer.op_interval_ns, cost) {
-                            return Ok(PacedOutcome::Deferred);
-                        }
-                    }
-                    let t0 = self.now();
-                    self.gc_checkpoint(rw, writer)?;
-                    let took = self.now().saturating_sub(t0);
-                    {
-                        let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
-                        g.pacer.checkpoint_cost(took);
-                        g.pacer.gap_waiting = None;
-                        g.pacer.stats.checkpoints += 1;
-                    }
-                    // Still short: the next victim starts now (its first step at the
-                    // next wake-up), so that writers see the cleaner at work in between
-                    // and keep to the floor ([`Fs::writer_room`]).
-                    if self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin {
-                        let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
-                        rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.victim = next;
-                    }
-                    return Ok(PacedOutcome::Checkpointed);
-                }
                 let Some(v) = self.start_paced_victim(rw, settings, (policy, batch), now)? else {
                     return Ok(PacedOutcome::Idle);
                 };
@@ -413,6 +392,64 @@ impl Fs {
                 Ok(PacedOutcome::Finished)
             }
         }
+    }
+
+    /// The checkpoint that frees emptied victims, paced: a step of dirty nodes written
+    /// ahead of it, a wait for a gap in front I/O (`adaptive`), or the checkpoint.
+    fn paced_checkpoint_step(
+        &self,
+        rw: &ReadWrite,
+        writer: &mut CheckpointWriter,
+        settings: PacingSettings,
+        now: Duration,
+    ) -> Result<PacedOutcome> {
+        // The checkpoint writes every dirty node, most of them dirtied by
+        // the victims' data moves: write them out ahead in steps, so that
+        // the checkpoint itself, which no operation can share, is small.
+        let budget = {
+            let g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            match settings.pacing {
+                GcPacing::Adaptive => {
+                    pacer::adaptive_flush(g.pacer.node_write_ns.or(g.pacer.block_cost_ns), settings.latency_target)
+                }
+                _ => pacer::seed_step(self.nodes().dirty_node_count() as u32, g.pacer.avg_victim_interval),
+            }
+        };
+        if self.nodes().dirty_node_count() > budget as usize {
+            let t0 = self.now();
+            let t = self.tree(rw);
+            let n =
+                t.nodes
+                    .write_some_dirty_nodes(t.dev, t.sb, t.segs, writer.last().node_version(), budget as usize)?;
+            let took = self.now().saturating_sub(t0);
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.pacer.node_write_cost(n as u32, took);
+            g.pacer.stats.flush_steps += 1;
+            g.pacer.stats.flushed_nodes += n as u64;
+            return Ok(PacedOutcome::Flushed(n as u32));
+        }
+        // No operation runs during the checkpoint: under `adaptive` it
+        // waits for a gap in front I/O that holds it, for a few front
+        // operations at most (a writer that finds no room meanwhile
+        // writes it itself).
+        if settings.pacing == GcPacing::Adaptive {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            let cost = g.pacer.checkpoint_ns.map(|c| c * pacer::GAP_MARGIN);
+            let last_op = g.last_op;
+            if !g.pacer.gap_overdue(now) && !pacer::fits_gap(now, last_op, g.pacer.op_interval_ns, cost) {
+                return Ok(PacedOutcome::Deferred);
+            }
+        }
+        let t0 = self.now();
+        self.gc_checkpoint(rw, writer)?;
+        let took = self.now().saturating_sub(t0);
+        {
+            let mut g = rw.gc.lock().unwrap_or_else(PoisonError::into_inner);
+            g.pacer.checkpoint_cost(took);
+            g.pacer.gap_waiting = None;
+            g.pacer.stats.checkpoints += 1;
+        }
+        Ok(PacedOutcome::Checkpointed)
     }
 
     /// Picks the paced cleaner's next victim (by the policy, as a foreground pass

@@ -255,13 +255,15 @@ pub const GAP_PATIENCE: f64 = 4.0;
 pub const GAP_MARGIN: f64 = 1.5;
 
 /// Whether work of `cost_ns` begun at `now` should end before the next front operation
-/// is due: it started at `last_op` and they come every `interval_ns`. With nothing
-/// measured, yes. When the next operation is overdue, no, unless front I/O has been
-/// quiet for two intervals (it stopped: the device is idle).
+/// is due: it started at `last_op` and they come every `interval_ns`. With no interval
+/// measured, yes; with no cost measured yet, only at the start of a gap (in its first
+/// tenth). When the next operation is overdue, no, unless front I/O has been quiet for
+/// two intervals (it stopped: the device is idle).
 pub fn fits_gap(now: Duration, last_op: Option<Duration>, interval_ns: Option<f64>, cost_ns: Option<f64>) -> bool {
-    let (Some(last), Some(interval), Some(cost)) = (last_op, interval_ns, cost_ns) else {
+    let (Some(last), Some(interval)) = (last_op, interval_ns) else {
         return true;
     };
+    let cost = cost_ns.unwrap_or(interval * 0.9);
     let since = now.saturating_sub(last).as_nanos() as f64;
     if since >= 2.0 * interval {
         return true;
@@ -521,7 +523,11 @@ mod tests {
         assert!(fits_gap(ms(106), last, every_3ms, Some(1e5)));
         // Nothing measured: yes.
         assert!(fits_gap(ms(101), last, None, Some(1e9)));
-        assert!(fits_gap(ms(101), last, every_3ms, None));
+        assert!(
+            !fits_gap(ms(101), last, every_3ms, None),
+            "no cost known: only at a gap's start"
+        );
+        assert!(fits_gap(ms(100) + Duration::from_micros(200), last, every_3ms, None));
         // The next look comes when the next operation is due, at most a poll away.
         assert_eq!(until_next_op(ms(101), last, every_3ms, ms(10)), ms(2));
         assert_eq!(until_next_op(ms(101), last, every_3ms, ms(1)), ms(1));
