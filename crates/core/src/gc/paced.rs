@@ -306,7 +306,7 @@ impl Fs {
             (g.policy, g.pass_loop, g.pacer.victim.take())
         };
         let batch = pass_loop == PassLoop::Batched;
-        // `adaptive` under the kernel's pass loop checkpoints the emptied victims when
+        // `adaptive` outside the batched loop checkpoints the emptied victims when
         // free sections reach the foreground threshold, not after each victim (as a
         // pass under `off` does): fewer checkpoints write each dirty node and SIT block
         // fewer times, and the sections waiting for it count as free meanwhile.
