@@ -237,7 +237,7 @@ impl Fs {
                     g.pacer.gap_overdue(now)
                         || pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.discard_ns)
                 }
-                _ => !g.last_op.is_some_and(|t| now.saturating_sub(t) <= settings.busy_window),
+                _ => g.last_op.is_none_or(|t| now.saturating_sub(t) > settings.busy_window),
             }
         };
         if !fits {
