@@ -317,7 +317,8 @@ impl Fs {
         } else {
             slack
         };
-        if victim.is_none() && room >= settings.start_margin {
+        // Room to spare (the checkpoint at the threshold aside): idle.
+        if victim.is_none() && room >= settings.start_margin && !(at_threshold && slack == 0) {
             rw.gc.lock().unwrap_or_else(PoisonError::into_inner).pacer.behind = false;
             return Ok(PacedOutcome::Idle);
         }
