@@ -254,16 +254,21 @@ pub const GAP_PATIENCE: f64 = 4.0;
 /// victims' moves dirtied).
 pub const GAP_MARGIN: f64 = 1.5;
 
-/// Whether work of `cost_ns` begun at `now` should end before the next front operation
-/// is due: it started at `last_op` and they come every `interval_ns`. With no interval
-/// measured, yes; with no cost measured yet, only at the start of a gap (in its first
-/// tenth). When the next operation is overdue, no, unless front I/O has been quiet for
-/// two intervals (it stopped: the device is idle).
+/// Whether work of `cost_ns` may begin at `now`: it ends before the next front
+/// operation is due (the last started at `last_op`, they come every `interval_ns`), or
+/// no gap between front operations can hold it (they come more often than it lasts:
+/// waiting would only delay it). With no interval measured, yes; with no cost measured
+/// yet, only at the start of a gap (in its first tenth). When the next operation is
+/// overdue, no, unless front I/O has been quiet for two intervals (it stopped: the
+/// device is idle).
 pub fn fits_gap(now: Duration, last_op: Option<Duration>, interval_ns: Option<f64>, cost_ns: Option<f64>) -> bool {
     let (Some(last), Some(interval)) = (last_op, interval_ns) else {
         return true;
     };
     let cost = cost_ns.unwrap_or(interval * 0.9);
+    if cost > interval {
+        return true;
+    }
     let since = now.saturating_sub(last).as_nanos() as f64;
     if since >= 2.0 * interval {
         return true;
@@ -521,6 +526,8 @@ mod tests {
         // Overdue: no, until front I/O has been quiet for two intervals.
         assert!(!fits_gap(ms(104), last, every_3ms, Some(1e5)));
         assert!(fits_gap(ms(106), last, every_3ms, Some(1e5)));
+        // No gap can hold it: now.
+        assert!(fits_gap(ms(104), last, every_3ms, Some(3.5e6)));
         // Nothing measured: yes.
         assert!(fits_gap(ms(101), last, None, Some(1e9)));
         assert!(
