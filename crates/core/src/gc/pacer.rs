@@ -292,10 +292,15 @@ impl PacerState {
         self.last_victim_start = Some(now);
     }
 
-    /// Nanoseconds a moved block of a node (`is_node`) or data victim costs: measured
-    /// on victims of that kind, else on any.
+    /// Nanoseconds a moved block of a node (`is_node`) or data victim is taken to cost:
+    /// the larger of what was measured on victims of that kind and on any (the kind's
+    /// own measure alone made steps of data victims too long, and of node victims,
+    /// whose blocks are cheap on average but not always, too).
     pub(crate) fn cost_for(&self, is_node: bool) -> Option<f64> {
-        self.kind_cost_ns[usize::from(is_node)].or(self.block_cost_ns)
+        match (self.kind_cost_ns[usize::from(is_node)], self.block_cost_ns) {
+            (Some(k), Some(a)) => Some(k.max(a)),
+            (k, a) => k.or(a),
+        }
     }
 
     /// Notes a step of a node (`is_node`) or data victim that moved `blocks` in `took`.
