@@ -53,6 +53,10 @@ pub struct LatencyArgs {
     /// Also draw, per load, clat over time (one line per pacer) and its CDF, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Sections above the foreground threshold at which the paced pacers start a victim
+    /// (default: the pacers' own).
+    #[arg(long, value_name = "N")]
+    pub start_margin: Option<u32>,
     /// Runs at once (default 2).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub jobs: usize,
@@ -106,6 +110,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         target: Duration::from_micros(args.target_us),
         model,
         rate,
+        start_margin: args.start_margin,
     };
     let total = setup.io_blocks() * (pacers.len() * (1 + shares.len())) as u64;
     let bar = std::io::stderr()
@@ -207,13 +212,14 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         )?;
     }
     if let Some(path) = &args.json {
+        let coarse: Vec<_> = results.iter().map(|r| r.coarse(latency::JSON_WINDOWS)).collect();
         let doc = latency::LatencyReport {
             preset: setup.preset,
             policy: args.policy.to_string(),
             model,
             target_us: args.target_us,
             io_bytes: setup.io_bytes,
-            results: &results,
+            results: &coarse,
         };
         std::fs::write(path, doc.to_json().map_err(anyhow::Error::msg)?)?;
     }

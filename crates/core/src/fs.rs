@@ -451,7 +451,19 @@ impl Fs {
         rw.fsync_track().checkpointed();
         // Sections freed by this checkpoint are discarded (zones reset) only now that
         // no checkpoint points into them.
-        rw.segs().discard_freed(self.dev.as_ref()).inspect_err(|e| rw.fail(e))?;
+        // Under a pacer they stay queued for the cleaner, except at unmount.
+        {
+            let mut segs = rw.segs();
+            let r = segs.discard_freed(self.dev.as_ref());
+            let r = r.and_then(|()| {
+                if umount {
+                    segs.discard_some(self.dev.as_ref(), usize::MAX).map(drop)
+                } else {
+                    Ok(())
+                }
+            });
+            r.inspect_err(|e| rw.fail(e))?;
+        }
         Ok(report)
     }
 

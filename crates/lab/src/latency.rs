@@ -174,6 +174,8 @@ pub struct Breakdown {
     pub step_us: f64,
     /// Waiting for paced checkpoints (the pacer's checkpoint of prefree sections).
     pub paced_cp_us: f64,
+    /// Waiting for the cleaner's discards (zone resets) of freed sections.
+    pub discard_us: f64,
     /// Foreground GC the write ran itself (finishing the paced victim, passes), its
     /// checkpoints not counted.
     pub fg_gc_us: f64,
@@ -188,6 +190,7 @@ impl Breakdown {
         self.queue_us += o.queue_us;
         self.step_us += o.step_us;
         self.paced_cp_us += o.paced_cp_us;
+        self.discard_us += o.discard_us;
         self.fg_gc_us += o.fg_gc_us;
         self.cp_us += o.cp_us;
         self.own_us += o.own_us;
@@ -195,7 +198,7 @@ impl Breakdown {
 
     /// The sum: the write's latency.
     pub fn total_us(&self) -> f64 {
-        self.queue_us + self.step_us + self.paced_cp_us + self.fg_gc_us + self.cp_us + self.own_us
+        self.queue_us + self.step_us + self.paced_cp_us + self.discard_us + self.fg_gc_us + self.cp_us + self.own_us
     }
 }
 
@@ -256,6 +259,8 @@ pub struct LatencyResult {
     pub paced_steps: u64,
     pub paced_sleeps: u64,
     pub slept_s: f64,
+    /// Sections the cleaner discarded (zones reset) in idle time.
+    pub paced_discards: u64,
     /// Times a writer with no room finished the paced victim itself.
     pub writer_finishes: u64,
     /// Simulated seconds of the overwrite phase.
@@ -268,8 +273,11 @@ pub struct LatencyResult {
     pub over_1ms_breakdown: Breakdown,
     /// Every write's latency summed by part.
     pub all_breakdown: Breakdown,
-    /// Latency over time.
+    /// Latency over time: 10 ms windows, or in `--json` runs of consecutive windows
+    /// merged ([`LatencyResult::coarse`]).
     pub windows: Vec<Window>,
+    /// How many consecutive 10 ms windows each entry of `windows` merges (1: none).
+    pub windows_merged: usize,
     /// The latency CDF: (latency µs, fraction of writes at or below).
     pub cdf: Vec<(f64, f64)>,
     /// The `clat` CDF, likewise.
@@ -289,6 +297,8 @@ pub struct LatencyRun {
     pub model: LatencyModel,
     /// Front writes per second (`None`: full speed).
     pub rate: Option<f64>,
+    /// The pacers' start margin (`None`: their default).
+    pub start_margin: Option<u32>,
 }
 
 static ZEROS: [u8; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize] = [0; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize];
@@ -317,6 +327,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     fs.set_gc_pacing(PacingSettings {
         pacing: r.pacing,
         latency_target: r.target,
+        start_margin: r.start_margin.unwrap_or(PacingSettings::default().start_margin),
         ..PacingSettings::default()
     })
     .map_err(err)?;
@@ -389,10 +400,10 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
             let w = fs.paced_gc_step().map_err(err)?;
             // The part of this wake-up the write waited for.
             let waited = us_of(clock.now().saturating_sub(began.max(ready)));
-            if w.outcome == PacedOutcome::Checkpointed {
-                parts.paced_cp_us += waited;
-            } else {
-                parts.step_us += waited;
+            match w.outcome {
+                PacedOutcome::Checkpointed => parts.paced_cp_us += waited,
+                PacedOutcome::Discarded(_) => parts.discard_us += waited,
+                _ => parts.step_us += waited,
             }
             let wait = if w.outcome == PacedOutcome::Off {
                 Duration::from_secs(3600)
@@ -529,6 +540,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         paced_steps: p.steps - p0.steps,
         paced_sleeps: p.sleeps - p0.sleeps,
         slept_s: p.slept.saturating_sub(p0.slept).as_secs_f64(),
+        paced_discards: p.discards - p0.discards,
         writer_finishes: p.writer_finishes - p0.writer_finishes,
         sim_s: sim,
         max_breakdown: max_parts,
@@ -536,9 +548,47 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         over_1ms_breakdown: over_parts,
         all_breakdown: all_parts,
         windows,
+        windows_merged: 1,
         cdf,
         clat_cdf,
     })
+}
+
+/// Entries of `windows` a run keeps in `--json` at most (the plot draws 1500).
+pub const JSON_WINDOWS: usize = 2000;
+
+impl LatencyResult {
+    /// The result with its windows merged in runs of consecutive windows (as recorded:
+    /// windows without a completed write are not there) down to at most `max`
+    /// entries: each keeps the first window's start, the writes' sum, their mean
+    /// latencies (weighted by writes) and the largest latencies, so that spikes stay.
+    /// Deterministic, as the windows are.
+    pub fn coarse(&self, max: usize) -> LatencyResult {
+        let per = self.windows.len().div_ceil(max.max(1)).max(1);
+        let windows = self
+            .windows
+            .chunks(per)
+            .map(|c| {
+                let writes: u64 = c.iter().map(|w| w.writes).sum();
+                let mean = |f: &dyn Fn(&Window) -> f64| {
+                    c.iter().map(|w| f(w) * w.writes as f64).sum::<f64>() / writes.max(1) as f64
+                };
+                Window {
+                    ms: c[0].ms,
+                    avg_us: mean(&|w| w.avg_us),
+                    max_us: c.iter().map(|w| w.max_us).fold(0.0, f64::max),
+                    writes,
+                    clat_avg_us: mean(&|w| w.clat_avg_us),
+                    clat_max_us: c.iter().map(|w| w.clat_max_us).fold(0.0, f64::max),
+                }
+            })
+            .collect();
+        LatencyResult {
+            windows,
+            windows_merged: self.windows_merged * per,
+            ..self.clone()
+        }
+    }
 }
 
 /// The `--json` document of a latency lab run.
@@ -554,7 +604,7 @@ pub struct LatencyReport<'a> {
     pub target_us: u64,
     /// Bytes of overwrites per run.
     pub io_bytes: u64,
-    /// One record per (pacer, load).
+    /// One record per (pacer, load), windows merged to at most [`JSON_WINDOWS`].
     pub results: &'a [LatencyResult],
 }
 
@@ -582,6 +632,7 @@ mod tests {
             target: Duration::from_micros(1000),
             model: LatencyModel::default(),
             rate: None,
+            start_margin: None,
         };
         let a = run(&setup, &r, Load::Full, &|_| {}).unwrap();
         let b = run(&setup, &r, Load::Full, &|_| {}).unwrap();
@@ -591,5 +642,52 @@ mod tests {
         );
         assert!(a.p50_us >= LatencyModel::default().write_us * 0.99, "{}", a.p50_us);
         assert!(a.sections_freed > 0 && a.paced_steps > 0, "{a:?}");
+    }
+
+    /// Under a pacer the zone resets of freed sections wait for the cleaner, which
+    /// issues them between front writes; a section is never written again before its
+    /// reset (the emulated zoned device refuses a write that is not at its zone's
+    /// write pointer, which a zone still full has at its end).
+    #[test]
+    fn deferred_zone_resets_come_before_reuse() {
+        let mut setup = Preset::Small.setup();
+        setup.io_bytes = 96 << 20;
+        for pacing in [GcPacing::Seed, GcPacing::Adaptive] {
+            let r = LatencyRun {
+                policy: GcPolicy::Greedy,
+                pacing,
+                target: Duration::from_micros(1000),
+                model: LatencyModel::default(),
+                rate: Some(300.0),
+                start_margin: None,
+            };
+            let a = run(&setup, &r, Load::Share(0.5), &|_| {}).unwrap();
+            assert!(a.sections_freed > 0 && a.paced_discards > 0, "{pacing}: {a:?}");
+        }
+    }
+
+    /// Merging windows keeps the writes, the largest latencies and the mean.
+    #[test]
+    fn coarse_windows_keep_spikes_and_counts() {
+        let mut setup = Preset::Small.setup();
+        setup.io_bytes = 32 << 20;
+        let r = LatencyRun {
+            policy: GcPolicy::Greedy,
+            pacing: GcPacing::Off,
+            target: Duration::from_micros(1000),
+            model: LatencyModel::default(),
+            rate: None,
+            start_margin: None,
+        };
+        let a = run(&setup, &r, Load::Full, &|_| {}).unwrap();
+        assert!(a.windows.len() > 10, "{}", a.windows.len());
+        let c = a.coarse(5);
+        assert!(c.windows.len() <= 5 && c.windows_merged > 1, "{}", c.windows.len());
+        let sum = |w: &[Window]| w.iter().map(|w| w.writes).sum::<u64>();
+        assert_eq!(sum(&c.windows), sum(&a.windows));
+        let max = |w: &[Window]| w.iter().map(|w| w.clat_max_us).fold(0.0, f64::max);
+        assert_eq!(max(&c.windows), max(&a.windows));
+        let total = |w: &[Window]| w.iter().map(|w| w.avg_us * w.writes as f64).sum::<f64>();
+        assert!((total(&c.windows) - total(&a.windows)).abs() <= 1e-6 * total(&a.windows));
     }
 }

@@ -240,7 +240,7 @@ impl Fs {
         let rw = self.rw()?;
         let (enabled, pass_loop, paced) = {
             let mut g = rw.gc();
-            g.last_op = Some(g.clock.now());
+            g.note_op();
             (g.enabled, g.pass_loop, g.pacer.settings.pacing != GcPacing::Off)
         };
         if !enabled || self.writer_room(rw, pass_loop, paced) {

@@ -31,6 +31,17 @@ pub enum PacedOutcome {
     Flushed(u32),
     /// The victim in progress had nothing left to move: done (emptied or not).
     Finished,
+    /// This many sections freed by checkpoints were discarded (their zones reset).
+    Discarded(u32),
+    /// The checkpoint due waits for a gap in front I/O long enough to hold it.
+    Deferred,
+}
+
+impl PacedOutcome {
+    /// Whether the wake-up did no GC work (the cleaner polls again).
+    fn idle(self) -> bool {
+        matches!(self, PacedOutcome::Idle | PacedOutcome::Deferred)
+    }
 }
 
 /// A wake-up's outcome and how long to wait before the next.
@@ -51,7 +62,11 @@ impl Fs {
     /// Chooses the GC pacer and its values (read-write only). Turning pacing off
     /// leaves a victim in progress to the next pass, which finishes it.
     pub fn set_gc_pacing(&self, settings: PacingSettings) -> Result<()> {
-        self.gc_state_mut(|g| g.pacer.settings = settings)
+        self.gc_state_mut(|g| g.pacer.settings = settings)?;
+        // Under a pacer the zone resets of freed sections leave the checkpoint for the
+        // cleaner's idle time ([`Fs::paced_discard`]).
+        self.segments()?.set_defer_discards(settings.pacing != GcPacing::Off);
+        Ok(())
     }
 
     /// The GC pacer and its values (read-write only).
@@ -86,6 +101,9 @@ impl Fs {
                 slept: false,
             });
         }
+        if let Some(wake) = self.paced_discard(rw, settings, clock.now())? {
+            return Ok(wake);
+        }
         // Nothing in progress and room to spare: idle, found without the exclusive
         // checkpoint lock (taking it stops every operation, and an idle cleaner wakes
         // often). The check is repeated under the lock before any step.
@@ -93,7 +111,8 @@ impl Fs {
             let g = rw.gc();
             (g.pacer.victim.is_some(), g.pass_loop)
         };
-        if !in_progress && self.room_slack(rw, pass_loop, settings.start_margin).0 >= settings.start_margin {
+        let slack = self.room_slack(rw, pass_loop, settings.start_margin).0;
+        if !in_progress && slack >= settings.start_margin {
             let now = clock.now();
             let user = rw.user_blocks();
             let mut g = rw.gc();
@@ -105,6 +124,12 @@ impl Fs {
                 wait: settings.idle_poll,
                 slept: false,
             });
+        }
+        // A discard left for a gap goes before the next step: a step whose log enters
+        // the queued section would discard it inside the step, where a front write can
+        // wait for it. Not when free sections are at the foreground threshold.
+        if settings.pacing == GcPacing::Adaptive && slack >= 1 && self.segments()?.queued_discards() > 0 {
+            return Ok(self.deferred(rw, settings, clock.now()));
         }
         let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
@@ -119,12 +144,16 @@ impl Fs {
         drop(writer);
         let end = clock.now();
         let mut g = rw.gc();
-        if outcome != PacedOutcome::Idle {
+        if !outcome.idle() {
             g.pacer.stats.gc_time += end.saturating_sub(start);
         }
         let busy = g.last_op.is_some_and(|t| end.saturating_sub(t) <= settings.busy_window);
         let wake = |wait, slept| PacedWake { outcome, wait, slept };
-        if outcome == PacedOutcome::Idle {
+        if outcome == PacedOutcome::Deferred {
+            drop(g);
+            return Ok(self.deferred(rw, settings, end));
+        }
+        if outcome.idle() {
             return Ok(wake(settings.idle_poll, false));
         }
         if !busy {
@@ -134,7 +163,8 @@ impl Fs {
             GcPacing::Off | GcPacing::Seed => pacer::SEED_SLEEP,
             GcPacing::Adaptive => {
                 let p = &g.pacer;
-                match (p.user_blocks_per_sec, p.block_cost_ns, &p.victim) {
+                let cost = p.victim.as_ref().and_then(|v| p.cost_for(v.is_node));
+                match (p.user_blocks_per_sec, cost, &p.victim) {
                     (Some(rate), Some(cost), Some(v)) => {
                         let pass_loop = g.pass_loop;
                         let step_blocks = v.step_blocks;
@@ -166,10 +196,68 @@ impl Fs {
         Ok(wake(sleep, true))
     }
 
+    /// A wake-up that waits for a gap in front I/O: the next one comes just after the
+    /// next front operation is due.
+    fn deferred(&self, rw: &ReadWrite, settings: PacingSettings, now: Duration) -> PacedWake {
+        let g = rw.gc();
+        PacedWake {
+            outcome: PacedOutcome::Deferred,
+            wait: pacer::until_next_op(now, g.last_op, g.pacer.op_interval_ns, settings.idle_poll),
+            slept: false,
+        }
+    }
+
+    /// One discard (zone reset) of a section a checkpoint freed, if one is queued and
+    /// the device has time for it: under `adaptive` when it ends before the next front
+    /// operation is due (at the measured interval between operations and cost of a
+    /// discard), or when it has waited for such a gap [`pacer::GAP_PATIENCE`] intervals
+    /// (front I/O leaves none); under `seed` when front I/O is not in flight. Needs no
+    /// `cp_lock`: the segment manager discards a queued section itself before a log
+    /// enters it.
+    fn paced_discard(&self, rw: &ReadWrite, settings: PacingSettings, now: Duration) -> Result<Option<PacedWake>> {
+        if self.segments()?.queued_discards() == 0 {
+            return Ok(None);
+        }
+        let fits = {
+            let mut g = rw.gc();
+            match settings.pacing {
+                GcPacing::Adaptive => {
+                    g.pacer.gap_overdue(now)
+                        || pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.discard_ns)
+                }
+                _ => g.last_op.is_none_or(|t| now.saturating_sub(t) > settings.busy_window),
+            }
+        };
+        if !fits {
+            return Ok(None);
+        }
+        let t0 = self.now();
+        let r = self.segments()?.discard_some(self.device(), 1);
+        rw.fail_unless_no_space(&r);
+        let n = r?;
+        let took = self.now().saturating_sub(t0);
+        let mut g = rw.gc();
+        g.pacer.discard_cost(n, took);
+        g.pacer.gap_waiting = None;
+        g.pacer.stats.discards += n as u64;
+        g.pacer.stats.gc_time += took;
+        Ok(Some(PacedWake {
+            outcome: PacedOutcome::Discarded(n as u32),
+            wait: Duration::ZERO,
+            slept: false,
+        }))
+    }
+
     /// Sections free beyond the foreground threshold, counted up to `upto` (the
     /// threshold: what `room_without_gc` asks, without its checkpoint rule), and a
     /// section's capacity in blocks.
     fn room_slack(&self, rw: &ReadWrite, pass_loop: PassLoop, upto: u32) -> (u32, u32) {
+        self.room_slack_with(rw, pass_loop, upto, false)
+    }
+
+    /// [`Fs::room_slack`], the sections a checkpoint would free counted as free with
+    /// `count_prefree` (they always are under the batching default).
+    fn room_slack_with(&self, rw: &ReadWrite, pass_loop: PassLoop, upto: u32, count_prefree: bool) -> (u32, u32) {
         let batch = pass_loop == PassLoop::Batched;
         let need = if batch {
             super::pending_need(self, rw)
@@ -178,7 +266,11 @@ impl Fs {
         };
         let extra = if batch { rw.gc().batch_extra } else { 0 };
         let segs = rw.segs();
-        let gain = if batch { segs.prefree_section_gain() } else { 0 };
+        let gain = if batch || count_prefree {
+            segs.prefree_section_gain()
+        } else {
+            0
+        };
         let capacity = segs.segs_per_sec() * uf2fs_format::consts::BLOCKS_PER_SEG;
         let slack = (0..=upto)
             .take_while(|m| segs.has_enough_free_secs(&need, gain, 1 + extra + m))
@@ -197,65 +289,54 @@ impl Fs {
             let mut g = rw.gc();
             (g.policy, g.pass_loop, g.pacer.victim.take())
         };
+        let batch = pass_loop == PassLoop::Batched;
+        // `adaptive` outside the batched loop checkpoints the emptied victims when
+        // free sections reach the foreground threshold, not after each victim (as a
+        // pass under `off` does): fewer checkpoints write each dirty node and SIT block
+        // fewer times, and the sections waiting for it count as free meanwhile.
+        let at_threshold = settings.pacing == GcPacing::Adaptive && !batch;
+        let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
+        let room = if at_threshold {
+            self.room_slack_with(rw, pass_loop, settings.start_margin, true).0
+        } else {
+            slack
+        };
+        // Room to spare (the checkpoint at the threshold aside): idle.
+        if victim.is_none() && room >= settings.start_margin && !(at_threshold && slack == 0) {
+            rw.gc().pacer.behind = false;
+            return Ok(PacedOutcome::Idle);
+        }
+        // Prefree sections are free after a checkpoint: take them first, as a pass
+        // does (the batching default when its checkpoint is due).
+        let cp_wanted = if batch {
+            self.free_sections(rw) <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS + settings.start_margin
+        } else if at_threshold {
+            slack == 0
+        } else {
+            victim.is_none()
+        };
+        if cp_wanted && self.prefree_count(rw) > 0 {
+            // A victim in progress waits for the checkpoint.
+            let held = victim.is_some();
+            if held {
+                rw.gc().pacer.victim = victim;
+            }
+            let outcome = self.paced_checkpoint_step(rw, writer, settings, now)?;
+            // Still short: the next victim starts now (its first step at the next
+            // wake-up), so that writers see the cleaner at work in between and keep to
+            // the floor ([`Fs::writer_room`]).
+            if outcome == PacedOutcome::Checkpointed
+                && !held
+                && self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin
+            {
+                let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
+                rw.gc().pacer.victim = next;
+            }
+            return Ok(outcome);
+        }
         let mut victim = match victim {
             Some(v) => v,
             None => {
-                let (slack, _) = self.room_slack(rw, pass_loop, settings.start_margin);
-                if slack >= settings.start_margin {
-                    rw.gc().pacer.behind = false;
-                    return Ok(PacedOutcome::Idle);
-                }
-                // Prefree sections are free after a checkpoint: take them first, as a
-                // pass does (the batching default when its checkpoint is due).
-                let batch = pass_loop == PassLoop::Batched;
-                let cp_wanted = if batch {
-                    self.free_sections(rw)
-                        <= self.pending_sections(rw, true) + GC_CHECKPOINT_SECS + settings.start_margin
-                } else {
-                    true
-                };
-                if cp_wanted && self.prefree_count(rw) > 0 {
-                    // The checkpoint writes every dirty node, most of them dirtied by
-                    // the victims' data moves: write them out ahead in steps, so that
-                    // the checkpoint itself, which no operation can share, is small.
-                    let budget = {
-                        let g = rw.gc();
-                        match settings.pacing {
-                            GcPacing::Adaptive => pacer::adaptive_flush(
-                                g.pacer.node_write_ns.or(g.pacer.block_cost_ns),
-                                settings.latency_target,
-                            ),
-                            _ => pacer::seed_step(self.nodes().dirty_node_count() as u32, g.pacer.avg_victim_interval),
-                        }
-                    };
-                    if self.nodes().dirty_node_count() > budget as usize {
-                        let t0 = self.now();
-                        let t = self.tree(rw);
-                        let n = t.nodes.write_some_dirty_nodes(
-                            t.dev,
-                            t.sb,
-                            t.segs,
-                            writer.last().node_version(),
-                            budget as usize,
-                        )?;
-                        let took = self.now().saturating_sub(t0);
-                        let mut g = rw.gc();
-                        g.pacer.node_write_cost(n as u32, took);
-                        g.pacer.stats.flush_steps += 1;
-                        g.pacer.stats.flushed_nodes += n as u64;
-                        return Ok(PacedOutcome::Flushed(n as u32));
-                    }
-                    self.gc_checkpoint(rw, writer)?;
-                    rw.gc().pacer.stats.checkpoints += 1;
-                    // Still short: the next victim starts now (its first step at the
-                    // next wake-up), so that writers see the cleaner at work in between
-                    // and keep to the floor ([`Fs::writer_room`]).
-                    if self.room_slack(rw, pass_loop, settings.start_margin).0 < settings.start_margin {
-                        let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
-                        rw.gc().pacer.victim = next;
-                    }
-                    return Ok(PacedOutcome::Checkpointed);
-                }
                 let Some(v) = self.start_paced_victim(rw, settings, (policy, batch), now)? else {
                     return Ok(PacedOutcome::Idle);
                 };
@@ -263,7 +344,7 @@ impl Fs {
             }
         };
         if settings.pacing == GcPacing::Adaptive {
-            let cost = rw.gc().pacer.block_cost_ns;
+            let cost = rw.gc().pacer.cost_for(victim.is_node);
             victim.step_blocks = pacer::adaptive_step(cost, settings.latency_target);
         }
         let cp_ver = writer.last().node_version();
@@ -279,7 +360,7 @@ impl Fs {
         g.stats.node_blocks_moved += after.node - before.node;
         match stepped {
             Some(n) => {
-                g.pacer.step_cost(n, took);
+                g.pacer.step_cost(n, took, victim.is_node);
                 g.pacer.stats.steps += 1;
                 g.pacer.stats.step_blocks += n as u64;
                 g.pacer.victim = Some(victim);
@@ -291,6 +372,64 @@ impl Fs {
                 Ok(PacedOutcome::Finished)
             }
         }
+    }
+
+    /// The checkpoint that frees emptied victims, paced: a step of dirty nodes written
+    /// ahead of it, a wait for a gap in front I/O (`adaptive`), or the checkpoint.
+    fn paced_checkpoint_step(
+        &self,
+        rw: &ReadWrite,
+        writer: &mut CheckpointWriter,
+        settings: PacingSettings,
+        now: Duration,
+    ) -> Result<PacedOutcome> {
+        // The checkpoint writes every dirty node, most of them dirtied by
+        // the victims' data moves: write them out ahead in steps, so that
+        // the checkpoint itself, which no operation can share, is small.
+        let budget = {
+            let g = rw.gc();
+            match settings.pacing {
+                GcPacing::Adaptive => {
+                    pacer::adaptive_flush(g.pacer.node_write_ns.or(g.pacer.block_cost_ns), settings.latency_target)
+                }
+                _ => pacer::seed_step(self.nodes().dirty_node_count() as u32, g.pacer.avg_victim_interval),
+            }
+        };
+        if self.nodes().dirty_node_count() > budget as usize {
+            let t0 = self.now();
+            let t = self.tree(rw);
+            let n =
+                t.nodes
+                    .write_some_dirty_nodes(t.dev, t.sb, t.segs, writer.last().node_version(), budget as usize)?;
+            let took = self.now().saturating_sub(t0);
+            let mut g = rw.gc();
+            g.pacer.node_write_cost(n as u32, took);
+            g.pacer.stats.flush_steps += 1;
+            g.pacer.stats.flushed_nodes += n as u64;
+            return Ok(PacedOutcome::Flushed(n as u32));
+        }
+        // No operation runs during the checkpoint: under `adaptive` it
+        // waits for a gap in front I/O that holds it, for a few front
+        // operations at most (a writer that finds no room meanwhile
+        // writes it itself).
+        if settings.pacing == GcPacing::Adaptive {
+            let mut g = rw.gc();
+            let cost = g.pacer.checkpoint_ns.map(|c| c * pacer::GAP_MARGIN);
+            let last_op = g.last_op;
+            if !g.pacer.gap_overdue(now) && !pacer::fits_gap(now, last_op, g.pacer.op_interval_ns, cost) {
+                return Ok(PacedOutcome::Deferred);
+            }
+        }
+        let t0 = self.now();
+        self.gc_checkpoint(rw, writer)?;
+        let took = self.now().saturating_sub(t0);
+        {
+            let mut g = rw.gc();
+            g.pacer.checkpoint_cost(took);
+            g.pacer.gap_waiting = None;
+            g.pacer.stats.checkpoints += 1;
+        }
+        Ok(PacedOutcome::Checkpointed)
     }
 
     /// Picks the paced cleaner's next victim (by the policy, as a foreground pass
@@ -326,13 +465,14 @@ impl Fs {
             g.stats.data_victims += 1;
         }
         let step_blocks = match settings.pacing {
-            GcPacing::Adaptive => pacer::adaptive_step(g.pacer.block_cost_ns, settings.latency_target),
+            GcPacing::Adaptive => pacer::adaptive_step(g.pacer.cost_for(v.is_node), settings.latency_target),
             _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),
         };
         Ok(Some(PacedVictim {
             migration,
             work: v.valid_blocks,
             step_blocks,
+            is_node: v.is_node,
             started: now,
         }))
     }

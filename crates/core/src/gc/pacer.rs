@@ -136,6 +136,9 @@ pub struct PacingStats {
     pub victims: u64,
     /// Victims paced cleaning emptied.
     pub sections_freed: u64,
+    /// Sections freed by checkpoints that the cleaner discarded (zones reset) in
+    /// idle time.
+    pub discards: u64,
     /// Sleeps taken because front I/O was in flight.
     pub sleeps: u64,
     /// Time those sleeps asked for.
@@ -175,6 +178,9 @@ pub(crate) struct PacedVictim {
     pub(crate) work: u32,
     /// Blocks a step moves.
     pub(crate) step_blocks: u32,
+    /// Whether it holds node blocks (moving one costs less than a data block: no
+    /// node to read for it, often no read at all).
+    pub(crate) is_node: bool,
     /// When it was picked, on the file system's clock.
     pub(crate) started: Duration,
 }
@@ -190,6 +196,8 @@ pub(crate) struct PacerState {
     pub(crate) avg_victim_interval: Option<Duration>,
     /// Nanoseconds a moved block costs (EWMA of weight 1/8 over steps).
     pub(crate) block_cost_ns: Option<f64>,
+    /// The same for data and for node victims apart.
+    pub(crate) kind_cost_ns: [Option<f64>; 2],
     /// Nanoseconds a node written ahead of a checkpoint costs (EWMA of weight 1/8).
     pub(crate) node_write_ns: Option<f64>,
     /// The front write rate: the last (time, user blocks) sample and blocks per
@@ -199,7 +207,73 @@ pub(crate) struct PacerState {
     /// A writer had to clean itself since the cleaner was last ahead (free sections
     /// at or above its start margin): writers keep off's spare section meanwhile.
     pub(crate) behind: bool,
+    /// The interval between front operations' starts, nanoseconds (EWMA of weight
+    /// 1/8; intervals over [`IDLE_GAP`] not counted): when the next one is due.
+    pub(crate) op_interval_ns: Option<f64>,
+    /// Nanoseconds a paced checkpoint and a discard (zone reset) of a section take
+    /// (EWMAs of weight 1/4): what must fit a gap in front I/O.
+    pub(crate) checkpoint_ns: Option<f64>,
+    pub(crate) discard_ns: Option<f64>,
+    /// Since when a discard or a checkpoint has waited for a gap in front I/O that
+    /// holds it (none came yet).
+    pub(crate) gap_waiting: Option<Duration>,
     pub(crate) stats: PacingStats,
+}
+
+/// The wait before looking again for a gap in front I/O: until just after the next
+/// front operation is due (it started at `last_op`, they come every `interval_ns`),
+/// at most `poll`; a tenth of `poll` when it is overdue or nothing is measured.
+pub fn until_next_op(now: Duration, last_op: Option<Duration>, interval_ns: Option<f64>, poll: Duration) -> Duration {
+    let (Some(last), Some(interval)) = (last_op, interval_ns) else {
+        return poll / 10;
+    };
+    let due = last + Duration::from_nanos(interval as u64);
+    match due.checked_sub(now) {
+        Some(d) if !d.is_zero() => d.min(poll),
+        _ => poll / 10,
+    }
+}
+
+/// Front operations further apart than this are idle periods, not the front rate.
+pub const IDLE_GAP: Duration = Duration::from_secs(1);
+
+/// An EWMA of weight `1 / w` of `sample` into `avg`.
+fn ewma(avg: Option<f64>, sample: f64, w: f64) -> Option<f64> {
+    Some(match avg {
+        None => sample,
+        Some(a) => (a * (w - 1.0) + sample) / w,
+    })
+}
+
+/// How many front operation intervals a discard or checkpoint waits for a gap in front
+/// I/O that holds it before it goes ahead anyway (the adaptive pacer).
+pub const GAP_PATIENCE: f64 = 4.0;
+
+/// How much longer than its measured average a step that must fit a gap in front I/O
+/// is taken to last (checkpoints and discards vary: a checkpoint writes what the
+/// victims' moves dirtied).
+pub const GAP_MARGIN: f64 = 1.5;
+
+/// Whether work of `cost_ns` may begin at `now`: it ends before the next front
+/// operation is due (the last started at `last_op`, they come every `interval_ns`), or
+/// no gap between front operations can hold it (they come more often than it lasts:
+/// waiting would only delay it). With no interval measured, yes; with no cost measured
+/// yet, only at the start of a gap (in its first tenth). When the next operation is
+/// overdue, no, unless front I/O has been quiet for two intervals (it stopped: the
+/// device is idle).
+pub fn fits_gap(now: Duration, last_op: Option<Duration>, interval_ns: Option<f64>, cost_ns: Option<f64>) -> bool {
+    let (Some(last), Some(interval)) = (last_op, interval_ns) else {
+        return true;
+    };
+    let cost = cost_ns.unwrap_or(interval * 0.9);
+    if cost > interval {
+        return true;
+    }
+    let since = now.saturating_sub(last).as_nanos() as f64;
+    if since >= 2.0 * interval {
+        return true;
+    }
+    interval - since >= cost
 }
 
 /// The shortest span the front write rate is measured over.
@@ -218,12 +292,25 @@ impl PacerState {
         self.last_victim_start = Some(now);
     }
 
-    /// Notes a step that moved `blocks` in `took`.
-    pub(crate) fn step_cost(&mut self, blocks: u32, took: Duration) {
+    /// Nanoseconds a moved block of a node (`is_node`) or data victim is taken to cost:
+    /// the larger of what was measured on victims of that kind and on any (the kind's
+    /// own measure alone made steps of data victims too long, and of node victims,
+    /// whose blocks are cheap on average but not always, too).
+    pub(crate) fn cost_for(&self, is_node: bool) -> Option<f64> {
+        match (self.kind_cost_ns[usize::from(is_node)], self.block_cost_ns) {
+            (Some(k), Some(a)) => Some(k.max(a)),
+            (k, a) => k.or(a),
+        }
+    }
+
+    /// Notes a step of a node (`is_node`) or data victim that moved `blocks` in `took`.
+    pub(crate) fn step_cost(&mut self, blocks: u32, took: Duration, is_node: bool) {
         if blocks == 0 {
             return;
         }
         let per = took.as_nanos() as f64 / blocks as f64;
+        let k = usize::from(is_node);
+        self.kind_cost_ns[k] = ewma(self.kind_cost_ns[k], per, 8.0);
         self.block_cost_ns = Some(match self.block_cost_ns {
             None => per,
             Some(avg) => (avg * 7.0 + per) / 8.0,
@@ -240,6 +327,34 @@ impl PacerState {
             None => per,
             Some(avg) => (avg * 7.0 + per) / 8.0,
         });
+    }
+
+    /// Notes a front operation starting `since_last` after the previous one.
+    pub(crate) fn op_started(&mut self, since_last: Duration) {
+        if since_last <= IDLE_GAP {
+            self.op_interval_ns = ewma(self.op_interval_ns, since_last.as_nanos() as f64, 8.0);
+        }
+    }
+
+    /// Whether the discard or checkpoint waiting for a gap in front I/O (from now on,
+    /// if none was) has waited [`GAP_PATIENCE`] front operation intervals: then it
+    /// goes ahead without one.
+    pub(crate) fn gap_overdue(&mut self, now: Duration) -> bool {
+        let since = *self.gap_waiting.get_or_insert(now);
+        let patience = self.op_interval_ns.unwrap_or(0.0) * GAP_PATIENCE;
+        now.saturating_sub(since).as_nanos() as f64 >= patience
+    }
+
+    /// Notes a paced checkpoint that took `took`.
+    pub(crate) fn checkpoint_cost(&mut self, took: Duration) {
+        self.checkpoint_ns = ewma(self.checkpoint_ns, took.as_nanos() as f64, 4.0);
+    }
+
+    /// Notes `sections` discarded in `took`.
+    pub(crate) fn discard_cost(&mut self, sections: usize, took: Duration) {
+        if sections > 0 {
+            self.discard_ns = ewma(self.discard_ns, took.as_nanos() as f64 / sections as f64, 4.0);
+        }
     }
 
     /// Notes `user_blocks` written since open at `now`.
@@ -396,6 +511,59 @@ mod tests {
     }
 
     #[test]
+    fn gaps_in_front_io_are_predicted_from_the_interval_between_operations() {
+        let ms = Duration::from_millis;
+        let last = Some(ms(100));
+        let every_3ms = Some(3e6);
+        // 0.5 ms after an operation, 2.5 ms are left before the next.
+        assert!(fits_gap(
+            ms(100) + Duration::from_micros(500),
+            last,
+            every_3ms,
+            Some(2.4e6)
+        ));
+        assert!(!fits_gap(
+            ms(100) + Duration::from_micros(500),
+            last,
+            every_3ms,
+            Some(2.6e6)
+        ));
+        // Overdue: no, until front I/O has been quiet for two intervals.
+        assert!(!fits_gap(ms(104), last, every_3ms, Some(1e5)));
+        assert!(fits_gap(ms(106), last, every_3ms, Some(1e5)));
+        // No gap can hold it: now.
+        assert!(fits_gap(ms(104), last, every_3ms, Some(3.5e6)));
+        // Nothing measured: yes.
+        assert!(fits_gap(ms(101), last, None, Some(1e9)));
+        assert!(
+            !fits_gap(ms(101), last, every_3ms, None),
+            "no cost known: only at a gap's start"
+        );
+        assert!(fits_gap(ms(100) + Duration::from_micros(200), last, every_3ms, None));
+        // The next look comes when the next operation is due, at most a poll away.
+        assert_eq!(until_next_op(ms(101), last, every_3ms, ms(10)), ms(2));
+        assert_eq!(until_next_op(ms(101), last, every_3ms, ms(1)), ms(1));
+        assert_eq!(
+            until_next_op(ms(104), last, every_3ms, ms(1)),
+            Duration::from_micros(100)
+        );
+    }
+
+    #[test]
+    fn a_gap_is_waited_for_a_few_intervals_at_most() {
+        let mut p = PacerState {
+            op_interval_ns: Some(3e6),
+            ..PacerState::default()
+        };
+        let ms = Duration::from_millis;
+        assert!(!p.gap_overdue(ms(10)));
+        assert!(!p.gap_overdue(ms(21)));
+        assert!(p.gap_overdue(ms(22)), "four intervals of 3 ms");
+        p.gap_waiting = None;
+        assert!(!p.gap_overdue(ms(30)));
+    }
+
+    #[test]
     fn measurements_average() {
         let mut p = PacerState::default();
         p.victim_started(Duration::from_millis(0));
@@ -403,7 +571,7 @@ mod tests {
         assert_eq!(p.avg_victim_interval, Some(Duration::from_millis(80)));
         p.victim_started(Duration::from_millis(240));
         assert_eq!(p.avg_victim_interval, Some(Duration::from_millis(90)));
-        p.step_cost(10, Duration::from_micros(100));
+        p.step_cost(10, Duration::from_micros(100), false);
         assert_eq!(p.block_cost_ns, Some(10_000.0));
         p.sample_rate(Duration::ZERO, 0);
         p.sample_rate(Duration::from_millis(1), 100);

@@ -70,3 +70,15 @@ impl Default for GcState {
         }
     }
 }
+
+impl GcState {
+    /// An operation starts now: the background cleaner's idle clock, and the front
+    /// operation interval the paced cleaner fits its long steps between.
+    pub(crate) fn note_op(&mut self) {
+        let now = self.clock.now();
+        if let Some(last) = self.last_op {
+            self.pacer.op_started(now.saturating_sub(last));
+        }
+        self.last_op = Some(now);
+    }
+}

@@ -109,6 +109,11 @@ impl Fs {
                 p.slept.as_secs_f64()
             );
             let _ = writeln!(s, "writer finishes:     {}", p.writer_finishes);
+            let _ = writeln!(
+                s,
+                "paced discards:      {} (zone resets of freed sections, between front writes)",
+                p.discards
+            );
             let _ = match self.paced_victim()? {
                 Some(secno) => writeln!(s, "paced victim:        section {secno}"),
                 None => writeln!(s, "paced victim:        none"),

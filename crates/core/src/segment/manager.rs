@@ -95,6 +95,10 @@ pub struct SegmentManager {
     prefree: BTreeSet<u32>,
     /// Segments freed by the last checkpoints, not yet discarded on the device.
     to_discard: Vec<u32>,
+    /// Whether checkpoints leave the discards (zone resets) of the sections they free
+    /// queued in `to_discard`, for [`SegmentManager::discard_some`] in idle time; a
+    /// queued section is discarded before a log enters it ([`SegmentManager::new_segment`]).
+    defer_discards: bool,
     /// Valid blocks in data and in node segments.
     valid_kind: [u64; 2],
     /// Blocks allocated since open: the logical clock of segment ages.
@@ -150,6 +154,7 @@ impl SegmentManager {
             dirty: BTreeSet::new(),
             prefree: BTreeSet::new(),
             to_discard: Vec::new(),
+            defer_discards: false,
             valid_kind: [0; 2],
             allocated: 0,
             written_at: Vec::new(),
@@ -400,6 +405,10 @@ impl SegmentManager {
         let log = Self::log_type(li);
         let old = self.cur(li).segno;
         let next = self.pick_segment(li)?;
+        // A freed section whose discard (zone reset) is still queued is discarded
+        // before it is written again (never under `gc_pacing=off`: its checkpoints
+        // discard what they free at once, so nothing is queued here).
+        self.discard_queued(dev, next)?;
         if old != CLOSED {
             self.write_summary(dev, li)?;
             if self.sit[old as usize].valid_blocks == 0 {

@@ -145,8 +145,12 @@ impl SegmentManager {
 
     /// Discards the sections that checkpoints made wholly free since the last call
     /// (a zoned device resets their zones, as F2FS resets a zone whose section is
-    /// freed).
+    /// freed). With discards deferred ([`SegmentManager::set_defer_discards`]) it
+    /// leaves them queued.
     pub fn discard_freed(&mut self, dev: &dyn BlockDevice) -> Result<()> {
+        if self.defer_discards {
+            return Ok(());
+        }
         let spsec = self.geo.segs_per_sec;
         let mut secs: Vec<u32> = self.to_discard.drain(..).map(|s| s / spsec).collect();
         secs.sort_unstable();
@@ -160,6 +164,75 @@ impl SegmentManager {
             }
         }
         Ok(())
+    }
+
+    /// Whether checkpoints leave the discards (zone resets) of the sections they free
+    /// queued, to be issued by [`SegmentManager::discard_some`] when the device is
+    /// idle (the paced cleaner), or before a log enters the section, whichever comes
+    /// first. Turning it off leaves the queue to the next checkpoint's
+    /// [`SegmentManager::discard_freed`].
+    ///
+    /// After a crash the queue is lost: a freed section may then still hold its old
+    /// blocks (a zone whose write pointer is not at its start). F2FS checks every
+    /// zone's write pointer at mount and resets the zones of sections with no valid
+    /// block; uf2fs's emulated zoned device reports such zones reset at open
+    /// ([`SegmentManager::zone_write_pointers`]), which is that check's outcome.
+    pub fn set_defer_discards(&mut self, defer: bool) {
+        self.defer_discards = defer;
+    }
+
+    /// Freed sections whose discard is queued (counted once per section).
+    pub fn queued_discards(&self) -> usize {
+        let spsec = self.geo.segs_per_sec;
+        let mut secs: Vec<u32> = self.to_discard.iter().map(|s| s / spsec).collect();
+        secs.sort_unstable();
+        secs.dedup();
+        secs.len()
+    }
+
+    /// Discards at most `max` of the queued sections, oldest first (a section no
+    /// longer wholly free is dropped from the queue: a log entered it after its
+    /// discard, or it was not whole when queued). Returns the sections discarded.
+    pub fn discard_some(&mut self, dev: &dyn BlockDevice, max: usize) -> Result<usize> {
+        let spsec = self.geo.segs_per_sec;
+        let mut done = 0;
+        while done < max {
+            let Some(&segno) = self.to_discard.first() else {
+                break;
+            };
+            let sec = segno / spsec;
+            if self.discard_section_if_queued(dev, sec)? {
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Before a log enters segment `segno`: discards its section if a discard is
+    /// queued for it.
+    pub(super) fn discard_queued(&mut self, dev: &dyn BlockDevice, segno: u32) -> Result<()> {
+        if self.to_discard.is_empty() {
+            return Ok(());
+        }
+        self.discard_section_if_queued(dev, segno / self.geo.segs_per_sec)?;
+        Ok(())
+    }
+
+    /// Takes section `sec`'s segments off the discard queue and, if it had any and the
+    /// section is wholly free, discards it. Returns whether it discarded.
+    fn discard_section_if_queued(&mut self, dev: &dyn BlockDevice, sec: u32) -> Result<bool> {
+        let spsec = self.geo.segs_per_sec;
+        let before = self.to_discard.len();
+        self.to_discard.retain(|s| s / spsec != sec);
+        if self.to_discard.len() == before {
+            return Ok(false);
+        }
+        let first = sec * spsec;
+        let whole = (first..(first + spsec).min(self.geo.segments)).all(|s| self.free.is_free(s));
+        if whole {
+            dev.discard(self.block_addr(first, 0), spsec as u64 * BLOCKS_PER_SEG as u64)?;
+        }
+        Ok(whole)
     }
 
     /// Where each zone of `zone_blocks` blocks of the main area was written up to, as a
