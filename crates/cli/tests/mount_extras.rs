@@ -617,3 +617,164 @@ fn copy_file_range_copies_the_range() {
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
 }
+
+/// The per-mount options /proc/self/mountinfo shows for the mount at `mnt`.
+fn mount_flags(mnt: &Path) -> String {
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let point = mnt.to_str().unwrap();
+    table
+        .lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(point))
+        .and_then(|l| l.split(' ').nth(5))
+        .unwrap_or_else(|| panic!("no mount at {point}: {table}"))
+        .to_owned()
+}
+
+/// `mount -t fuse.uf2fs -o remount,...` as mount(8) runs it: the uf2fs binary under
+/// the helper's name, with the mount's current options before the new ones.
+fn remount(helper: &Path, img: &Path, mnt: &Path, options: &str) {
+    let out = Command::new(helper)
+        .arg(img)
+        .arg(mnt)
+        .arg("-o")
+        .arg(options)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "remount {options}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A remount changes the access-time rule of the running mount, as on Linux: the
+/// kernel tells the FUSE daemon nothing, the daemon follows its mount's flags in the
+/// mount table. `noatime`, then `strictatime`, then `ro` (no update), `rw,relatime`;
+/// a mount made with `strictatime` shows it in the table.
+#[test]
+fn remounts_change_access_times() {
+    if !fuse_available(&[]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: remounting needs root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-remount-", "64M");
+    let log = tmp.path().join("mount.log");
+    let helper = tmp.path().join("mount.fuse.uf2fs");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_uf2fs"), &helper).unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(1100));
+    let f = mnt.join("f");
+
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    assert!(mount_flags(&mnt).contains("relatime"), "{}", mount_flags(&mnt));
+    fs::write(&f, b"a").unwrap();
+    remount(&helper, &img, &mnt, "rw,relatime,remount,noatime");
+    assert!(mount_flags(&mnt).contains("noatime"), "{}", mount_flags(&mnt));
+    let before = times(&f);
+    pause();
+    read(&f);
+    assert_eq!(times(&f), before, "noatime after the remount: a read after a write");
+
+    remount(&helper, &img, &mnt, "rw,noatime,remount,strictatime");
+    let flags = mount_flags(&mnt);
+    assert!(!flags.contains("atime"), "{flags}");
+    pause();
+    read(&f);
+    let first = times(&f);
+    assert!(first.0 > before.0, "strictatime after the remount");
+    pause();
+    read(&f);
+    let second = times(&f);
+    assert!(second.0 > first.0, "strictatime: read after read");
+
+    remount(&helper, &img, &mnt, "rw,remount,ro");
+    pause();
+    read(&f);
+    assert_eq!(times(&f), second, "remounted read-only: no update");
+    remount(&helper, &img, &mnt, "ro,remount,rw,relatime");
+    pause();
+    read(&f);
+    assert_eq!(times(&f), second, "relatime: read since the last change");
+    fs::write(&f, b"b").unwrap();
+    let written = times(&f);
+    pause();
+    read(&f);
+    assert!(times(&f).0 > written.0, "relatime: the first read after a write");
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the remounts");
+
+    // Made with strictatime: the table says so (no relatime), and remount,relatime
+    // brings relatime back.
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "strictatime"]);
+    fs::metadata(&mnt).unwrap();
+    let flags = mount_flags(&mnt);
+    assert!(!flags.contains("atime"), "{flags}");
+    read(&f);
+    let first = times(&f);
+    pause();
+    read(&f);
+    assert!(times(&f).0 > first.0, "strictatime");
+    remount(&helper, &img, &mnt, &format!("{flags},remount,relatime"));
+    let again = times(&f);
+    pause();
+    read(&f);
+    assert_eq!(times(&f), again, "relatime after the remount");
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the strictatime mount");
+}
+
+/// An append-only file under `-o writeback_cache`, where the kernel keeps the times of
+/// writes and sends them later as explicit times: appends and `touch` work, the times
+/// of the appends reach the image, and explicit times (`touch -m -d`, `touch -a -d`)
+/// are refused (EPERM) as on Linux.
+#[test]
+fn append_only_files_under_the_writeback_cache() {
+    if !fuse_available(&[("chattr", "e2fsprogs")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: chattr +a needs CAP_LINUX_IMMUTABLE");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-wb-append-", "64M");
+    let log = tmp.path().join("mount.log");
+    let f = mnt.join("f");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "writeback_cache"]);
+    fs::write(&f, b"a\n").unwrap();
+    ok(&["chattr", "+a"], &f);
+    let before = times(&f);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    for line in [&b"b\n"[..], b"c\n"] {
+        let mut w = fs::OpenOptions::new().append(true).open(&f).unwrap();
+        w.write_all(line).unwrap();
+        w.sync_all().unwrap();
+    }
+    let appended = times(&f);
+    assert!(appended.1 > before.1, "the appends' mtime");
+    refused(&["touch", "-m", "-d", "2001-01-01"], &f, "Operation not permitted");
+    refused(&["touch", "-a", "-d", "2001-01-01"], &f, "Operation not permitted");
+    refused(&["touch", "-d", "2001-01-01"], &f, "Operation not permitted");
+    assert_eq!(times(&f).1, appended.1, "refused: mtime kept");
+    ok(&["touch"], &f);
+    ok(&["touch", "-m"], &f);
+    let touched = times(&f);
+    assert!(touched.1 >= appended.1);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the appends");
+
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "writeback_cache"]);
+    assert_eq!(fs::read(&f).unwrap(), b"a\nb\nc\n");
+    assert_eq!(times(&f).1, touched.1, "the mtime reached the image");
+    ok(&["chattr", "-a"], &f);
+    ok(&["touch", "-m", "-d", "2001-01-01"], &f);
+    assert_eq!(fs::metadata(&f).unwrap().mtime(), 978_307_200);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the flag was dropped");
+}
