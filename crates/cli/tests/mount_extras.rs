@@ -9,10 +9,14 @@
 //!   `FS_*_FL` values), and a second mount keeping and enforcing them;
 //! - file handles (`open_by_handle_at`) across an unmount;
 //! - the volume label (`xfs_io label`, FS_IOC_GETFSLABEL/SETFSLABEL), read back by
-//!   `blkid` and `uf2fs info`, with and without superblock checksums.
+//!   `blkid` and `uf2fs info`, with and without superblock checksums;
+//! - access times as the mount options and remounts set them, and append-only files
+//!   under the writeback cache;
+//! - a loop device made and mounted as fstests' TEST_DEV and SCRATCH_DEV are (skipped
+//!   with a message when `losetup` cannot make one).
 //!
 //! Needs /dev/fuse, fusermount3, chattr/lsattr (e2fsprogs), xfs_io (xfsprogs),
-//! setfattr (attr), setpriv and blkid (util-linux), python3. Without /dev/fuse the
+//! setfattr (attr), setpriv, blkid and losetup (util-linux), python3. Without /dev/fuse the
 //! tests print why and pass, unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which
 //! case they fail.
 
@@ -777,4 +781,75 @@ fn append_only_files_under_the_writeback_cache() {
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
     fsck::unmounted(&img, tmp.path(), "after the flag was dropped");
+}
+
+/// A loop device over a file, detached when dropped.
+struct Loop(String);
+
+impl Loop {
+    /// `losetup -f --show FILE`; `None` when it fails (no loop devices here).
+    fn attach(file: &Path) -> Option<Loop> {
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(file).output().ok()?;
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        (out.status.success() && !dev.is_empty()).then_some(Loop(dev))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        // The uf2fs process may hold the device a moment after the unmount.
+        for _ in 0..50 {
+            if Command::new("losetup")
+                .arg("-d")
+                .arg(&self.0)
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+/// A block device (a loop device, as fstests' TEST_DEV and SCRATCH_DEV): `uf2fs mkfs`
+/// sizes the F2FS from the device (its node's `st_size` is 0), `uf2fs mount` serves it
+/// read-write, and what was written is on the device: `uf2fs info` and `cat` read it
+/// there, and the image file under it is fsck-clean.
+#[test]
+fn a_block_device_is_made_and_mounted_like_an_image() {
+    if !fuse_available(&[("losetup", "util-linux")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: loop devices need root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = Volume::empty("mount-loop-");
+    fs::File::create(&img).unwrap().set_len(96 << 20).unwrap();
+    let Some(dev) = Loop::attach(&img) else {
+        eprintln!("skipping: losetup -f --show failed (no loop devices on this machine)");
+        return;
+    };
+    let dev_path = Path::new(&dev.0).to_path_buf();
+    let made = common::uf2fs().run(["mkfs".as_ref(), "-f".as_ref(), dev_path.as_os_str()]);
+    let text = String::from_utf8_lossy(made.assert_ok()).into_owned();
+    assert!(text.contains("24576 blocks"), "{text}");
+
+    let log = tmp.path().join("mount.log");
+    let mut m = Mounted::start(&dev_path, &mnt, &log, &[]);
+    let data: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+    fs::write(mnt.join("f"), &data).unwrap();
+    fs::File::open(mnt.join("f")).unwrap().sync_all().unwrap();
+    assert_eq!(fs::read(mnt.join("f")).unwrap(), data);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+
+    let info = common::uf2fs().run(["info".as_ref(), dev_path.as_os_str()]);
+    let info = String::from_utf8_lossy(info.assert_ok()).into_owned();
+    assert!(info.contains("24576"), "{info}");
+    let cat = common::uf2fs().run(["cat".as_ref(), dev_path.as_os_str(), "/f".as_ref()]);
+    assert_eq!(cat.assert_ok(), &data[..]);
+    drop(dev);
+    fsck::unmounted(&img, tmp.path(), "after the mount of the loop device");
 }
