@@ -127,11 +127,20 @@ int mount(const char *src, const char *dst, const char *type, unsigned long flag
 CEOF
     cc -shared -fPIC -O2 -o "$work/fuse-type.so" "$work/fuse-type.c" -ldl \
         || die "building $work/fuse-type.so failed"
+    # fuse2fs opens the device exclusively, and the fuse2fs of the previous mount may
+    # still hold it just after its unmount (./check mounts and unmounts SCRATCH_DEV
+    # before each test): the helper tries again for up to 10 s, as uf2fs waits for
+    # the image's lock.
     cat >"$work/mount.fuse.fuse2fs" <<HEOF
 #!/bin/sh
 # mount(8)'s helper: mount.fuse.fuse2fs DEVICE MOUNTPOINT [-o OPTIONS]
 dev="\$1"; mnt="\$2"; shift 2
-LD_PRELOAD="$work/fuse-type.so" exec fuse2fs "\$dev" "\$mnt" "\$@"
+tries=0
+while ! LD_PRELOAD="$work/fuse-type.so" fuse2fs "\$dev" "\$mnt" "\$@"; do
+    tries=\$((tries + 1))
+    [ "\$tries" -lt 50 ] || exit 1
+    sleep 0.2
+done
 HEOF
     chmod +x "$work/mount.fuse.fuse2fs"
     opts="-o allow_other,default_permissions,dev,suid"
@@ -236,15 +245,18 @@ results="$work/results.txt"
 pass=0; fail=0; notrun=0; dirty=0
 for t in "${tests[@]}"; do
     out="$(cd "$fstests" && timeout 1800 ./check "$t" 2>&1)" || true
+    [ -z "${FSTESTS_SH_DEBUG:-}" ] || printf "%s\n" "$out" >"$work/out-$(tr / - <<<"$t").txt"
     # A test not run also ends with "Passed all 0 tests": look for that first.
     if grep -q "^Not run:" <<<"$out"; then
         verdict=notrun; notrun=$((notrun + 1))
         why="$(grep -m1 "\[not run\]" <<<"$out" | sed 's/.*\[not run\] *//' || true)"
-    elif grep -q "^Passed all" <<<"$out"; then
+    elif grep -q "^Passed all [1-9]" <<<"$out"; then
         verdict=pass; pass=$((pass + 1)); why=""
     else
+        # A failure, or ./check did not get to run the test ("Passed all 0 tests"
+        # after "check: failed to mount $SCRATCH_DEV ... Interrupted!").
         verdict=fail; fail=$((fail + 1))
-        why="$(grep -m1 -E "^ *(\+[^+]|output mismatch|_check|.*not run)" <<<"$out" | sed 's/^ *//' | cut -c1-120 || true)"
+        why="$(grep -m1 -E "^ *(\+[^+]|output mismatch|_check|.*not run|check: )" <<<"$out" | sed 's/^ *//' | cut -c1-120 || true)"
     fi
     # Unmounted, and the FUSE daemon done with the device, before fsck reads it.
     for m in "$work/test" "$work/scratch"; do
