@@ -27,7 +27,8 @@
 #   --no-loop       use the image files as TEST_DEV and SCRATCH_DEV, not loop devices
 #   -g GROUP        the tests of an fstests group (e.g. quick), generic/ ones only
 #
-# UF2FS=PATH runs that uf2fs binary instead of building one.
+# UF2FS=PATH runs that uf2fs binary instead of building one; FSTESTS_SH_DEBUG=1 keeps
+# each test's ./check output in WORK/out-TEST.txt.
 # Exit status: 0 when no test failed and every fsck was clean, 1 otherwise, 2 on
 # usage errors. Run as root.
 set -euo pipefail
