@@ -33,7 +33,7 @@ def cell(entry):
     if reason:
         text += ": " + reason.replace("|", "\\|")
     if fsck != "clean":
-        text += " (fsck: " + fsck + ")"
+        text += " (fsck " + fsck + ")"
     return text
 
 
@@ -47,7 +47,7 @@ def main(argv):
     tests = sorted(set(a) | set(b))
     for name, runs in ((a_name, a), (b_name, b)):
         counts = collections.Counter(v for v, _, _ in runs.values())
-        dirty = sum(1 for _, f, _ in runs.values() if f != "clean")
+        dirty = sum(1 for _, f, _ in runs.values() if not f.startswith("clean"))
         print(f"- {name}: **{counts['pass']} passed, {counts['fail']} failed, "
               f"{counts['notrun']} not run, of {len(runs)}**; fsck not clean after {dirty}")
     print()
