@@ -20,6 +20,10 @@
 //! kernel allows, worker threads serve requests in parallel, and (when run as root) the
 //! mount's readahead window is raised from the kernel's 128 KiB to 1 MiB.
 //!
+//! A remount sends the daemon nothing, so a thread follows the mount's flags in the
+//! mount table and applies a remount's `noatime`, `relatime`, `strictatime`,
+//! `nodiratime` and `ro` to access times (the `remount` module).
+//!
 //! ```no_run
 //! let fs = uf2fs_core::Fs::open("disk.img".as_ref(), &[])?;
 //! let opts = uf2fs_fuse::MountOptions { read_only: true, ..Default::default() };
