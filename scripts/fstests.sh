@@ -130,18 +130,26 @@ CEOF
         || die "building $work/fuse-type.so failed"
     # fuse2fs opens the device exclusively, and the fuse2fs of the previous mount may
     # still hold it just after its unmount (./check mounts and unmounts SCRATCH_DEV
-    # before each test): the helper tries again for up to 10 s, as uf2fs waits for
-    # the image's lock.
+    # before each test): the helper tries again for up to 10 s while the device is
+    # busy (and shows only the last attempt's messages), as uf2fs waits for the
+    # image's lock.
     cat >"$work/mount.fuse.fuse2fs" <<HEOF
 #!/bin/sh
 # mount(8)'s helper: mount.fuse.fuse2fs DEVICE MOUNTPOINT [-o OPTIONS]
 dev="\$1"; mnt="\$2"; shift 2
+err="\$(mktemp)"
 tries=0
-while ! LD_PRELOAD="$work/fuse-type.so" fuse2fs "\$dev" "\$mnt" "\$@"; do
+while ! LD_PRELOAD="$work/fuse-type.so" fuse2fs "\$dev" "\$mnt" "\$@" 2>"\$err"; do
     tries=\$((tries + 1))
-    [ "\$tries" -lt 50 ] || exit 1
+    if [ "\$tries" -ge 50 ] || ! grep -q "Device or resource busy" "\$err"; then
+        cat "\$err" >&2
+        rm -f "\$err"
+        exit 1
+    fi
     sleep 0.2
 done
+cat "\$err" >&2
+rm -f "\$err"
 HEOF
     chmod +x "$work/mount.fuse.fuse2fs"
     opts="-o allow_other,default_permissions,dev,suid"
