@@ -15,7 +15,6 @@ mod mkfs;
 mod mount;
 mod mount_helper;
 mod mount_options;
-mod mountinfo;
 mod names;
 mod output;
 mod status;

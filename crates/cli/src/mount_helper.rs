@@ -18,7 +18,11 @@
 //! `remount` changes the mount that is there (mount(2) with `MS_REMOUNT`): `ro` makes
 //! it read-only, after a sync of the mount point (the running uf2fs writes a
 //! checkpoint, as Linux F2FS does on a remount read-only), `rw` writable again, and
-//! `nosuid`, `nodev`, `noexec` as given. The uf2fs process and its other options stay.
+//! `nosuid`, `nodev`, `noexec` as given; the last of `noatime`, `relatime` (or
+//! `atime`) and `strictatime` given, and `nodiratime`, set the mount's atime flags
+//! (mount(8) passes the mount's current options first, then the new ones). The
+//! running uf2fs process sees the new flags in the mount table and updates access
+//! times by them from then on. Its other options stay.
 
 use crate::errors::UsageError;
 use crate::mount::{self, MountRequest};
@@ -119,7 +123,7 @@ pub fn run(args: &[OsString]) -> anyhow::Result<()> {
         return Ok(());
     }
     if remount {
-        return remount_mount(&helper.request.mountpoint, &parsed);
+        return remount_mount(&helper.request.mountpoint, &parsed, &helper.request.options);
     }
     if nix::unistd::geteuid().is_root() {
         helper.request.options.insert(0, ROOT_DEFAULTS.to_string());
@@ -147,8 +151,34 @@ fn take_remount(groups: &mut [String]) -> bool {
     found
 }
 
-/// Remounts `mountpoint` with `options`' flags (see the module notes).
-fn remount_mount(mountpoint: &Path, options: &crate::mount_options::ParsedMountOptions) -> anyhow::Result<()> {
+/// The atime flags of a remount with the option groups `groups`: the last of
+/// `noatime`, `relatime`/`atime` and `strictatime`, and `nodiratime` unless a later
+/// `diratime` undoes it. None when no atime option is given: the kernel then keeps the
+/// mount's.
+fn atime_flags(groups: &[String]) -> nix::mount::MsFlags {
+    use nix::mount::MsFlags;
+    let mut mode = MsFlags::empty();
+    let mut dirs = MsFlags::empty();
+    for option in groups.iter().flat_map(|g| g.split(',')) {
+        match option {
+            "noatime" => mode = MsFlags::MS_NOATIME,
+            "relatime" | "atime" => mode = MsFlags::MS_RELATIME,
+            "strictatime" => mode = MsFlags::MS_STRICTATIME,
+            "nodiratime" => dirs = MsFlags::MS_NODIRATIME,
+            "diratime" => dirs = MsFlags::empty(),
+            _ => {}
+        }
+    }
+    mode | dirs
+}
+
+/// Remounts `mountpoint` with `options`' flags (see the module notes); `groups` are
+/// the options as given.
+fn remount_mount(
+    mountpoint: &Path,
+    options: &crate::mount_options::ParsedMountOptions,
+    groups: &[String],
+) -> anyhow::Result<()> {
     use anyhow::Context;
     use nix::mount::{mount, MsFlags};
     let shown = crate::names::escape_os(mountpoint);
@@ -158,10 +188,7 @@ fn remount_mount(mountpoint: &Path, options: &crate::mount_options::ParsedMountO
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing {shown} before remounting it read-only"))?;
     }
-    let mut flags = MsFlags::MS_REMOUNT;
-    if options.atime == uf2fs_fuse::AtimeMode::Never {
-        flags |= MsFlags::MS_NOATIME;
-    }
+    let mut flags = MsFlags::MS_REMOUNT | atime_flags(groups);
     for (set, flag) in [
         (options.read_only, MsFlags::MS_RDONLY),
         (options.suid == Some(false), MsFlags::MS_NOSUID),
@@ -201,6 +228,20 @@ mod tests {
         );
         assert!(!h.request.foreground);
         assert!(parse(&args(&["/img", "/mnt", "-sfv"])).unwrap().fake);
+    }
+
+    #[test]
+    fn a_remount_sets_the_last_atime_option_given() {
+        use nix::mount::MsFlags;
+        let flags = |list: &[&str]| atime_flags(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(flags(&["rw,relatime,strictatime,"]), MsFlags::MS_STRICTATIME);
+        assert_eq!(flags(&["rw,noatime", "relatime"]), MsFlags::MS_RELATIME);
+        assert_eq!(
+            flags(&["rw,noatime,nodiratime"]),
+            MsFlags::MS_NOATIME | MsFlags::MS_NODIRATIME
+        );
+        assert_eq!(flags(&["nodiratime,diratime,atime"]), MsFlags::MS_RELATIME);
+        assert_eq!(flags(&["rw,nosuid"]), MsFlags::empty());
     }
 
     #[test]

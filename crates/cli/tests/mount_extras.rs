@@ -9,10 +9,14 @@
 //!   `FS_*_FL` values), and a second mount keeping and enforcing them;
 //! - file handles (`open_by_handle_at`) across an unmount;
 //! - the volume label (`xfs_io label`, FS_IOC_GETFSLABEL/SETFSLABEL), read back by
-//!   `blkid` and `uf2fs info`, with and without superblock checksums.
+//!   `blkid` and `uf2fs info`, with and without superblock checksums;
+//! - access times as the mount options and remounts set them, and append-only files
+//!   under the writeback cache;
+//! - a loop device made and mounted as fstests' TEST_DEV and SCRATCH_DEV are (skipped
+//!   with a message when `losetup` cannot make one).
 //!
 //! Needs /dev/fuse, fusermount3, chattr/lsattr (e2fsprogs), xfs_io (xfsprogs),
-//! setfattr (attr), setpriv and blkid (util-linux), python3. Without /dev/fuse the
+//! setfattr (attr), setpriv, blkid and losetup (util-linux), python3. Without /dev/fuse the
 //! tests print why and pass, unless UF2FS_REQUIRE_FUSE is set (CI sets it), in which
 //! case they fail.
 
@@ -616,4 +620,236 @@ fn copy_file_range_copies_the_range() {
     }
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
+}
+
+/// The per-mount options /proc/self/mountinfo shows for the mount at `mnt`.
+fn mount_flags(mnt: &Path) -> String {
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let point = mnt.to_str().unwrap();
+    table
+        .lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(point))
+        .and_then(|l| l.split(' ').nth(5))
+        .unwrap_or_else(|| panic!("no mount at {point}: {table}"))
+        .to_owned()
+}
+
+/// `mount -t fuse.uf2fs -o remount,...` as mount(8) runs it: the uf2fs binary under
+/// the helper's name, with the mount's current options before the new ones.
+fn remount(helper: &Path, img: &Path, mnt: &Path, options: &str) {
+    let out = Command::new(helper)
+        .arg(img)
+        .arg(mnt)
+        .arg("-o")
+        .arg(options)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "remount {options}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A remount changes the access-time rule of the running mount, as on Linux: the
+/// kernel tells the FUSE daemon nothing, the daemon follows its mount's flags in the
+/// mount table. `noatime`, then `strictatime`, then `ro` (no update), `rw,relatime`;
+/// a mount made with `strictatime` shows it in the table.
+#[test]
+fn remounts_change_access_times() {
+    if !fuse_available(&[]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: remounting needs root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-remount-", "64M");
+    let log = tmp.path().join("mount.log");
+    let helper = tmp.path().join("mount.fuse.uf2fs");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_uf2fs"), &helper).unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(1100));
+    let f = mnt.join("f");
+
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    assert!(mount_flags(&mnt).contains("relatime"), "{}", mount_flags(&mnt));
+    fs::write(&f, b"a").unwrap();
+    remount(&helper, &img, &mnt, "rw,relatime,remount,noatime");
+    assert!(mount_flags(&mnt).contains("noatime"), "{}", mount_flags(&mnt));
+    let before = times(&f);
+    pause();
+    read(&f);
+    assert_eq!(times(&f), before, "noatime after the remount: a read after a write");
+
+    remount(&helper, &img, &mnt, "rw,noatime,remount,strictatime");
+    let flags = mount_flags(&mnt);
+    assert!(!flags.contains("atime"), "{flags}");
+    pause();
+    read(&f);
+    let first = times(&f);
+    assert!(first.0 > before.0, "strictatime after the remount");
+    pause();
+    read(&f);
+    let second = times(&f);
+    assert!(second.0 > first.0, "strictatime: read after read");
+
+    remount(&helper, &img, &mnt, "rw,remount,ro");
+    pause();
+    read(&f);
+    assert_eq!(times(&f), second, "remounted read-only: no update");
+    remount(&helper, &img, &mnt, "ro,remount,rw,relatime");
+    pause();
+    read(&f);
+    assert_eq!(times(&f), second, "relatime: read since the last change");
+    fs::write(&f, b"b").unwrap();
+    let written = times(&f);
+    pause();
+    read(&f);
+    assert!(times(&f).0 > written.0, "relatime: the first read after a write");
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the remounts");
+
+    // Made with strictatime: the table says so (no relatime), and remount,relatime
+    // brings relatime back.
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "strictatime"]);
+    fs::metadata(&mnt).unwrap();
+    let flags = mount_flags(&mnt);
+    assert!(!flags.contains("atime"), "{flags}");
+    read(&f);
+    let first = times(&f);
+    pause();
+    read(&f);
+    assert!(times(&f).0 > first.0, "strictatime");
+    remount(&helper, &img, &mnt, &format!("{flags},remount,relatime"));
+    let again = times(&f);
+    pause();
+    read(&f);
+    assert_eq!(times(&f), again, "relatime after the remount");
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the strictatime mount");
+}
+
+/// An append-only file under `-o writeback_cache`, where the kernel keeps the times of
+/// writes and sends them later as explicit times: appends and `touch` work, the times
+/// of the appends reach the image, and explicit times (`touch -m -d`, `touch -a -d`)
+/// are refused (EPERM) as on Linux.
+#[test]
+fn append_only_files_under_the_writeback_cache() {
+    if !fuse_available(&[("chattr", "e2fsprogs")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: chattr +a needs CAP_LINUX_IMMUTABLE");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-wb-append-", "64M");
+    let log = tmp.path().join("mount.log");
+    let f = mnt.join("f");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "writeback_cache"]);
+    fs::write(&f, b"a\n").unwrap();
+    ok(&["chattr", "+a"], &f);
+    let before = times(&f);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    for line in [&b"b\n"[..], b"c\n"] {
+        let mut w = fs::OpenOptions::new().append(true).open(&f).unwrap();
+        w.write_all(line).unwrap();
+        w.sync_all().unwrap();
+    }
+    let appended = times(&f);
+    assert!(appended.1 > before.1, "the appends' mtime");
+    refused(&["touch", "-m", "-d", "2001-01-01"], &f, "Operation not permitted");
+    refused(&["touch", "-a", "-d", "2001-01-01"], &f, "Operation not permitted");
+    refused(&["touch", "-d", "2001-01-01"], &f, "Operation not permitted");
+    assert_eq!(times(&f).1, appended.1, "refused: mtime kept");
+    ok(&["touch"], &f);
+    ok(&["touch", "-m"], &f);
+    let touched = times(&f);
+    assert!(touched.1 >= appended.1);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the appends");
+
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "writeback_cache"]);
+    assert_eq!(fs::read(&f).unwrap(), b"a\nb\nc\n");
+    assert_eq!(times(&f).1, touched.1, "the mtime reached the image");
+    ok(&["chattr", "-a"], &f);
+    ok(&["touch", "-m", "-d", "2001-01-01"], &f);
+    assert_eq!(fs::metadata(&f).unwrap().mtime(), 978_307_200);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::unmounted(&img, tmp.path(), "after the flag was dropped");
+}
+
+/// A loop device over a file, detached when dropped.
+struct Loop(String);
+
+impl Loop {
+    /// `losetup -f --show FILE`; `None` when it fails (no loop devices here).
+    fn attach(file: &Path) -> Option<Loop> {
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(file).output().ok()?;
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        (out.status.success() && !dev.is_empty()).then_some(Loop(dev))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        // The uf2fs process may hold the device a moment after the unmount.
+        for _ in 0..50 {
+            if Command::new("losetup")
+                .arg("-d")
+                .arg(&self.0)
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+/// A block device (a loop device, as fstests' TEST_DEV and SCRATCH_DEV): `uf2fs mkfs`
+/// sizes the F2FS from the device (its node's `st_size` is 0), `uf2fs mount` serves it
+/// read-write, and what was written is on the device: `uf2fs info` and `cat` read it
+/// there, and the image file under it is fsck-clean.
+#[test]
+fn a_block_device_is_made_and_mounted_like_an_image() {
+    if !fuse_available(&[("losetup", "util-linux")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: loop devices need root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = Volume::empty("mount-loop-");
+    fs::File::create(&img).unwrap().set_len(96 << 20).unwrap();
+    let Some(dev) = Loop::attach(&img) else {
+        eprintln!("skipping: losetup -f --show failed (no loop devices on this machine)");
+        return;
+    };
+    let dev_path = Path::new(&dev.0).to_path_buf();
+    let made = common::uf2fs().run(["mkfs".as_ref(), "-f".as_ref(), dev_path.as_os_str()]);
+    let text = String::from_utf8_lossy(made.assert_ok()).into_owned();
+    assert!(text.contains("24576 blocks"), "{text}");
+
+    let log = tmp.path().join("mount.log");
+    let mut m = Mounted::start(&dev_path, &mnt, &log, &[]);
+    let data: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+    fs::write(mnt.join("f"), &data).unwrap();
+    fs::File::open(mnt.join("f")).unwrap().sync_all().unwrap();
+    assert_eq!(fs::read(mnt.join("f")).unwrap(), data);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+
+    let info = common::uf2fs().run(["info".as_ref(), dev_path.as_os_str()]);
+    let info = String::from_utf8_lossy(info.assert_ok()).into_owned();
+    assert!(info.contains("24576"), "{info}");
+    let cat = common::uf2fs().run(["cat".as_ref(), dev_path.as_os_str(), "/f".as_ref()]);
+    assert_eq!(cat.assert_ok(), &data[..]);
+    drop(dev);
+    fsck::unmounted(&img, tmp.path(), "after the mount of the loop device");
 }

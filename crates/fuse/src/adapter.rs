@@ -68,8 +68,8 @@ pub(crate) struct F2fsFuse {
     /// The session's channel for telling the kernel of changes it did not ask for (set
     /// once the session exists: [`F2fsFuse::notifier_slot`]).
     notifier: Arc<OnceLock<Notifier>>,
-    /// When reads and listings update access times.
-    pub(crate) atime: crate::atime::Policy,
+    /// When reads and listings update access times (changed by remounts).
+    pub(crate) atime: Arc<crate::atime::LivePolicy>,
 }
 
 impl F2fsFuse {
@@ -85,7 +85,7 @@ impl F2fsFuse {
             files: OpenFiles::default(),
             lookups: Lookups::default(),
             notifier: Arc::default(),
-            atime: crate::atime::Policy::default(),
+            atime: Arc::default(),
         }
     }
 
@@ -698,18 +698,27 @@ impl Filesystem for F2fsFuse {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
+        fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        // Under the writeback cache the kernel keeps the times of writes and sends them
-        // later as an explicit mtime (and ctime) without an atime: that is no caller's
-        // utimes, and an append-only file's appends must keep working.
-        let kernel_times = self.writeback_cache && atime.is_none() && mode.is_none();
-        let times_set = AttrChange::explicit(atime, mtime) && !kernel_times;
+        // Under the writeback cache the kernel keeps the times itself and sends an
+        // mtime as an explicit time in two cases that are no caller's explicit utimes:
+        // writing the inode's cached times back (`fuse_flush_times`: mtime and ctime
+        // with the handle of a file open for writing, nothing else), and a caller's
+        // `touch` (UTIME_NOW), sent as the current time, the same as the ctime the VFS
+        // set beside it. A caller's explicit time never carries a handle (the VFS sets
+        // no `ATTR_FILE` for utimes) and is not the ctime of the same change, so `touch
+        // -m -d DATE` on an append-only file is refused as on Linux, while appends and
+        // `touch` work.
+        let flush =
+            fh.is_some() && atime.is_none() && mode.is_none() && uid.is_none() && gid.is_none() && size.is_none();
+        let now_as_time = matches!((mtime, ctime), (Some(TimeOrNow::SpecificTime(m)), Some(c)) if m == c);
+        let kernel_mtime = self.writeback_cache && (flush || now_as_time);
+        let times_set = AttrChange::explicit(atime, if kernel_mtime { None } else { mtime });
         let attrs = SetAttr {
             mode,
             uid,

@@ -11,7 +11,11 @@
 //! read that is due to update the time does, an open keeps the cached pages only when
 //! no update is due (always, under `strictatime`: each open's first read reaches the
 //! adapter, later reads of cached pages in the same open do not).
+//!
+//! A remount changes the rule of a running mount ([`LivePolicy`], set by the
+//! `remount` module's watcher), as it changes a Linux mount's.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::SystemTime;
 
 use fuser::OpenFlags;
@@ -31,6 +35,8 @@ pub(crate) struct Policy {
     pub(crate) mode: AtimeMode,
     /// Whether directories' access times change too (`nodiratime`: false).
     pub(crate) dirs: bool,
+    /// Whether the mount was remounted read-only (no access time changes then).
+    pub(crate) read_only: bool,
 }
 
 impl Default for Policy {
@@ -38,7 +44,59 @@ impl Default for Policy {
         Policy {
             mode: AtimeMode::Relative,
             dirs: true,
+            read_only: false,
         }
+    }
+}
+
+/// The rule of a running mount, which a remount may change while requests are served.
+#[derive(Debug)]
+pub(crate) struct LivePolicy(AtomicU8);
+
+impl Default for LivePolicy {
+    fn default() -> LivePolicy {
+        LivePolicy::new(Policy::default())
+    }
+}
+
+/// [`LivePolicy`]'s bits: the mode in the low two, then `dirs` and `read_only`.
+const MODE_MASK: u8 = 0b11;
+const DIRS_BIT: u8 = 0b100;
+const READ_ONLY_BIT: u8 = 0b1000;
+
+impl LivePolicy {
+    /// A rule starting as `policy`.
+    pub(crate) fn new(policy: Policy) -> LivePolicy {
+        let live = LivePolicy(AtomicU8::new(0));
+        live.set(policy);
+        live
+    }
+
+    /// The rule now.
+    pub(crate) fn get(&self) -> Policy {
+        let bits = self.0.load(Ordering::Relaxed);
+        let mode = match bits & MODE_MASK {
+            1 => AtimeMode::Strict,
+            2 => AtimeMode::Never,
+            _ => AtimeMode::Relative,
+        };
+        Policy {
+            mode,
+            dirs: bits & DIRS_BIT != 0,
+            read_only: bits & READ_ONLY_BIT != 0,
+        }
+    }
+
+    /// Makes `policy` the rule.
+    pub(crate) fn set(&self, policy: Policy) {
+        let mode = match policy.mode {
+            AtimeMode::Relative => 0,
+            AtimeMode::Strict => 1,
+            AtimeMode::Never => 2,
+        };
+        let dirs = if policy.dirs { DIRS_BIT } else { 0 };
+        let read_only = if policy.read_only { READ_ONLY_BIT } else { 0 };
+        self.0.store(mode | dirs | read_only, Ordering::Relaxed);
     }
 }
 
@@ -76,20 +134,22 @@ fn due(mode: AtimeMode, st: &Stat, now: Timestamp) -> bool {
 }
 
 impl F2fsFuse {
-    /// Whether accesses to `st` may change its access time at all.
-    fn atime_applies(&self, st: &Stat) -> bool {
+    /// Whether accesses to `st` may change its access time at all under `rule`.
+    fn atime_applies(&self, rule: Policy, st: &Stat) -> bool {
         let dir = st.kind == uf2fs_core::FileKind::Dir;
         self.writable
-            && self.atime.mode != AtimeMode::Never
-            && (self.atime.dirs || !dir)
+            && !rule.read_only
+            && rule.mode != AtimeMode::Never
+            && (rule.dirs || !dir)
             && st.flags & FS_NOATIME_FL == 0
     }
 
     /// Whether an open of `ino` may keep the pages the kernel cached: not when its next
     /// read is due to change the access time (it must reach the adapter).
     pub(crate) fn keep_cache(&self, ino: Ino) -> bool {
+        let rule = self.atime.get();
         match self.fs.stat(ino) {
-            Ok(st) => !(self.atime_applies(&st) && due(self.atime.mode, &st, now())),
+            Ok(st) => !(self.atime_applies(rule, &st) && due(rule.mode, &st, now())),
             Err(_) => true,
         }
     }
@@ -105,7 +165,8 @@ impl F2fsFuse {
             return;
         };
         let t = now();
-        if self.atime_applies(&st) && due(self.atime.mode, &st, t) {
+        let rule = self.atime.get();
+        if self.atime_applies(rule, &st) && due(rule.mode, &st, t) {
             let _ = self.fs.touch_atime(ino, t);
         }
     }
@@ -155,5 +216,18 @@ mod tests {
         assert!(!due(AtimeMode::Strict, &stat(200, 100, 100), at(200)));
         assert!(due(AtimeMode::Strict, &stat(150, 100, 100), at(200)));
         assert!(!due(AtimeMode::Never, &stat(100, 150, 150), at(200)));
+    }
+
+    #[test]
+    fn a_live_policy_gives_back_what_was_set() {
+        let live = LivePolicy::new(Policy::default());
+        assert_eq!(live.get(), Policy::default());
+        for mode in [AtimeMode::Relative, AtimeMode::Strict, AtimeMode::Never] {
+            for (dirs, read_only) in [(true, false), (false, true), (false, false), (true, true)] {
+                let p = Policy { mode, dirs, read_only };
+                live.set(p);
+                assert_eq!(live.get(), p);
+            }
+        }
     }
 }

@@ -20,6 +20,10 @@
 //! kernel allows, worker threads serve requests in parallel, and (when run as root) the
 //! mount's readahead window is raised from the kernel's 128 KiB to 1 MiB.
 //!
+//! A remount sends the daemon nothing, so a thread follows the mount's flags in the
+//! mount table and applies a remount's `noatime`, `relatime`, `strictatime`,
+//! `nodiratime` and `ro` to access times (the `remount` module).
+//!
 //! ```no_run
 //! let fs = uf2fs_core::Fs::open("disk.img".as_ref(), &[])?;
 //! let opts = uf2fs_fuse::MountOptions { read_only: true, ..Default::default() };
@@ -37,10 +41,12 @@ mod inode_map;
 mod ioctl;
 mod kernel;
 mod lookups;
+pub mod mountinfo;
 mod open_files;
 mod protect;
 mod read_buf;
 mod readahead;
+mod remount;
 mod xattr;
 
 use std::io;
@@ -152,16 +158,20 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     let config = session_config(opts);
     let fs = Arc::new(fs);
     let mut adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
-    adapter.atime = atime::Policy {
+    adapter.atime = Arc::new(atime::LivePolicy::new(atime::Policy {
         mode: opts.atime,
         dirs: opts.dir_atime,
-    };
+        read_only: false,
+    }));
+    let atime_rule = Arc::clone(&adapter.atime);
     adapter.writeback_cache = opts.writeback_cache && !opts.read_only;
     let notifier = adapter.notifier_slot();
     let session = fuser::Session::new(adapter, mountpoint, &config)?;
     let _ = notifier.set(session.notifier());
+    let mut remounts = None;
     if let Ok(resolved) = resolved {
         readahead::raise(&resolved);
+        remounts = remount::watch(&resolved, atime_rule);
     }
     // The core's background work: periodic checkpoints, the cleaner, the paced
     // cleaner (when a pacer was chosen with `set_gc_pacing`), the flushers.
@@ -177,6 +187,9 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
         Some(uf2fs_core::background::Background::start(&fs, work)?)
     };
     let served = session.run();
+    if let Some(watcher) = remounts {
+        watcher.stop();
+    }
     // No background checkpoint or cleaning may run beside the unmount checkpoint, and
     // the threads' references must be gone for the unmount to take the Fs.
     if let Some(background) = background {
@@ -226,7 +239,8 @@ fn mount_options(opts: &MountOptions) -> Vec<MountOption> {
         MountOption::DefaultPermissions,
         // What /proc/mounts shows: the kernel updates no access time of a FUSE inode
         // itself. `Atime` leaves the kernel's default, relatime (fuser cannot pass
-        // MS_STRICTATIME; a strictatime mount shows relatime).
+        // MS_STRICTATIME: a strictatime mount is remounted with it once mounted, see
+        // the `remount` module).
         if opts.atime == AtimeMode::Never {
             MountOption::NoAtime
         } else {

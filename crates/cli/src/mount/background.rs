@@ -3,7 +3,6 @@
 
 use super::MountRequest;
 use crate::errors::AlreadyReported;
-use crate::mountinfo::mount_ids_on;
 use crate::names::escape_os;
 use anyhow::{bail, Context};
 use std::io::{Read, Write};
@@ -12,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use uf2fs_fuse::mountinfo::mount_ids_on;
 
 /// How long the child may take to mount.
 const MOUNT_WAIT_MAX: Duration = Duration::from_secs(10);

@@ -6,12 +6,12 @@
 //! returns normally.
 
 use crate::errors::print_warning;
-use crate::mountinfo::mount_ids_on;
 use crate::names::escape_os;
 use anyhow::Context;
 use nix::sys::signal::{SigSet, Signal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use uf2fs_fuse::mountinfo::mount_ids_on;
 
 /// The termination signals, blocked in the calling thread (and so in every thread it
 /// starts afterwards).
