@@ -111,8 +111,9 @@ impl Fs {
             let _ = writeln!(s, "writer finishes:     {}", p.writer_finishes);
             let _ = writeln!(
                 s,
-                "paced discards:      {} (zone resets of freed sections, between front writes)",
-                p.discards
+                "paced discards:      {} (zone resets of freed sections, between front writes), {} queued",
+                p.discards,
+                self.segments()?.queued_discards()
             );
             let _ = match self.paced_victim()? {
                 Some(secno) => writeln!(s, "paced victim:        section {secno}"),
