@@ -477,10 +477,9 @@ impl Fs {
         &self.cps
     }
 
-    /// The segment manager of a read-write file system (tests and later steps).
-    #[allow(dead_code)]
+    /// The segment manager of a read-write file system, locked ([`ReadWrite::segs`]).
     pub(crate) fn segments(&self) -> Result<MutexGuard<'_, SegmentManager>> {
-        Ok(self.writable()?.segs.lock().unwrap_or_else(PoisonError::into_inner))
+        Ok(self.writable()?.segs())
     }
 
     /// The node manager (tests and later steps).
