@@ -131,40 +131,31 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         model.write_us,
         model.erase_us
     );
-    let jobs = args.jobs.max(1);
-    let run_batch = |runs: Vec<(GcPacing, Load, Option<f64>)>| -> Result<Vec<LatencyResult>, String> {
-        let mut out = Vec::new();
-        for chunk in runs.chunks(jobs) {
-            let results: Vec<Result<LatencyResult, String>> = std::thread::scope(|s| {
-                let handles: Vec<_> = chunk
-                    .iter()
-                    .map(|&(p, load, rate)| {
-                        let r = run_for(p, rate);
-                        let setup = &setup;
-                        let advance = &advance;
-                        s.spawn(move || latency::run(setup, &r, load, advance))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err("a run panicked".into())))
-                    .collect()
-            });
-            for r in results {
-                out.push(r?);
-            }
-        }
-        Ok(out)
-    };
-    let mut results = run_batch(pacers.iter().map(|&p| (p, Load::Full, None)).collect()).map_err(anyhow::Error::msg)?;
-    let off_iops = results[0].iops;
-    let mut fixed = Vec::new();
+    // The runs go to `--jobs` workers from one queue: the full-speed runs first, then
+    // the fixed-rate runs, which wait only for `off`'s full-speed run (their rates are
+    // shares of what it sustained), not for every full-speed run to end.
+    let mut runs: Vec<(GcPacing, Load)> = pacers.iter().map(|&p| (p, Load::Full)).collect();
     for &share in &shares {
-        for &p in &pacers {
-            fixed.push((p, Load::Share(share), Some(off_iops * share)));
-        }
+        runs.extend(pacers.iter().map(|&p| (p, Load::Share(share))));
     }
-    results.extend(run_batch(fixed).map_err(anyhow::Error::msg)?);
+    let queue = RunQueue::new(runs.len());
+    std::thread::scope(|s| {
+        for _ in 0..args.jobs.clamp(1, runs.len()) {
+            s.spawn(|| {
+                while let Some((i, rate)) = queue.next(&runs) {
+                    let (p, load) = runs[i];
+                    // A panicking run fails the lab instead of leaving the others
+                    // waiting for a rate that never comes.
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        latency::run(&setup, &run_for(p, rate), load, &advance)
+                    }))
+                    .unwrap_or_else(|_| Err("a run panicked".into()));
+                    queue.done(i, p == GcPacing::Off && load == Load::Full, r);
+                }
+            });
+        }
+    });
+    let results = queue.results().map_err(anyhow::Error::msg)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -227,4 +218,88 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         uf2fs_lab::plot::plot_latency(&results, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())
+}
+
+/// The lab's runs, handed to workers in order; a fixed-rate run is handed out only once
+/// `off`'s full-speed run has set the rate it is a share of.
+struct RunQueue {
+    state: std::sync::Mutex<QueueState>,
+    changed: std::sync::Condvar,
+}
+
+struct QueueState {
+    next: usize,
+    off_iops: Option<f64>,
+    failed: bool,
+    results: Vec<Option<Result<LatencyResult, String>>>,
+}
+
+impl RunQueue {
+    fn new(runs: usize) -> RunQueue {
+        RunQueue {
+            state: std::sync::Mutex::new(QueueState {
+                next: 0,
+                off_iops: None,
+                failed: false,
+                results: (0..runs).map(|_| None).collect(),
+            }),
+            changed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The next run to take and its fixed rate (`None`: full speed); `None` when every
+    /// run is taken or one failed. Waits while the next one needs `off`'s rate.
+    fn next(&self, runs: &[(GcPacing, Load)]) -> Option<(usize, Option<f64>)> {
+        let mut st = self.lock();
+        loop {
+            if st.failed || st.next >= runs.len() {
+                return None;
+            }
+            let i = st.next;
+            let rate = match runs[i].1 {
+                Load::Full => None,
+                Load::Share(share) => match st.off_iops {
+                    Some(iops) => Some(iops * share),
+                    None => {
+                        st = self.changed.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
+                        continue;
+                    }
+                },
+            };
+            st.next += 1;
+            return Some((i, rate));
+        }
+    }
+
+    /// Records run `i`'s result (`sets_rate`: `off` at full speed).
+    fn done(&self, i: usize, sets_rate: bool, r: Result<LatencyResult, String>) {
+        let mut st = self.lock();
+        match &r {
+            Ok(res) if sets_rate => st.off_iops = Some(res.iops),
+            Ok(_) => {}
+            Err(_) => st.failed = true,
+        }
+        st.results[i] = Some(r);
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// Every run's result in order, or the first error.
+    fn results(self) -> Result<Vec<LatencyResult>, String> {
+        let st = self
+            .state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(Err(e)) = st.results.iter().flatten().find(|r| r.is_err()) {
+            return Err(e.clone());
+        }
+        st.results
+            .into_iter()
+            .map(|r| r.ok_or_else(|| "a run did not complete".to_string()).and_then(|r| r))
+            .collect()
+    }
 }
