@@ -162,7 +162,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8}",
+        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>7} {:>7} {:>8}",
         "pacer",
         "load",
         "iops",
@@ -176,6 +176,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         "WAF",
         "gc s",
         "victim ms",
+        "data vict",
         "freed",
         "fg gc",
         "steps"
@@ -183,7 +184,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     for r in &results {
         writeln!(
             out,
-            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>7} {:>7} {:>8}",
+            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>8}",
             r.pacer,
             r.load,
             r.iops,
@@ -197,6 +198,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             r.waf,
             r.gc_s,
             r.avg_victim_ms,
+            r.avg_data_victim_ms,
             r.sections_freed,
             r.fg_gc_calls,
             r.paced_steps

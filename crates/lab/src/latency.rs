@@ -251,6 +251,9 @@ pub struct LatencyResult {
     pub gc_s: f64,
     /// Average time from a victim's start to its end, ms (sleeps included).
     pub avg_victim_ms: f64,
+    /// The same for data victims alone, whose cost per block does not change with the
+    /// share of node victims in the mix.
+    pub avg_data_victim_ms: f64,
     /// Sections GC emptied.
     pub sections_freed: u64,
     /// Foreground GC passes.
@@ -530,6 +533,15 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         data_victims: a.gc.data_victims - a0.gc.data_victims,
         node_victims: a.gc.node_victims - a0.gc.node_victims,
         gc_s: p.gc_time.saturating_sub(p0.gc_time).as_secs_f64(),
+        avg_data_victim_ms: {
+            let n = p.data_victims_timed - p0.data_victims_timed;
+            let t = p.data_victim_time.saturating_sub(p0.data_victim_time);
+            if n == 0 {
+                0.0
+            } else {
+                t.as_secs_f64() * 1000.0 / n as f64
+            }
+        },
         avg_victim_ms: if victims == 0 {
             0.0
         } else {

@@ -511,8 +511,9 @@ impl Fs {
             {
                 let mut g = rw.gc();
                 g.pacer.victim_started(started);
-                g.pacer.stats.victims_timed += 1;
-                g.pacer.stats.victim_time += ended.saturating_sub(started);
+                g.pacer
+                    .stats
+                    .victim_timed(ended.saturating_sub(started), victim.is_node);
                 let s = &mut g.stats;
                 if victim.is_node {
                     s.node_victims += 1;

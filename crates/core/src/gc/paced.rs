@@ -443,7 +443,8 @@ impl Fs {
         now: Duration,
     ) -> Result<Option<PacedVictim>> {
         let victims = policies::for_policy(policy);
-        let Some(v) = self.select_victim(rw, victims.as_ref(), GcKind::Foreground)? else {
+        let kind = self.paced_selection(rw, settings.start_margin);
+        let Some(v) = self.select_victim(rw, victims.as_ref(), kind)? else {
             return Ok(None);
         };
         let v = if self.victim_fits(rw, &v, batch) {
@@ -477,6 +478,25 @@ impl Fs {
         }))
     }
 
+    /// How the paced cleaner picks its next victim with start margin `margin`: as the
+    /// policy's background GC while free sections are at least `margin - 2` above the
+    /// foreground threshold (under greedy, cost-benefit: old, cold sections, and node
+    /// sections only once their nodes have mostly been rewritten), as its foreground GC
+    /// below that, where a writer is about to need the section (F2FS's background GC
+    /// also turns to foreground GC when free sections run short). A margin under 3
+    /// leaves no room for the background choice: foreground always.
+    fn paced_selection(&self, rw: &ReadWrite, margin: u32) -> GcKind {
+        let Some(ahead) = margin.checked_sub(2).filter(|a| *a >= 1) else {
+            return GcKind::Foreground;
+        };
+        let pass_loop = rw.gc().pass_loop;
+        if self.room_slack(rw, pass_loop, ahead).0 >= ahead {
+            GcKind::Background
+        } else {
+            GcKind::Foreground
+        }
+    }
+
     /// Records the end of a paced victim whose migration has nothing left.
     fn end_paced_victim(&self, rw: &ReadWrite, v: PacedVictim, by_writer: bool) {
         let moved = v.migration.finish(&self.tree(rw));
@@ -489,8 +509,7 @@ impl Fs {
         if by_writer {
             g.pacer.stats.writer_finishes += 1;
         }
-        g.pacer.stats.victims_timed += 1;
-        g.pacer.stats.victim_time += now.saturating_sub(v.started);
+        g.pacer.stats.victim_timed(now.saturating_sub(v.started), v.is_node);
     }
 
     /// Finishes the paced victim in progress, if any, without sleeping (before any
