@@ -36,6 +36,11 @@ pub struct Migration {
     /// is no log, so its summaries change only if it is freed and reused, which takes a
     /// checkpoint).
     pub(crate) sums: Option<(u32, u64, Arc<SummaryBlock>)>,
+    /// The section's log entries when it was picked
+    /// (`SegmentManager::section_opens`): once they change, the section was freed (every
+    /// block it held was overwritten meanwhile) and a log writes it again, so nothing in
+    /// it is the victim's any more.
+    pub(crate) opens: u64,
 }
 
 impl Migration {

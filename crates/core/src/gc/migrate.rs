@@ -55,7 +55,10 @@ impl Migration {
     /// summaries still name their owners, so a step re-reads both and never trusts
     /// what an earlier one saw (a paced collector lets front I/O in between steps).
     pub fn new(t: &Tree, secno: u32) -> Migration {
-        let spsec = t.segs.lock().unwrap_or_else(PoisonError::into_inner).segs_per_sec();
+        let (spsec, opens) = {
+            let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            (s.segs_per_sec(), s.section_opens(secno))
+        };
         let first = secno * spsec;
         Migration {
             secno,
@@ -65,6 +68,7 @@ impl Migration {
             off: 0,
             moved: Moved::default(),
             sums: None,
+            opens,
         }
     }
 
@@ -83,6 +87,13 @@ impl Migration {
             let segno = self.next;
             let (entry, sums, base) = {
                 let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+                // Freed and written again since it was picked (a paced victim lets
+                // front I/O in between steps, and its last blocks may be overwritten
+                // and the section freed by a checkpoint): nothing left to move.
+                if s.section_opens(self.secno) != self.opens {
+                    self.next = self.end;
+                    break;
+                }
                 let Some(e) = s.segment(segno) else {
                     self.next = self.end;
                     break;
@@ -394,5 +405,78 @@ mod tests {
         check(&fs);
         fs.write_checkpoint().unwrap();
         check(&fs);
+    }
+
+    /// A victim whose blocks are all overwritten while its emptying waits between
+    /// steps, and whose section a checkpoint frees and a log then enters again, has
+    /// nothing left to move: the next step ends the migration (it used to fail, reading
+    /// the summary of a segment an active log owns).
+    #[test]
+    fn a_victim_freed_and_reused_between_steps_ends_without_moving() {
+        let bytes = 256u64 << 20;
+        let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
+        let mut image = vec![0u8; bytes as usize];
+        for (addr, data) in writes {
+            let at = addr as usize * 4096;
+            image[at..at + data.len()].copy_from_slice(&data);
+        }
+        let rw = OpenOptions { read_write: true };
+        let fs = Fs::open_device_with(Box::new(MemDevice::new(image)), "mem", rw).unwrap();
+        let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+        let block = |v: u32| v.to_le_bytes().repeat(1024);
+        let blocks = 3 * 512u64;
+        for i in 0..blocks {
+            fs.write(ino, i * 4096, &block(i as u32)).unwrap();
+        }
+        fs.write_checkpoint().unwrap();
+        for i in (0..blocks).step_by(2) {
+            fs.write(ino, i * 4096, &block(i as u32 + 1_000_000)).unwrap();
+        }
+        fs.write_checkpoint().unwrap();
+        let rws = fs.rw().unwrap();
+        // The data section with the fewest valid blocks becomes the victim.
+        let victim = {
+            let mut best: Option<SectionInfo> = None;
+            rws.segs().visit_victim_candidates(|s| {
+                if !s.is_node && best.is_none_or(|b| s.valid_blocks < b.valid_blocks) {
+                    best = Some(s);
+                }
+            });
+            best.unwrap()
+        };
+        let mut m = {
+            let _writer = rws.cp_exclusive();
+            Migration::new(&fs.tree(rws), victim.secno)
+        };
+        // Front I/O between steps: every block of the file rewritten (the victim's
+        // too), a checkpoint that frees the victim, then writes until a log enters it.
+        for i in 0..blocks {
+            fs.write(ino, i * 4096, &block(i as u32 + 2_000_000)).unwrap();
+        }
+        fs.write_checkpoint().unwrap();
+        assert_eq!(rws.segs().segment(victim.secno).unwrap().valid_blocks, 0);
+        let opens = rws.segs().section_opens(victim.secno);
+        let other = fs.create(fs.root(), b"g", 0o644, 0, 0).unwrap().ino;
+        let mut n = 0u64;
+        while rws.segs().section_opens(victim.secno) == opens {
+            assert!(n < 200_000, "no log entered the freed section");
+            fs.write(other, (n % 2048) * 4096, &block(n as u32)).unwrap();
+            fs.fsync(other, false).unwrap();
+            n += 1;
+        }
+        {
+            let writer = rws.cp_exclusive();
+            let t = fs.tree(rws);
+            let cp_ver = writer.last().node_version();
+            assert!(m.step(&t, cp_ver).unwrap(), "nothing of the victim is left");
+            let moved = m.finish(&t);
+            assert_eq!((moved.data, moved.node), (0, 0));
+        }
+        let mut buf = vec![0u8; 4096];
+        for i in 0..blocks {
+            fs.read(ino, i * 4096, &mut buf).unwrap();
+            assert_eq!(buf[..4], (i as u32 + 2_000_000).to_le_bytes(), "block {i}");
+        }
+        fs.write_checkpoint().unwrap();
     }
 }

@@ -106,6 +106,10 @@ pub struct SegmentManager {
     /// Per segment, the mean of `allocated` over its blocks' writes (its logical age
     /// stamp; not on disk: segments opened with data count as written at open).
     written_at: Vec<u64>,
+    /// Per segment, how many times a log entered it since open (it was free then): a
+    /// paced victim whose segments were entered since it was picked was freed and
+    /// reused under it ([`SegmentManager::section_opens`]).
+    opens: Vec<u32>,
     /// The clock's last reading, and allocations since (see [`CLOCK_EVERY`]).
     clock_now: u64,
     clock_ticks: u32,
@@ -158,6 +162,7 @@ impl SegmentManager {
             valid_kind: [0; 2],
             allocated: 0,
             written_at: Vec::new(),
+            opens: Vec::new(),
             clock_now: cps.cp.elapsed_time,
             clock_ticks: 0,
             invalidated: [0; 2],
@@ -180,6 +185,7 @@ impl SegmentManager {
             m.valid_kind[kind_of(e.seg_type)] += e.valid_blocks as u64;
         }
         m.written_at = vec![0; m.sit.len()];
+        m.opens = vec![0; m.sit.len()];
         m.check_against(cps)?;
         // Blocks the checkpoint counts beyond the SIT's are addresses reserved and not
         // written (`NEW_ADDR`): they stay reserved.
@@ -417,6 +423,7 @@ impl SegmentManager {
         }
         debug_assert!(self.free.is_free(next));
         self.free.set_used(next, true);
+        self.opens[next as usize] = self.opens[next as usize].wrapping_add(1);
         let e = &mut self.sit[next as usize];
         debug_assert_eq!(e.valid_blocks, 0);
         *e = SegEntry {
@@ -525,6 +532,15 @@ impl SegmentManager {
     /// Segments waiting for a checkpoint to become free.
     pub fn prefree_count(&self) -> u32 {
         self.prefree.len() as u32
+    }
+
+    /// How many times logs entered the segments of section `secno` since open (it
+    /// changes only when the section was wholly free: a log enters a section that is
+    /// not its own only then).
+    pub fn section_opens(&self, secno: u32) -> u64 {
+        let spsec = self.geo.segs_per_sec as usize;
+        let first = secno as usize * spsec;
+        self.opens.iter().skip(first).take(spsec).map(|&n| n as u64).sum()
     }
 
     /// Segments whose SIT entries changed since the last checkpoint.
