@@ -483,14 +483,20 @@ impl Fs {
     /// foreground threshold (under greedy, cost-benefit: old, cold sections, and node
     /// sections only once their nodes have mostly been rewritten), as its foreground GC
     /// below that, where a writer is about to need the section (F2FS's background GC
-    /// also turns to foreground GC when free sections run short). A margin under 3
-    /// leaves no room for the background choice: foreground always.
+    /// also turns to foreground GC when free sections run short). Background again
+    /// while the cleaner is behind (`PacerState::behind`: writers clean for
+    /// themselves, greedily, and take the cheap sections; the cleaner's share is then
+    /// best spent on the old ones). A margin under 3 leaves no room for the background
+    /// choice: foreground always. Measurements in docs/gc-pacing.md.
     fn paced_selection(&self, rw: &ReadWrite, margin: u32) -> GcKind {
         let Some(ahead) = margin.checked_sub(2).filter(|a| *a >= 1) else {
             return GcKind::Foreground;
         };
-        let pass_loop = rw.gc().pass_loop;
-        if self.room_slack(rw, pass_loop, ahead).0 >= ahead {
+        let (pass_loop, behind) = {
+            let g = rw.gc();
+            (g.pass_loop, g.pacer.behind)
+        };
+        if behind || self.room_slack(rw, pass_loop, ahead).0 >= ahead {
             GcKind::Background
         } else {
             GcKind::Foreground
