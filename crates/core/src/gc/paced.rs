@@ -74,6 +74,15 @@ impl Fs {
         Ok(self.rw()?.gc().pacer.settings)
     }
 
+    /// The start margin in force (read-write only): the settings' own, or one chosen
+    /// from the volume's spare sections ([`pacer::auto_start_margin`]).
+    pub fn start_margin(&self, settings: PacingSettings) -> Result<u32> {
+        Ok(match settings.start_margin {
+            pacer::AUTO_START_MARGIN => pacer::auto_start_margin(self.segments()?.spare_sections()),
+            m => m,
+        })
+    }
+
     /// The section paced cleaning is emptying, if any (read-write only).
     pub fn paced_victim(&self) -> Result<Option<u32>> {
         let rw = self.rw()?;
@@ -101,6 +110,10 @@ impl Fs {
                 slept: false,
             });
         }
+        let settings = PacingSettings {
+            start_margin: self.start_margin(settings)?,
+            ..settings
+        };
         if let Some(wake) = self.paced_discard(rw, settings, clock.now())? {
             return Ok(wake);
         }
@@ -442,8 +455,13 @@ impl Fs {
         (policy, batch): (super::GcPolicy, bool),
         now: Duration,
     ) -> Result<Option<PacedVictim>> {
-        let victims = policies::for_policy(policy);
-        let kind = self.paced_selection(rw, settings.start_margin);
+        // Ahead of need: cost-benefit on the logical age; else the policy's foreground
+        // choice, as a writer's pass would make it.
+        let (victims, kind) = if self.paced_ahead(rw, settings.start_margin) {
+            (policies::for_policy(super::GcPolicy::Default), GcKind::Background)
+        } else {
+            (policies::for_policy(policy), GcKind::Foreground)
+        };
         let Some(v) = self.select_victim(rw, victims.as_ref(), kind)? else {
             return Ok(None);
         };
@@ -478,29 +496,27 @@ impl Fs {
         }))
     }
 
-    /// How the paced cleaner picks its next victim with start margin `margin`: as the
-    /// policy's background GC while free sections are at least `margin - 2` above the
-    /// foreground threshold (under greedy, cost-benefit: old, cold sections, and node
-    /// sections only once their nodes have mostly been rewritten), as its foreground GC
-    /// below that, where a writer is about to need the section (F2FS's background GC
-    /// also turns to foreground GC when free sections run short). Background again
-    /// while the cleaner is behind (`PacerState::behind`: writers clean for
-    /// themselves, greedily, and take the cheap sections; the cleaner's share is then
-    /// best spent on the old ones). A margin under 3 leaves no room for the background
-    /// choice: foreground always. Measurements in docs/gc-pacing.md.
-    fn paced_selection(&self, rw: &ReadWrite, margin: u32) -> GcKind {
+    /// Whether the paced cleaner's next victim is picked ahead of need, with start
+    /// margin `margin`: while free sections are at least `margin - 2` above the
+    /// foreground threshold, or while the cleaner is behind (`PacerState::behind`:
+    /// writers clean for themselves, greedily, and take the cheap sections). Ahead of
+    /// need it picks by cost-benefit on the logical age (uf2fs's `default` cost: old,
+    /// cold sections, and node sections once their nodes have mostly been rewritten);
+    /// else, within two sections of the threshold where a writer is about to need the
+    /// section, by the policy's foreground choice (F2FS's background GC turns to
+    /// foreground GC when free sections run short too). Not the policy's own background
+    /// choice: under greedy that is the kernel's cost-benefit on ages in seconds, and a
+    /// burst of writes that lasts seconds leaves those without a signal (WAF +7 to +16%
+    /// on the mount, docs/gc-pacing.md). A margin under 3 leaves no room: never ahead.
+    fn paced_ahead(&self, rw: &ReadWrite, margin: u32) -> bool {
         let Some(ahead) = margin.checked_sub(2).filter(|a| *a >= 1) else {
-            return GcKind::Foreground;
+            return false;
         };
         let (pass_loop, behind) = {
             let g = rw.gc();
             (g.pass_loop, g.pacer.behind)
         };
-        if behind || self.room_slack(rw, pass_loop, ahead).0 >= ahead {
-            GcKind::Background
-        } else {
-            GcKind::Foreground
-        }
+        behind || self.room_slack(rw, pass_loop, ahead).0 >= ahead
     }
 
     /// Records the end of a paced victim whose migration has nothing left.

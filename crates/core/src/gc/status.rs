@@ -99,6 +99,16 @@ impl Fs {
         if pacing.pacing != crate::GcPacing::Off || p.steps > 0 {
             let _ = writeln!(
                 s,
+                "paced start margin:  {} sections above the foreground threshold{}",
+                self.start_margin(pacing)?,
+                if pacing.start_margin == crate::gc::pacer::AUTO_START_MARGIN {
+                    format!(" (of {} spare)", self.segments()?.spare_sections())
+                } else {
+                    String::new()
+                }
+            );
+            let _ = writeln!(
+                s,
                 "paced steps:         {} ({} blocks), {} victims, {} freed, {} checkpoints",
                 p.steps, p.step_blocks, p.victims, p.sections_freed, p.checkpoints
             );

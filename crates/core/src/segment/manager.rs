@@ -534,6 +534,14 @@ impl SegmentManager {
         self.prefree.len() as u32
     }
 
+    /// Sections beyond those the valid blocks would fill if packed: the room GC
+    /// works in.
+    pub fn spare_sections(&self) -> u32 {
+        let capacity = (self.geo.segs_per_sec * BLOCKS_PER_SEG) as u64;
+        let valid = self.valid_kind[0] + self.valid_kind[1];
+        (self.section_count() as u64).saturating_sub(valid.div_ceil(capacity)) as u32
+    }
+
     /// How many times logs entered the segments of section `secno` since open (it
     /// changes only when the section was wholly free: a log enters a section that is
     /// not its own only then).
