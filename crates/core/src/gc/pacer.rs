@@ -17,9 +17,11 @@
 //!   the measured front write rate so that cleaning frees sections as fast as writes
 //!   take them, shortened as free sections near the floor ([`adaptive_sleep`]).
 //!
-//! Both paced pacers start a victim only when free sections are within
-//! [`PacingSettings::start_margin`] sections of the foreground threshold, so that
-//! cleaning ahead does not leave victims more time to fill (which would raise WAF). The
+//! Both paced pacers start a victim only when free sections are within the start
+//! margin of the foreground threshold ([`PacingSettings::start_margin`], by default
+//! [`auto_start_margin`] of the volume's spare sections). In its upper part, and while
+//! writers clean for themselves, the cleaner picks ahead of need, by age; in its last
+//! two sections as the policy's foreground GC (`gc/paced.rs`, `Fs::paced_ahead`). The
 //! hard floor is the foreground rule itself: when an operation finds no room, the
 //! writer finishes the victim in progress without sleeping, and only if that is not
 //! enough runs a foreground pass.
