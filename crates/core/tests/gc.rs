@@ -494,7 +494,8 @@ mod paced {
                 Just(GcPolicy::CostBenefit)
             ],
             prop_oneof![Just(GcPacing::Seed), Just(GcPacing::Adaptive)],
-            1u32..5,
+            // 0: chosen from the volume (`AUTO_START_MARGIN`).
+            0u32..6,
             20u64..5000,
             0u64..5000,
             0.5f64..0.9,
