@@ -328,11 +328,10 @@ fn drop_stale_hints(t: &Tree, owners: &mut Owners, moved: &[(u32, u64)]) -> Resu
 
 #[cfg(test)]
 mod tests {
-    use crate::device::MemDevice;
     use crate::gc::migrate::Migration;
-    use crate::mkfs::{mkfs_blocks, MkfsOptions};
+    use crate::mkfs::{mem_fs, MkfsOptions};
     use crate::segment::SectionInfo;
-    use crate::{Fs, OpenOptions};
+    use crate::Fs;
 
     /// A section of four segments migrated one step at a time: each step moves one
     /// segment's valid blocks, the section ends empty, and the file reads back the
@@ -344,14 +343,7 @@ mod tests {
             ..MkfsOptions::default()
         };
         let bytes = 256u64 << 20;
-        let (_, writes) = mkfs_blocks(&opts, bytes).unwrap();
-        let mut image = vec![0u8; bytes as usize];
-        for (addr, data) in writes {
-            let at = addr as usize * 4096;
-            image[at..at + data.len()].copy_from_slice(&data);
-        }
-        let rw = OpenOptions { read_write: true };
-        let fs = Fs::open_device_with(Box::new(MemDevice::new(image)), "mem", rw).unwrap();
+        let fs = mem_fs(&opts, bytes);
         let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
         // Six segments of data, then every third block rewritten: partly valid sections.
         let blocks = 6 * 512u64;
@@ -414,14 +406,7 @@ mod tests {
     #[test]
     fn a_victim_freed_and_reused_between_steps_ends_without_moving() {
         let bytes = 256u64 << 20;
-        let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
-        let mut image = vec![0u8; bytes as usize];
-        for (addr, data) in writes {
-            let at = addr as usize * 4096;
-            image[at..at + data.len()].copy_from_slice(&data);
-        }
-        let rw = OpenOptions { read_write: true };
-        let fs = Fs::open_device_with(Box::new(MemDevice::new(image)), "mem", rw).unwrap();
+        let fs = mem_fs(&MkfsOptions::default(), bytes);
         let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
         let block = |v: u32| v.to_le_bytes().repeat(1024);
         let blocks = 3 * 512u64;

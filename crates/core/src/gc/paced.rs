@@ -596,11 +596,9 @@ impl Fs {
 #[cfg(test)]
 mod tests {
     use super::PacedOutcome;
-    use crate::device::MemDevice;
     use crate::gc::pacer::{GcPacing, PacingSettings};
-    use crate::mkfs::{mkfs_blocks, MkfsOptions};
+    use crate::mkfs::{mem_fs, MkfsOptions};
     use crate::node::DIRTY_NODES_MAX;
-    use crate::{Fs, OpenOptions};
 
     /// Past half the dirty-node bound the paced cleaner writes nodes out in steps, with
     /// room to spare and no victim, so that no writer reaches the bound and writes
@@ -608,14 +606,7 @@ mod tests {
     #[test]
     fn the_paced_cleaner_writes_dirty_nodes_before_a_writer_must() {
         let bytes = 128u64 << 20;
-        let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
-        let mut image = vec![0u8; bytes as usize];
-        for (addr, data) in writes {
-            let at = addr as usize * 4096;
-            image[at..at + data.len()].copy_from_slice(&data);
-        }
-        let rw = OpenOptions { read_write: true };
-        let fs = Fs::open_device_with(Box::new(MemDevice::new(image)), "mem", rw).unwrap();
+        let fs = mem_fs(&MkfsOptions::default(), bytes);
         fs.set_gc_pacing(PacingSettings {
             pacing: GcPacing::Adaptive,
             ..PacingSettings::default()
