@@ -266,6 +266,11 @@ pub struct LatencyResult {
     pub paced_discards: u64,
     /// Times a writer with no room finished the paced victim itself.
     pub writer_finishes: u64,
+    /// Of [`LatencyResult::checkpoints`], those the paced cleaner took (the rest are
+    /// writers' and foreground passes').
+    pub paced_checkpoints: u64,
+    /// Dirty nodes the paced cleaner wrote ahead of checkpoints, in steps.
+    pub paced_flushed_nodes: u64,
     /// Simulated seconds of the overwrite phase.
     pub sim_s: f64,
     /// The slowest write's latency (from arrival), by part.
@@ -554,6 +559,8 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         slept_s: p.slept.saturating_sub(p0.slept).as_secs_f64(),
         paced_discards: p.discards - p0.discards,
         writer_finishes: p.writer_finishes - p0.writer_finishes,
+        paced_checkpoints: p.checkpoints - p0.checkpoints,
+        paced_flushed_nodes: p.flushed_nodes - p0.flushed_nodes,
         sim_s: sim,
         max_breakdown: max_parts,
         clat_max_breakdown: clat_max_parts,
@@ -675,6 +682,45 @@ mod tests {
             };
             let a = run(&setup, &r, Load::Share(0.5), &|_| {}).unwrap();
             assert!(a.sections_freed > 0 && a.paced_discards > 0, "{pacing}: {a:?}");
+        }
+    }
+
+    /// Under the batching default policy a paced run shares checkpoints among
+    /// emptied victims as `off`'s passes do: each checkpoint writes every dirty node,
+    /// so checkpointing a few victims at a time costs WAF (three times `off`'s
+    /// checkpoints at full speed before the rule was fixed).
+    #[test]
+    fn paced_runs_under_the_default_policy_batch_checkpoints_as_off_does() {
+        let mut setup = Preset::Small.setup();
+        setup.io_bytes = 128 << 20;
+        let run_with = |pacing, rate: Option<f64>| {
+            let r = LatencyRun {
+                policy: GcPolicy::Default,
+                pacing,
+                target: Duration::from_micros(1000),
+                model: LatencyModel::default(),
+                rate,
+                start_margin: None,
+            };
+            let load = if rate.is_some() { Load::Share(0.5) } else { Load::Full };
+            run(&setup, &r, load, &|_| {}).unwrap()
+        };
+        let off = run_with(GcPacing::Off, None);
+        assert!(off.checkpoints > 0, "{off:?}");
+        let per_section = |r: &LatencyResult| r.checkpoints as f64 / r.sections_freed.max(1) as f64;
+        for rate in [None, Some(off.iops * 0.5)] {
+            let adaptive = run_with(GcPacing::Adaptive, rate);
+            assert!(adaptive.sections_freed > 0, "{adaptive:?}");
+            assert!(
+                per_section(&adaptive) <= 1.25 * per_section(&off),
+                "at {rate:?} writes/s, checkpoints per freed section: adaptive {} ({} / {}), off {} ({} / {})",
+                per_section(&adaptive),
+                adaptive.checkpoints,
+                adaptive.sections_freed,
+                per_section(&off),
+                off.checkpoints,
+                off.sections_freed
+            );
         }
     }
 
