@@ -162,7 +162,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>7} {:>7} {:>8}",
+        "{:<9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>7} {:>7} {:>8} {:>7}",
         "pacer",
         "load",
         "iops",
@@ -179,12 +179,13 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         "data vict",
         "freed",
         "fg gc",
-        "steps"
+        "steps",
+        "run s"
     )?;
     for r in &results {
         writeln!(
             out,
-            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>8}",
+            "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>8} {:>7.0}",
             r.pacer,
             r.load,
             r.iops,
@@ -201,7 +202,8 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             r.avg_data_victim_ms,
             r.sections_freed,
             r.fg_gc_calls,
-            r.paced_steps
+            r.paced_steps,
+            r.wall_s
         )?;
     }
     if let Some(path) = &args.json {

@@ -271,6 +271,9 @@ pub struct LatencyResult {
     pub paced_checkpoints: u64,
     /// Dirty nodes the paced cleaner wrote ahead of checkpoints, in steps.
     pub paced_flushed_nodes: u64,
+    /// Real seconds the run took on this machine, fill included (the only figure that
+    /// is not deterministic).
+    pub wall_s: f64,
     /// Simulated seconds of the overwrite phase.
     pub sim_s: f64,
     /// The slowest write's latency (from arrival), by part.
@@ -314,6 +317,7 @@ static ZEROS: [u8; CHUNK_BLOCKS as usize * BLOCK_BYTES as usize] = [0; CHUNK_BLO
 /// Runs the uniform workload of `setup` with pacer `r.pacing` on a fresh volume.
 /// `advance` is told of overwrite blocks done (in steps of a few thousand).
 pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + Sync)) -> Result<LatencyResult, String> {
+    let started = std::time::Instant::now();
     let clock = Arc::new(ManualClock::new());
     let on = Arc::new(AtomicBool::new(false));
     let vol = {
@@ -561,6 +565,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         writer_finishes: p.writer_finishes - p0.writer_finishes,
         paced_checkpoints: p.checkpoints - p0.checkpoints,
         paced_flushed_nodes: p.flushed_nodes - p0.flushed_nodes,
+        wall_s: started.elapsed().as_secs_f64(),
         sim_s: sim,
         max_breakdown: max_parts,
         clat_max_breakdown: clat_max_parts,
