@@ -10,6 +10,8 @@ mod crash;
 mod fault;
 mod mem;
 mod overlay;
+#[cfg(test)]
+pub(crate) mod probe;
 pub mod sparse;
 mod wide;
 mod zoned;

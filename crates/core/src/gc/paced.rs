@@ -155,17 +155,31 @@ impl Fs {
         if settings.pacing == GcPacing::Adaptive && slack >= 1 && self.segments()?.queued_discards() > 0 {
             return Ok(self.deferred(rw, settings, clock.now()));
         }
-        let mut writer = rw.cp_exclusive();
-        rw.check_failed()?;
-        let start = clock.now();
-        {
-            let user = rw.user_blocks();
-            rw.gc().pacer.sample_rate(start, user);
-        }
-        let r = self.paced_step_locked(rw, &mut writer, settings, start);
-        rw.fail_unless_no_space(&r);
-        let outcome = r?;
-        drop(writer);
+        let mut first_start = None;
+        let outcome = loop {
+            let mut writer = rw.cp_exclusive();
+            rw.check_failed()?;
+            let now = clock.now();
+            first_start.get_or_insert(now);
+            {
+                let user = rw.user_blocks();
+                rw.gc().pacer.sample_rate(now, user);
+            }
+            let r = self.paced_step_locked(rw, &mut writer, settings, now);
+            rw.fail_unless_no_space(&r);
+            if let Some(outcome) = r? {
+                break outcome;
+            }
+            // The checkpoint due wants the device flushed first: without the lock,
+            // operations going on meanwhile (a flush only waits for blocks already
+            // written); then the step is decided again.
+            drop(writer);
+            let r = self.device().flush();
+            rw.fail_unless_no_space(&r);
+            r?;
+            rw.gc().pacer.stats.device_flushes += 1;
+        };
+        let start = first_start.unwrap_or_default();
         let end = clock.now();
         let mut g = rw.gc();
         if !outcome.idle() {
@@ -302,13 +316,15 @@ impl Fs {
         (slack, capacity)
     }
 
+    /// One wake-up's work under the exclusive `cp_lock`; `None` when the checkpoint
+    /// due wants the device flushed first, which the caller does without the lock.
     fn paced_step_locked(
         &self,
         rw: &ReadWrite,
         writer: &mut CheckpointWriter,
         settings: PacingSettings,
         now: Duration,
-    ) -> Result<PacedOutcome> {
+    ) -> Result<Option<PacedOutcome>> {
         let (policy, pass_loop, victim) = {
             let mut g = rw.gc();
             (g.policy, g.pass_loop, g.pacer.victim.take())
@@ -317,7 +333,7 @@ impl Fs {
         if self.nodes_near_bound() {
             rw.gc().pacer.victim = victim;
             let budget = self.node_writeout_budget(rw, settings);
-            return self.paced_node_writeout(rw, writer, budget);
+            return self.paced_node_writeout(rw, writer, budget).map(Some);
         }
         // `adaptive` outside the batched loop checkpoints the emptied victims when
         // free sections reach the foreground threshold, not after each victim (as a
@@ -333,7 +349,7 @@ impl Fs {
         // Room to spare (the checkpoint at the threshold aside): idle.
         if victim.is_none() && room >= settings.start_margin && !(at_threshold && slack == 0) {
             rw.gc().pacer.behind = false;
-            return Ok(PacedOutcome::Idle);
+            return Ok(Some(PacedOutcome::Idle));
         }
         // Prefree sections are free after a checkpoint: take them first, as a pass
         // does (the batching default just before its checkpoint is due,
@@ -351,7 +367,9 @@ impl Fs {
             if held {
                 rw.gc().pacer.victim = victim;
             }
-            let outcome = self.paced_checkpoint_step(rw, writer, settings, now)?;
+            let Some(outcome) = self.paced_checkpoint_step(rw, writer, settings, now)? else {
+                return Ok(None);
+            };
             // Still short: the next victim starts now (its first step at the next
             // wake-up), so that writers see the cleaner at work in between and keep to
             // the floor ([`Fs::writer_room`]).
@@ -362,13 +380,13 @@ impl Fs {
                 let next = self.start_paced_victim(rw, settings, (policy, batch), now)?;
                 rw.gc().pacer.victim = next;
             }
-            return Ok(outcome);
+            return Ok(Some(outcome));
         }
         let mut victim = match victim {
             Some(v) => v,
             None => {
                 let Some(v) = self.start_paced_victim(rw, settings, (policy, batch), now)? else {
-                    return Ok(PacedOutcome::Idle);
+                    return Ok(Some(PacedOutcome::Idle));
                 };
                 v
             }
@@ -394,31 +412,46 @@ impl Fs {
                 g.pacer.stats.steps += 1;
                 g.pacer.stats.step_blocks += n as u64;
                 g.pacer.victim = Some(victim);
-                Ok(PacedOutcome::Stepped(n))
+                Ok(Some(PacedOutcome::Stepped(n)))
             }
             None => {
                 drop(g);
                 self.end_paced_victim(rw, victim, false);
-                Ok(PacedOutcome::Finished)
+                Ok(Some(PacedOutcome::Finished))
             }
         }
     }
 
     /// The checkpoint that frees emptied victims, paced: a step of dirty nodes written
-    /// ahead of it, a wait for a gap in front I/O (`adaptive`), or the checkpoint.
+    /// ahead of it, a flush of the device ahead of it (`None`: the caller flushes
+    /// without the lock), a wait for a gap in front I/O (`adaptive`), or the
+    /// checkpoint.
     fn paced_checkpoint_step(
         &self,
         rw: &ReadWrite,
         writer: &mut CheckpointWriter,
         settings: PacingSettings,
         now: Duration,
-    ) -> Result<PacedOutcome> {
+    ) -> Result<Option<PacedOutcome>> {
         // The checkpoint writes every dirty node, most of them dirtied by
         // the victims' data moves: write them out ahead in steps, so that
         // the checkpoint itself, which no operation can share, is small.
         let budget = self.node_writeout_budget(rw, settings);
         if self.nodes().dirty_node_count() > budget as usize {
-            return self.paced_node_writeout(rw, writer, budget);
+            return self.paced_node_writeout(rw, writer, budget).map(Some);
+        }
+        // The checkpoint begins with a flush of everything written since the last
+        // one; on a file-backed image that is the host writing out the image's dirty
+        // pages, tens of milliseconds while no operation runs. So the wake-up
+        // flushes first, without the lock (`None`: [`Fs::paced_gc_step`]), and then
+        // decides again.
+        {
+            let last = writer.last().cp.checkpoint_ver;
+            let mut g = rw.gc();
+            if g.pacer.flushed_ahead_of != Some(last) {
+                g.pacer.flushed_ahead_of = Some(last);
+                return Ok(None);
+            }
         }
         // No operation runs during the checkpoint: under `adaptive` it
         // waits for a gap in front I/O that holds it, for a few front
@@ -429,7 +462,7 @@ impl Fs {
             let cost = g.pacer.checkpoint_ns.map(|c| c * pacer::GAP_MARGIN);
             let last_op = g.last_op;
             if !g.pacer.gap_overdue(now) && !pacer::fits_gap(now, last_op, g.pacer.op_interval_ns, cost) {
-                return Ok(PacedOutcome::Deferred);
+                return Ok(Some(PacedOutcome::Deferred));
             }
         }
         let t0 = self.now();
@@ -441,7 +474,7 @@ impl Fs {
             g.pacer.gap_waiting = None;
             g.pacer.stats.checkpoints += 1;
         }
-        Ok(PacedOutcome::Checkpointed)
+        Ok(Some(PacedOutcome::Checkpointed))
     }
 
     /// Dirty nodes a node write-out step writes: what half the latency target holds
@@ -607,9 +640,69 @@ impl Fs {
 #[cfg(test)]
 mod tests {
     use super::PacedOutcome;
+    use crate::clock::{Clock, ManualClock};
+    use crate::device::probe::FlushProbe;
     use crate::gc::pacer::{GcPacing, PacingSettings};
     use crate::mkfs::{mem_fs, MkfsOptions};
     use crate::node::DIRTY_NODES_MAX;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// The paced cleaner flushes the device ahead of its checkpoint without `cp_lock`:
+    /// on an image file that flush writes out the host's dirty pages of the image, tens
+    /// of milliseconds that operations should not wait for. Before that, the first
+    /// flush of a paced checkpoint ran under the exclusive lock and the probe's
+    /// operation waited for it.
+    #[test]
+    fn the_paced_cleaner_flushes_ahead_of_its_checkpoint_while_operations_run() {
+        let probe = FlushProbe::fs(128 << 20);
+        let fs = &probe.fs;
+        let clock = Arc::new(ManualClock::new());
+        fs.set_clock(clock.clone()).unwrap();
+        fs.set_gc_pacing(PacingSettings {
+            pacing: GcPacing::Adaptive,
+            ..PacingSettings::default()
+        })
+        .unwrap();
+        let root = fs.root();
+        let ino = fs.create(root, b"f", 0o644, 0, 0).unwrap().ino;
+        let blocks = fs.statfs().unwrap().blocks_avail * 3 / 4;
+        let payload = vec![5u8; 4096];
+        for i in 0..blocks {
+            fs.write(ino, i * 4096, &payload).unwrap();
+        }
+        fs.write_checkpoint().unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next_wake = clock.now();
+        for _ in 0..blocks * 3 {
+            clock.advance(Duration::from_micros(500));
+            while next_wake <= clock.now() {
+                probe.arm(true);
+                let w = fs.paced_gc_step().unwrap();
+                probe.arm(false);
+                if let Some(ran) = probe.ran() {
+                    assert!(
+                        ran,
+                        "an operation waited for the paced cleaner's flush ({:?})",
+                        w.outcome
+                    );
+                    assert_eq!(fs.pacing_stats().unwrap().device_flushes, 1);
+                    fs.lookup(root, FlushProbe::NAME).unwrap();
+                    return;
+                }
+                next_wake = clock.now() + w.wait;
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            fs.write(ino, (x % blocks) * 4096, &payload).unwrap();
+        }
+        panic!(
+            "no paced checkpoint in {} overwrites: {:?}",
+            blocks * 3,
+            fs.pacing_stats().unwrap()
+        );
+    }
 
     /// Past half the dirty-node bound the paced cleaner writes nodes out in steps, with
     /// room to spare and no victim, so that no writer reaches the bound and writes

@@ -153,6 +153,8 @@ pub struct PacingStats {
     /// Steps that wrote dirty nodes ahead of such a checkpoint, and the nodes written.
     pub flush_steps: u64,
     pub flushed_nodes: u64,
+    /// Device flushes the cleaner took ahead of its checkpoints, without `cp_lock`.
+    pub device_flushes: u64,
     /// Victims paced cleaning started.
     pub victims: u64,
     /// Victims paced cleaning emptied.
@@ -252,6 +254,11 @@ pub(crate) struct PacerState {
     /// Since when a discard or a checkpoint has waited for a gap in front I/O that
     /// holds it (none came yet).
     pub(crate) gap_waiting: Option<Duration>,
+    /// The version of the last checkpoint when the cleaner last flushed the device
+    /// ahead of the next one, without `cp_lock`: while it is still the last, the next
+    /// checkpoint's own flush, which no operation can share, only has the blocks
+    /// written since.
+    pub(crate) flushed_ahead_of: Option<u64>,
     pub(crate) stats: PacingStats,
 }
 
