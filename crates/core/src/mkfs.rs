@@ -253,16 +253,23 @@ pub(crate) fn host_random_u64() -> u64 {
     ((random_u32() as u64) << 32) | random_u32() as u64
 }
 
-/// A fresh read-write file system of `bytes` made by [`mkfs_blocks`] with `opts`, on
-/// an in-memory device (unit tests).
+/// The bytes of a fresh image of `bytes` made by [`mkfs_blocks`] with `opts` (unit
+/// tests).
 #[cfg(test)]
-pub(crate) fn mem_fs(opts: &MkfsOptions, bytes: u64) -> crate::Fs {
+pub(crate) fn mem_image(opts: &MkfsOptions, bytes: u64) -> Vec<u8> {
     let (_, writes) = mkfs_blocks(opts, bytes).unwrap();
     let mut image = vec![0u8; bytes as usize];
     for (addr, data) in writes {
         let at = addr as usize * 4096;
         image[at..at + data.len()].copy_from_slice(&data);
     }
-    let dev = crate::device::MemDevice::new(image);
+    image
+}
+
+/// A fresh read-write file system of `bytes` made by [`mkfs_blocks`] with `opts`, on
+/// an in-memory device (unit tests).
+#[cfg(test)]
+pub(crate) fn mem_fs(opts: &MkfsOptions, bytes: u64) -> crate::Fs {
+    let dev = crate::device::MemDevice::new(mem_image(opts, bytes));
     crate::Fs::open_device_with(Box::new(dev), "mem", crate::OpenOptions { read_write: true }).unwrap()
 }

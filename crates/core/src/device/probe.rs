@@ -2,7 +2,7 @@
 //! still serves operations (test builds only).
 
 use super::{BlockDevice, MemDevice};
-use crate::mkfs::{mkfs_blocks, MkfsOptions};
+use crate::mkfs::{mem_image, MkfsOptions};
 use crate::{Fs, OpenOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock, Weak};
@@ -31,12 +31,7 @@ impl FlushProbe {
 
     /// A fresh read-write file system of `bytes` on a probe device.
     pub(crate) fn fs(bytes: u64) -> Probed {
-        let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
-        let mut image = vec![0u8; bytes as usize];
-        for (addr, data) in writes {
-            let at = addr as usize * 4096;
-            image[at..at + data.len()].copy_from_slice(&data);
-        }
+        let image = mem_image(&MkfsOptions::default(), bytes);
         let slot = Arc::new(OnceLock::new());
         let armed = Arc::new(AtomicBool::new(false));
         let ran = Arc::new(Mutex::new(None));
