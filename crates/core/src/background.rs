@@ -64,6 +64,7 @@ impl Fs {
             let mut g = rw.gc();
             g.clock = clock;
             g.last_op = None;
+            g.op_sched = None;
         }
         rw.cp_timer().written(self.last_checkpoint().checkpoint_ver, now);
         Ok(())

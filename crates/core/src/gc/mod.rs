@@ -114,6 +114,14 @@ pub(crate) fn pending_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
     need
 }
 
+/// Whether the sections emptied since the last checkpoint stand in for reserved ones
+/// outside the batching default policy: under `adaptive`, which checkpoints its
+/// emptied victims together once free sections reach the foreground threshold
+/// ([`Fs::set_prefree_is_room`]).
+fn prefree_stands_in(g: &GcState) -> bool {
+    g.pacer.settings.pacing == GcPacing::Adaptive
+}
+
 /// What GC keeps room for (the kernel's `__get_secs_required`): dirty nodes and
 /// dirty directory blocks. Dirty file data is not counted, as in the kernel: each
 /// operation checks its own room ([`crate::segment::SegmentManager::check_room`]) and
@@ -136,9 +144,25 @@ impl Fs {
             g.pass_loop = pass_loop;
         })?;
         let rw = self.rw()?;
-        rw.segs().set_prefree_is_room(pass_loop == PassLoop::Batched);
+        self.set_prefree_is_room(rw);
         self.size_batches(rw);
         Ok(())
+    }
+
+    /// Whether an operation's room check lets the sections emptied since the last
+    /// checkpoint stand in for reserved ones
+    /// ([`crate::segment::SegmentManager::set_prefree_is_room`]): under the batching
+    /// default policy, and under `adaptive`, whose cleaner checkpoints its emptied
+    /// victims once free sections reach the foreground threshold. There a write
+    /// whose data log must open a section (which [`Fs::writer_room`] does not
+    /// count) would otherwise find no room while the cleaner is writing the dirty
+    /// nodes ahead of that checkpoint, and write the checkpoint itself.
+    pub(crate) fn set_prefree_is_room(&self, rw: &ReadWrite) {
+        let on = {
+            let g = rw.gc();
+            g.pass_loop == PassLoop::Batched || prefree_stands_in(&g)
+        };
+        rw.segs().set_prefree_is_room(on);
     }
 
     /// Chooses again how many sections the default policy keeps back for its
@@ -321,15 +345,21 @@ impl Fs {
     /// emptied sections waiting for a checkpoint) and keeping up: once a writer had
     /// to clean itself, writers keep off's spare section until the cleaner is ahead
     /// again (`PacerState::behind`), since at the floor itself each victim gives back
-    /// about what its moves take and a writer there waits for many.
+    /// about what its moves take and a writer there waits for many. Under `adaptive`,
+    /// while it delivers, the sections its checkpoint will free stand in for reserved
+    /// ones as in an operation's own room check ([`Fs::set_prefree_is_room`]), down
+    /// to [`crate::segment::PREFREE_ROOM_FLOOR_SECS`] really free sections.
     fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
         if paced && pass_loop != PassLoop::Batched {
-            let (in_progress, behind) = {
+            let (in_progress, behind, stands_in) = {
                 let g = rw.gc();
-                (g.pacer.victim.is_some(), g.pacer.behind)
+                (g.pacer.victim.is_some(), g.pacer.behind, prefree_stands_in(&g))
             };
             let view = SpaceView::take(self, rw);
             let delivering = !behind && (in_progress || view.prefree > 0);
+            if delivering && stands_in && view.prefree_room() {
+                return true;
+            }
             return view.enough(0, if delivering { 0 } else { 1 });
         }
         self.room_without_gc(rw, pass_loop)

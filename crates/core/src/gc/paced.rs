@@ -86,6 +86,7 @@ impl Fs {
         // Under a pacer the zone resets of freed sections leave the checkpoint for the
         // cleaner's idle time ([`Fs::paced_discard`]).
         self.segments()?.set_defer_discards(settings.pacing != GcPacing::Off);
+        self.set_prefree_is_room(self.rw()?);
         Ok(())
     }
 
@@ -249,7 +250,7 @@ impl Fs {
         let g = rw.gc();
         PacedWake {
             outcome: PacedOutcome::Deferred,
-            wait: pacer::until_next_op(now, g.last_op, g.pacer.op_interval_ns, settings.idle_poll),
+            wait: pacer::until_next_op(now, g.op_on_schedule(), g.pacer.op_interval_ns, settings.idle_poll),
             slept: false,
         }
     }
@@ -270,7 +271,7 @@ impl Fs {
             match settings.pacing {
                 GcPacing::Adaptive => {
                     g.pacer.gap_overdue(now)
-                        || pacer::fits_gap(now, g.last_op, g.pacer.op_interval_ns, g.pacer.discard_ns)
+                        || pacer::fits_gap(now, g.op_on_schedule(), g.pacer.op_interval_ns, g.pacer.discard_ns)
                 }
                 _ => g.last_op.is_none_or(|t| now.saturating_sub(t) > settings.busy_window),
             }
@@ -472,7 +473,7 @@ impl Fs {
         if settings.pacing == GcPacing::Adaptive {
             let mut g = rw.gc();
             let cost = g.pacer.checkpoint_ns.map(|c| c * pacer::GAP_MARGIN);
-            let last_op = g.last_op;
+            let last_op = g.op_on_schedule();
             if !g.pacer.gap_overdue(now) && !pacer::fits_gap(now, last_op, g.pacer.op_interval_ns, cost) {
                 return Ok(Some(PacedOutcome::Deferred));
             }

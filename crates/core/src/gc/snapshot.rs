@@ -10,7 +10,7 @@
 
 use super::{gc_need, pending_need, sections_of, GC_CHECKPOINT_SECS};
 use crate::fs::ReadWrite;
-use crate::segment::{SectionInfo, SegmentManager, SpaceNeed};
+use crate::segment::{SectionInfo, SegmentManager, SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
 use crate::Fs;
 use std::sync::MutexGuard;
 
@@ -70,6 +70,16 @@ impl SpaceView {
     /// (the kernel's `has_not_enough_free_secs`, inverted).
     pub(crate) fn enough(&self, freed: u32, extra: u32) -> bool {
         self.free + freed >= self.gc_need_secs + self.reserved + extra
+    }
+
+    /// Whether the sections emptied since the last checkpoint cover the reserved
+    /// sections for GC's writes while [`PREFREE_ROOM_FLOOR_SECS`] really free sections
+    /// stay beyond them: the rule of an operation's own room check when prefree
+    /// sections stand in for reserved ones
+    /// ([`crate::segment::SegmentManager::set_prefree_is_room`]).
+    pub(crate) fn prefree_room(&self) -> bool {
+        self.free >= self.gc_need_secs + PREFREE_ROOM_FLOOR_SECS
+            && self.free + self.prefree_gain >= self.gc_need_secs + self.reserved
     }
 
     /// [`SpaceView::enough`] for every pending write, file data included.
@@ -135,4 +145,33 @@ impl VictimInputs {
 /// The segment lock, held for one snapshot.
 fn lock(rw: &ReadWrite) -> MutexGuard<'_, SegmentManager> {
     rw.segs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(free: u32, prefree_gain: u32) -> SpaceView {
+        SpaceView {
+            free,
+            prefree: prefree_gain,
+            prefree_gain,
+            reserved: 8,
+            gc_need_secs: 1,
+            pending_secs: 2,
+        }
+    }
+
+    /// Emptied sections stand in for reserved ones while enough really free
+    /// sections stay beyond GC's own writes.
+    #[test]
+    fn prefree_sections_stand_in_for_reserved_ones_down_to_the_floor() {
+        assert!(!view(8, 0).prefree_room(), "no emptied section");
+        assert!(view(9, 0).prefree_room(), "room without them");
+        assert!(view(5, 4).prefree_room());
+        assert!(!view(5, 3).prefree_room(), "they do not cover the reserved");
+        let floor = 1 + PREFREE_ROOM_FLOOR_SECS;
+        assert!(view(floor, 8).prefree_room());
+        assert!(!view(floor - 1, 9).prefree_room(), "below the floor");
+    }
 }
