@@ -191,6 +191,7 @@ impl Fs {
         };
         let start = first_start.unwrap_or_default();
         let end = clock.now();
+        let discards_queued = self.segments()?.queued_discards() > 0;
         let mut g = rw.gc();
         if !outcome.idle() {
             g.pacer.stats.gc_time += end.saturating_sub(start);
@@ -238,6 +239,15 @@ impl Fs {
                     _ => pacer::SEED_SLEEP,
                 }
             }
+        };
+        // A discard waiting for a gap begins at a gap's start ([`pacer::fits_gap`]):
+        // the wake-up after a sleep comes no later than just after the next front
+        // operation is due, not at a moment where it would wait for
+        // [`pacer::GAP_PATIENCE`] intervals and then go ahead mid-gap.
+        let sleep = if settings.pacing == GcPacing::Adaptive && discards_queued {
+            sleep.min(pacer::until_next_op(end, g.op_on_schedule(), g.pacer.op_interval_ns, sleep))
+        } else {
+            sleep
         };
         g.pacer.stats.sleeps += 1;
         g.pacer.stats.slept += sleep;
