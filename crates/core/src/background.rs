@@ -63,8 +63,7 @@ impl Fs {
         {
             let mut g = rw.gc();
             g.clock = clock;
-            g.last_op = None;
-            g.op_sched = None;
+            g.forget_ops();
         }
         rw.cp_timer().written(self.last_checkpoint().checkpoint_ver, now);
         Ok(())

@@ -470,9 +470,18 @@ impl SegmentManager {
             .map(|i| zone_of(self.cur(i).segno / g.segs_per_sec))
             .collect();
         let own_zone = |sec: u32| g.secs_per_zone == 1 || !others.contains(&zone_of(sec));
-        let sec = self
-            .free
-            .find_free_section(start, &own_zone)
+        // A free section whose discard (zone reset) is still queued is taken last:
+        // entering it resets the zone inside the write that opens it (6.1 ms for an
+        // 8 MiB zone in the lab's device model), where the paced cleaner resets it
+        // in a gap between front writes.
+        let mut queued: Vec<u32> = self.to_discard.iter().map(|s| s / g.segs_per_sec).collect();
+        queued.sort_unstable();
+        queued.dedup();
+        let reset = |sec: u32| queued.binary_search(&sec).is_err();
+        let sec = (!queued.is_empty())
+            .then(|| self.free.find_free_section(start, &|sec| own_zone(sec) && reset(sec)))
+            .flatten()
+            .or_else(|| self.free.find_free_section(start, &own_zone))
             .or_else(|| self.free.find_free_section(start, &|_| true))
             .ok_or_else(|| Error::NoSpace(format!("no free section for the {:?} log", Self::log_type(li))))?;
         Ok(sec * g.segs_per_sec)
