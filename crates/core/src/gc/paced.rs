@@ -245,7 +245,12 @@ impl Fs {
         // operation is due, not at a moment where it would wait for
         // [`pacer::GAP_PATIENCE`] intervals and then go ahead mid-gap.
         let sleep = if settings.pacing == GcPacing::Adaptive && discards_queued {
-            sleep.min(pacer::until_next_op(end, g.op_on_schedule(), g.pacer.op_interval_ns, sleep))
+            sleep.min(pacer::until_next_op(
+                end,
+                g.op_on_schedule(),
+                g.pacer.op_interval_ns,
+                sleep,
+            ))
         } else {
             sleep
         };
