@@ -34,7 +34,7 @@ pub struct GcStats {
 /// Front operations [`GcState::op_on_schedule`] looks back over. From the last start
 /// alone, a zone reset begun just after a late write took part of the next write's
 /// gap, and that write was late in turn (the seed preset at 50% load, `--io-size 8G`:
-/// clat p99.9 5.95 ms); from the last two, 5.07 ms; from four, 3.45 ms. Over more the
+/// clat p99.9 5.90 ms); from the last two, 5.07 ms; from four, 3.45 ms. Over more the
 /// measured interval's error adds up (eight: 5.44 ms; all of them moved the small
 /// preset's max from 0.55 ms to 3.3 ms).
 pub(crate) const SCHEDULE_OPS: usize = 4;
