@@ -41,19 +41,24 @@ fn check(fs: &Fs, ino: u32, versions: &[u32], what: &str) {
     }
 }
 
+/// Formats `img` as a zoned volume of `bytes` with sections of `segs_per_sec` segments.
+fn mkfs_zoned(img: &std::path::Path, bytes: u64, segs_per_sec: u32) {
+    let opts = MkfsOptions {
+        size_bytes: Some(bytes),
+        segs_per_sec,
+        features: parse_features("blkzoned").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(img, &opts).unwrap();
+}
+
 #[test]
 fn zoned_volumes_stay_sequential_through_gc_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     for policy in [GcPolicy::Greedy, GcPolicy::Default] {
         let img = dir.path().join("z.img");
         let _ = std::fs::remove_file(&img);
-        let opts = MkfsOptions {
-            size_bytes: Some(512 * MIB),
-            segs_per_sec: 4,
-            features: parse_features("blkzoned").unwrap(),
-            ..MkfsOptions::default()
-        };
-        mkfs(&img, &opts).unwrap();
+        mkfs_zoned(&img, 512 * MIB, 4);
         fsck_clean(&img, "mkfs --zoned");
         let fs = Fs::open_with(&img, &[], OpenOptions { read_write: true }).unwrap();
         fs.set_gc_policy(policy).unwrap();
@@ -100,13 +105,7 @@ fn zone_resets_queued_at_a_power_cut_do_not_block_the_sections_after_it() {
     use uf2fs_core::gc::{GcPacing, PacingSettings};
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("z.img");
-    let opts = MkfsOptions {
-        size_bytes: Some(256 * MIB),
-        segs_per_sec: 2,
-        features: parse_features("blkzoned").unwrap(),
-        ..MkfsOptions::default()
-    };
-    mkfs(&img, &opts).unwrap();
+    mkfs_zoned(&img, 256 * MIB, 2);
     let fs = Fs::open_with(&img, &[], OpenOptions { read_write: true }).unwrap();
     fs.set_gc_pacing(PacingSettings {
         pacing: GcPacing::Adaptive,
@@ -148,13 +147,7 @@ fn logs_open_reset_sections_before_ones_whose_reset_is_queued() {
     use uf2fs_core::gc::{GcPacing, PacingSettings};
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("z.img");
-    let opts = MkfsOptions {
-        size_bytes: Some(1024 * MIB),
-        segs_per_sec: 2,
-        features: parse_features("blkzoned").unwrap(),
-        ..MkfsOptions::default()
-    };
-    mkfs(&img, &opts).unwrap();
+    mkfs_zoned(&img, 1024 * MIB, 2);
     let fs = Fs::open_with(&img, &[], OpenOptions { read_write: true }).unwrap();
     let pacing = |p| {
         fs.set_gc_pacing(PacingSettings {

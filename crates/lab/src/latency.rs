@@ -690,6 +690,21 @@ mod tests {
         }
     }
 
+    /// One run of `setup` under `policy` and `pacing` with a 1 ms target: at `rate`
+    /// writes/s (counted as half load), or at full speed.
+    fn run_at(setup: &Setup, policy: GcPolicy, pacing: GcPacing, rate: Option<f64>) -> LatencyResult {
+        let r = LatencyRun {
+            policy,
+            pacing,
+            target: Duration::from_micros(1000),
+            model: LatencyModel::default(),
+            rate,
+            start_margin: None,
+        };
+        let load = if rate.is_some() { Load::Share(0.5) } else { Load::Full };
+        run(setup, &r, load, &|_| {}).unwrap()
+    }
+
     /// Under the batching default policy a paced run shares checkpoints among
     /// emptied victims as `off`'s passes do: each checkpoint writes every dirty node,
     /// so checkpointing a few victims at a time costs WAF (three times `off`'s
@@ -698,18 +713,7 @@ mod tests {
     fn paced_runs_under_the_default_policy_batch_checkpoints_as_off_does() {
         let mut setup = Preset::Small.setup();
         setup.io_bytes = 128 << 20;
-        let run_with = |pacing, rate: Option<f64>| {
-            let r = LatencyRun {
-                policy: GcPolicy::Default,
-                pacing,
-                target: Duration::from_micros(1000),
-                model: LatencyModel::default(),
-                rate,
-                start_margin: None,
-            };
-            let load = if rate.is_some() { Load::Share(0.5) } else { Load::Full };
-            run(&setup, &r, load, &|_| {}).unwrap()
-        };
+        let run_with = |pacing, rate| run_at(&setup, GcPolicy::Default, pacing, rate);
         let off = run_with(GcPacing::Off, None);
         assert!(off.checkpoints > 0, "{off:?}");
         let per_section = |r: &LatencyResult| r.checkpoints as f64 / r.sections_freed.max(1) as f64;
@@ -739,18 +743,7 @@ mod tests {
         let mut setup = Preset::Small.setup();
         setup.file_bytes = 1800 << 20;
         setup.io_bytes = 1 << 30;
-        let run_with = |pacing, rate: Option<f64>| {
-            let r = LatencyRun {
-                policy: GcPolicy::Greedy,
-                pacing,
-                target: Duration::from_micros(1000),
-                model: LatencyModel::default(),
-                rate,
-                start_margin: None,
-            };
-            let load = if rate.is_some() { Load::Share(0.5) } else { Load::Full };
-            run(&setup, &r, load, &|_| {}).unwrap()
-        };
+        let run_with = |pacing, rate| run_at(&setup, GcPolicy::Greedy, pacing, rate);
         let off = run_with(GcPacing::Off, None);
         let adaptive = run_with(GcPacing::Adaptive, Some(off.iops * 0.5));
         assert!(
