@@ -162,7 +162,7 @@ impl Fs {
         // A discard left for a gap goes before the next step: a step whose log enters
         // the queued section would discard it inside the step, where a front write can
         // wait for it. Not when free sections are at the foreground threshold.
-        if settings.pacing == GcPacing::Adaptive && slack >= 1 && self.segments()?.queued_discards() > 0 {
+        if settings.pacing == GcPacing::Adaptive && slack >= 1 && self.segments()?.has_queued_discards() {
             return Ok(self.deferred(rw, settings, clock.now()));
         }
         let mut first_start = None;
@@ -191,7 +191,7 @@ impl Fs {
         };
         let start = first_start.unwrap_or_default();
         let end = clock.now();
-        let discards_queued = self.segments()?.queued_discards() > 0;
+        let discards_queued = self.segments()?.has_queued_discards();
         let mut g = rw.gc();
         if !outcome.idle() {
             g.pacer.stats.gc_time += end.saturating_sub(start);
@@ -278,7 +278,7 @@ impl Fs {
     /// `cp_lock`: the segment manager discards a queued section itself before a log
     /// enters it.
     fn paced_discard(&self, rw: &ReadWrite, settings: PacingSettings, now: Duration) -> Result<Option<PacedWake>> {
-        if self.segments()?.queued_discards() == 0 {
+        if !self.segments()?.has_queued_discards() {
             return Ok(None);
         }
         let fits = {

@@ -54,9 +54,6 @@ pub(crate) struct GcState {
     /// When the last operation started, on `clock` (the background cleaner's idle
     /// rule).
     pub(crate) last_op: Option<Duration>,
-    /// When the last operation would have started had front I/O come on schedule
-    /// ([`GcState::op_on_schedule`]).
-    op_sched: Option<Duration>,
     /// The starts of the last [`SCHEDULE_OPS`] operations, the latest first.
     recent_ops: VecDeque<Duration>,
     /// The clock background work reads ([`crate::clock`]).
@@ -78,7 +75,6 @@ impl Default for GcState {
             node_clean: false,
             stats: GcStats::default(),
             last_op: None,
-            op_sched: None,
             recent_ops: VecDeque::with_capacity(SCHEDULE_OPS),
             clock: Arc::new(SystemClock::new()),
             batch_extra: 0,
@@ -95,29 +91,14 @@ impl GcState {
         if let Some(last) = self.last_op {
             self.pacer.op_started(now.saturating_sub(last));
         }
-        // Front operations at a steady rate that waited (for GC) start late, each by
-        // its own delay: the last one was due no later than one interval after each
-        // of the few before it.
         self.recent_ops.push_front(now);
         self.recent_ops.truncate(SCHEDULE_OPS);
-        self.op_sched = Some(match self.pacer.op_interval_ns {
-            Some(interval) => {
-                let i = Duration::from_nanos(interval as u64);
-                (0u32..)
-                    .zip(&self.recent_ops)
-                    .map(|(j, &t)| t + i * j)
-                    .min()
-                    .unwrap_or(now)
-            }
-            None => now,
-        });
         self.last_op = Some(now);
     }
 
     /// Forgets when operations started (the clock was replaced).
     pub(crate) fn forget_ops(&mut self) {
         self.last_op = None;
-        self.op_sched = None;
         self.recent_ops.clear();
     }
 
@@ -128,7 +109,14 @@ impl GcState {
     /// paced cleaner predicts the next gap in front I/O from this time
     /// ([`super::pacer::fits_gap`]).
     pub(crate) fn op_on_schedule(&self) -> Option<Duration> {
-        self.op_sched.or(self.last_op)
+        let Some(interval) = self.pacer.op_interval_ns else {
+            return self.last_op;
+        };
+        // Front operations at a steady rate that waited (for GC) start late, each by
+        // its own delay: the last one was due no later than one interval after each
+        // of the few before it.
+        let i = Duration::from_nanos(interval as u64);
+        (0u32..).zip(&self.recent_ops).map(|(j, &t)| t + i * j).min()
     }
 }
 

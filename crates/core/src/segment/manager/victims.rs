@@ -181,6 +181,12 @@ impl SegmentManager {
         self.defer_discards = defer;
     }
 
+    /// Whether any freed section's discard is queued (cheaper than
+    /// [`SegmentManager::queued_discards`]: the paced cleaner asks at every wake-up).
+    pub fn has_queued_discards(&self) -> bool {
+        !self.to_discard.is_empty()
+    }
+
     /// Freed sections whose discard is queued (counted once per section).
     pub fn queued_discards(&self) -> usize {
         let spsec = self.geo.segs_per_sec;
