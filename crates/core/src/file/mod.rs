@@ -22,6 +22,7 @@
 //! `__get_segment_type_6`; their direct nodes to warm node, indirect nodes to cold node.
 
 pub mod blocks;
+mod copy;
 mod fallocate;
 mod fsync;
 pub mod inline;
