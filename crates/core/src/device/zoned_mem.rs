@@ -149,6 +149,7 @@ impl BlockDevice for ZonedMemDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::BLOCK;
 
     fn dev() -> ZonedMemDevice {
         ZonedMemDevice::new(ZonedMemOptions {

@@ -1,7 +1,7 @@
 //! File data operations of a read-write file system (F2FS's file.c): write, truncate,
-//! fallocate (allocate, keep size, punch hole, zero range: [`fallocate`]) and fsync ([`fsync`]),
-//! on top of the block-range
-//! code ([`blocks`]), inline data ([`inline`]) and the page cache.
+//! fallocate (allocate, keep size, punch hole, zero range: [`fallocate`]), fsync
+//! ([`fsync`]) and copy_file_range ([`copy`]), on top of the block-range code
+//! ([`blocks`]), inline data ([`inline`]) and the page cache.
 //!
 //! Each runs as one or more namespace-style operations ([`crate::ops::Op`]): `cp_lock`
 //! shared, the inode locked, the room for everything the operation may write checked
