@@ -1,13 +1,12 @@
 //! `uf2fs bench waf`: the WAF lab (crate `uf2fs-lab`) from the command line — options,
 //! progress bar, table, `--json` and `--plot`.
 
+use crate::bench_output::{check_output, progress_bar};
 use crate::errors::UsageError;
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 use uf2fs_core::GcPolicy;
 use uf2fs_lab::size::parse_size;
 use uf2fs_lab::{report, Event, Preset, RunResult, Setup, Workload};
@@ -258,32 +257,6 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
             failures.join("; ")
         )),
     }
-}
-
-/// Refuses an output path that is a directory or whose directory does not exist.
-pub(crate) fn check_output(path: &Path) -> anyhow::Result<()> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(UsageError(format!("{shown} is a directory, not a file to write")).into());
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(UsageError(format!("cannot write {shown}: {} is not a directory", dir.display())).into());
-    }
-    Ok(())
-}
-
-pub(crate) fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {percent:>3}% ETA {eta} {wide_msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.enable_steady_tick(Duration::from_millis(500));
-    bar
 }
 
 #[cfg(test)]

@@ -115,7 +115,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     let total = setup.io_blocks() * (pacers.len() * (1 + shares.len())) as u64;
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| crate::bench::progress_bar(total));
+        .then(|| crate::bench_output::progress_bar(total));
     let advance = |n: u64| {
         if let Some(b) = &bar {
             b.inc(n)

@@ -148,11 +148,11 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
         }
     }
     for path in [&args.json, &args.plot].into_iter().flatten() {
-        crate::bench::check_output(path)?;
+        crate::bench_output::check_output(path)?;
     }
     let mut all: Vec<WbResult> = Vec::new();
     let mut points = Vec::new();
-    let bar = crate::bench::progress_bar((configs.len() * args.runs) as u64);
+    let bar = crate::bench_output::progress_bar((configs.len() * args.runs) as u64);
     let mut out = std::io::stdout().lock();
     let header = format!(
         "{:<8} {:>7} {:>8} {:<13} {:>9} {:>8} {:>11} {:>7} {:>6} {:>11} {:>10}",

@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod bench_latency;
+mod bench_output;
 mod bench_writeback;
 mod cat;
 mod errors;

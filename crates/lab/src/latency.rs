@@ -13,7 +13,7 @@
 //! latency is its completion time less its arrival time: its own device time, any
 //! foreground GC or checkpoint it ran, and the wait for a step in progress.
 
-use crate::run::CLOCK_BLOCKS_PER_SEC;
+use crate::clock::CLOCK_BLOCKS_PER_SEC;
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::volume::{SharedDevice, Volume};
 use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};

@@ -7,6 +7,7 @@
 //! overwrite phase too (it writes back what the page cache still holds, as the kernel
 //! eventually does), and is counted.
 
+use crate::clock::CLOCK_BLOCKS_PER_SEC;
 use crate::idle::Idler;
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::volume::{Geometry, Volume};
@@ -16,10 +17,6 @@ use std::collections::HashMap;
 use std::time::Instant;
 use uf2fs_core::device::WriteCounts;
 use uf2fs_core::{Accounting, Fs, GcPolicy, Ino};
-
-/// The lab's clock: one second per this many blocks written (256 MiB/s), so that the
-/// ages cost-benefit and ATGC read are the same on every machine and every run.
-pub const CLOCK_BLOCKS_PER_SEC: u64 = 65536;
 
 /// Points of the WAF curve taken during the overwrite phase (plus the final one).
 pub const CURVE_POINTS: u64 = 200;
