@@ -19,6 +19,7 @@ mod mount_options;
 mod names;
 mod output;
 mod status;
+mod sweep;
 
 use anyhow::Context;
 use args::{Cli, Command};

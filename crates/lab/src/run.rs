@@ -12,7 +12,7 @@ use crate::idle::Idler;
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::volume::{Geometry, Volume};
 use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Instant;
 use uf2fs_core::device::WriteCounts;
@@ -22,7 +22,7 @@ use uf2fs_core::{Accounting, Fs, GcPolicy, Ino};
 pub const CURVE_POINTS: u64 = 200;
 
 /// Blocks written to the device over a span, by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceCounts {
     /// Superblock blocks.
     pub superblock: u64,
@@ -68,7 +68,7 @@ impl DeviceCounts {
 }
 
 /// A point of the WAF curve: blocks written since the overwrite phase began.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// User blocks.
     pub user_blocks: u64,
@@ -89,7 +89,7 @@ impl Sample {
 
 /// What one (policy, workload) run measured. Counts are of the overwrite phase
 /// unless named `fill_*`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     /// GC policy.
     pub policy: String,
