@@ -25,6 +25,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+export SWEEP_SHARDS=$n SWEEP_FIRST_TASK=0
 array=$(sbatch --parsable --array="0-$((n - 1))" --cpus-per-task="${CPUS_PER_TASK:-1}" \
     --output="$out/%x-%A_%a.out" "$here/sweep.sbatch" "$out" "$@")
 array=${array%%;*}
