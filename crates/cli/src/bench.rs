@@ -1,5 +1,6 @@
 //! `uf2fs bench waf`: the WAF lab (crate `uf2fs-lab`) from the command line — options,
-//! progress bar, table, `--json` and `--plot`.
+//! progress bar, table, `--json` and `--plot`, `--shard`; and `uf2fs bench merge`, which
+//! joins the shard files of any bench subcommand (crate::sweep checks them).
 
 use crate::bench_output::{check_output, progress_bar};
 use crate::errors::UsageError;

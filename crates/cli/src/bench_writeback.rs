@@ -237,7 +237,10 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
         if cfg.contexts == 1 {
             base.insert(cfg.workload.name(), mbs);
         }
-        let ratio = base.get(cfg.workload.name()).map_or(f64::NAN, |b| mbs / b);
+        // Against one context on this machine ("-" in a shard without that run).
+        let ratio = base
+            .get(cfg.workload.name())
+            .map_or("-".to_string(), |b| format!("{:.2}x", mbs / b));
         // CPU per context, medians over the runs: "a/b/..." (or "-" where unknown).
         let ctx_cpu = (0..cfg.contexts)
             .map(|c| {
@@ -252,7 +255,7 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
             .join("/");
         let writers_cpu = median(runs.iter().map(|r| r.writers_cpu_s).collect());
         let line = format!(
-            "{:<8} {:>7} {:>8} {:<13} {:>9.1} {:>7.2}x {:>11.1} {:>7} {:>6.3} {:>11} {:>10.2}",
+            "{:<8} {:>7} {:>8} {:<13} {:>9.1} {:>8} {:>11.1} {:>7} {:>6.3} {:>11} {:>10.2}",
             cfg.workload.name(),
             cfg.writers,
             cfg.contexts,
