@@ -208,7 +208,8 @@ pub enum Command {
         /// Image file or block device.
         image: PathBuf,
     },
-    /// Benchmarks run in memory, without FUSE or root: `bench waf`.
+    /// Benchmarks run in memory, without FUSE or root: `bench waf`, `bench latency`,
+    /// `bench writeback`, and `bench merge` of a sweep's shards.
     Bench {
         /// Which benchmark.
         #[command(subcommand)]

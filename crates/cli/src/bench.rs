@@ -1,13 +1,14 @@
 //! `uf2fs bench waf`: the WAF lab (crate `uf2fs-lab`) from the command line — options,
-//! progress bar, table, `--json` and `--plot`.
+//! progress bar, table, `--json` and `--plot`, `--shard`; and `uf2fs bench merge`, which
+//! joins the shard files of any bench subcommand (crate::sweep checks them).
 
+use crate::bench_output::{check_output, progress_bar};
 use crate::errors::UsageError;
+use crate::sweep::{Shard, ShardFile};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 use uf2fs_core::GcPolicy;
 use uf2fs_lab::size::parse_size;
 use uf2fs_lab::{report, Event, Preset, RunResult, Setup, Workload};
@@ -32,6 +33,24 @@ pub enum BenchCommand {
     /// threads), each inode affined to one (the 2025 parallel-writeback seed); in
     /// process, on memory volumes. See docs/writeback.md.
     Writeback(crate::bench_writeback::WritebackArgs),
+    /// Join the shard files of a sweep (`bench waf|latency|writeback --shard I/N --json
+    /// FILE` on each machine) into the JSON one run of the whole sweep writes (timings
+    /// aside); refuses missing, repeated or foreign shards. See docs/sweeps.md.
+    Merge(MergeArgs),
+}
+
+/// `uf2fs bench merge` options.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Where to write the merged JSON (not one of the shards).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub json: PathBuf,
+    /// Also draw the merged results as the subcommand's `--plot` does (waf, latency).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// The shard files, one for each shard of the sweep, in any order.
+    #[arg(value_name = "SHARD", required = true)]
+    pub shards: Vec<PathBuf>,
 }
 
 /// `uf2fs bench waf` options.
@@ -92,6 +111,10 @@ pub struct WafArgs {
     /// Length of each pause of --idle-every, in simulated seconds.
     #[arg(long, value_name = "S", value_parser = parse_pause, requires = "idle_every")]
     pub idle_secs: Option<f64>,
+    /// Run only shard I of N of the (workload, policy) runs (I from 1; run r is shard
+    /// r mod N + 1's) and write them to --json as a shard file for `bench merge`.
+    #[arg(long, value_name = "I/N", requires = "json", value_parser = |s: &str| s.parse::<Shard>())]
+    pub shard: Option<Shard>,
 }
 
 fn parse_pause(s: &str) -> Result<f64, String> {
@@ -183,13 +206,29 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Waf(args) => waf(&args),
         BenchCommand::Latency(args) => crate::bench_latency::latency(&args),
         BenchCommand::Writeback(args) => crate::bench_writeback::writeback(&args),
+        BenchCommand::Merge(args) => merge(&args),
     }
+}
+
+/// The options of `bench waf` that decide its runs and their figures, for shard files.
+fn waf_options(setup: &Setup, args: &WafArgs) -> anyhow::Result<serde_json::Value> {
+    let names = |v: Vec<String>| serde_json::Value::from(v);
+    Ok(serde_json::json!({
+        "setup": serde_json::to_value(setup)?,
+        "policies": names(args.policy.0.iter().map(|p| p.to_string()).collect()),
+        "workloads": names(args.workload.0.iter().map(|w| w.to_string()).collect()),
+    }))
 }
 
 fn waf(args: &WafArgs) -> anyhow::Result<()> {
     let setup = args.setup();
     let (geometry, _) = uf2fs_lab::volume::plan(&setup).map_err(UsageError)?;
-    let pairs = uf2fs_lab::pairs(&args.policy.0, &args.workload.0);
+    let all_pairs = uf2fs_lab::pairs(&args.policy.0, &args.workload.0);
+    let runs: Vec<usize> = match args.shard {
+        Some(shard) => shard.runs(all_pairs.len()),
+        None => (0..all_pairs.len()).collect(),
+    };
+    let pairs: Vec<_> = runs.iter().map(|&r| all_pairs[r]).collect();
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -199,6 +238,9 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     out.write_all(report::describe(&setup, &geometry).as_bytes())?;
+    if let Some(shard) = args.shard {
+        writeln!(out, "shard {shard}: {} of the {} runs", pairs.len(), all_pairs.len())?;
+    }
     out.flush()?;
 
     let total: u64 = pairs
@@ -230,11 +272,31 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
 
     let mut results: Vec<RunResult> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
-    for o in outcomes {
+    // A shard's records leave waf_vs_greedy out (greedy may run in another shard):
+    // the merge sets it.
+    let mut shard_file = match args.shard {
+        Some(shard) => Some(ShardFile::new(
+            "waf",
+            waf_options(&setup, args)?,
+            shard,
+            all_pairs.len(),
+            serde_json::Value::Null,
+        )),
+        None => None,
+    };
+    for (o, &run) in outcomes.into_iter().zip(&runs) {
         match o {
-            Ok(r) => results.push(r),
+            Ok(r) => {
+                if let Some(f) = shard_file.as_mut() {
+                    f.push(run, format!("{}/{}", r.policy, r.workload), &r)?;
+                }
+                results.push(r)
+            }
             Err(e) => failures.push(e),
         }
+    }
+    if let (Some(f), Some(path)) = (&shard_file, &args.json) {
+        f.write(path)?;
     }
     report::compare_with_greedy(&mut results);
     if !results.is_empty() {
@@ -243,7 +305,7 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
         writeln!(out)?;
         out.write_all(report::limits(&results).as_bytes())?;
         out.flush()?;
-        if let Some(path) = &args.json {
+        if let (Some(path), None) = (&args.json, &shard_file) {
             report::write_json(&results, path).map_err(anyhow::Error::msg)?;
         }
         if let Some(path) = &args.plot {
@@ -260,30 +322,66 @@ fn waf(args: &WafArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Refuses an output path that is a directory or whose directory does not exist.
-pub(crate) fn check_output(path: &Path) -> anyhow::Result<()> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(UsageError(format!("{shown} is a directory, not a file to write")).into());
+/// Runs `uf2fs bench merge`.
+fn merge(args: &MergeArgs) -> anyhow::Result<()> {
+    for path in [Some(&args.json), args.plot.as_ref()].into_iter().flatten() {
+        check_output(path)?;
+        if let Some(shard) = args.shards.iter().find(|s| same_file(s, path)) {
+            return Err(UsageError(format!(
+                "{} is one of the shards: the merge would overwrite it",
+                shard.display()
+            ))
+            .into());
+        }
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(UsageError(format!("cannot write {shown}: {} is not a directory", dir.display())).into());
+    let merged = crate::sweep::load(&args.shards)?;
+    let runs = merged.records.len();
+    match merged.bench.as_str() {
+        "waf" => merge_waf(merged.records, args)?,
+        "latency" => crate::bench_latency::merge(merged.frame, merged.records, &args.json, args.plot.as_deref())?,
+        "writeback" => crate::bench_writeback::merge(merged.records, &args.json, args.plot.as_deref())?,
+        other => return Err(UsageError(format!("shards of an unknown bench '{other}'")).into()),
     }
+    println!(
+        "merged {} shards of bench {}: {runs} runs into {}",
+        args.shards.len(),
+        merged.bench,
+        args.json.display()
+    );
     Ok(())
 }
 
-pub(crate) fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {percent:>3}% ETA {eta} {wide_msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.enable_steady_tick(Duration::from_millis(500));
-    bar
+/// Whether `a` and `b` name one file (both existing), or are the same path.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => a == b,
+    }
+}
+
+/// `bench waf`'s records joined: the table, and the JSON and plot a run of the whole
+/// sweep writes.
+fn merge_waf(records: Vec<serde_json::Value>, args: &MergeArgs) -> anyhow::Result<()> {
+    let mut results: Vec<RunResult> = records
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<Result<_, _>>()
+        .map_err(|e| UsageError(format!("a damaged waf record in the shards: {e}")))?;
+    report::compare_with_greedy(&mut results);
+    let mut out = std::io::stdout().lock();
+    if let Some(first) = results.first() {
+        out.write_all(report::describe(&first.setup, &first.geometry).as_bytes())?;
+        writeln!(out)?;
+        out.write_all(report::table(&results).as_bytes())?;
+        writeln!(out)?;
+        out.write_all(report::limits(&results).as_bytes())?;
+    }
+    report::write_json(&results, &args.json).map_err(anyhow::Error::msg)?;
+    if let Some(path) = &args.plot {
+        uf2fs_lab::plot::plot(&results, path).map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -301,7 +399,9 @@ mod tests {
         let argv = ["bench", "waf"].iter().chain(extra).copied();
         Top::try_parse_from(argv).map(|t| match t.cmd {
             BenchCommand::Waf(a) => a,
-            BenchCommand::Latency(_) | BenchCommand::Writeback(_) => unreachable!("parsed as bench waf"),
+            BenchCommand::Latency(_) | BenchCommand::Writeback(_) | BenchCommand::Merge(_) => {
+                unreachable!("parsed as bench waf")
+            }
         })
     }
 

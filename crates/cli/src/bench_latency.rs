@@ -2,9 +2,10 @@
 //! module `latency`) from the command line — options, progress bar, table, `--json`.
 
 use crate::errors::UsageError;
+use crate::sweep::{Shard, ShardFile};
 use clap::Args;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use uf2fs_core::{GcPacing, GcPolicy};
 use uf2fs_lab::latency::{self, LatencyModel, LatencyResult, LatencyRun, Load};
@@ -60,6 +61,13 @@ pub struct LatencyArgs {
     /// Runs at once (default 2).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub jobs: usize,
+    /// Run only shard I of N of the (pacer, load) runs (I from 1; run r is shard
+    /// r mod N + 1's) and write them to --json as a shard file for `bench merge`. A
+    /// shard with a fixed-rate run but not `off` at full speed runs that too (its
+    /// rates are shares of off's IOPS; the simulated clock makes it the same
+    /// everywhere) and leaves it out of its records.
+    #[arg(long, value_name = "I/N", requires = "json", value_parser = |s: &str| s.parse::<Shard>())]
+    pub shard: Option<Shard>,
 }
 
 fn pacers(s: &str) -> Result<Vec<GcPacing>, String> {
@@ -112,10 +120,32 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         rate,
         start_margin: args.start_margin,
     };
-    let total = setup.io_blocks() * (pacers.len() * (1 + shares.len())) as u64;
+    // The runs go to `--jobs` workers from one queue: the full-speed runs first, then
+    // the fixed-rate runs, which wait only for `off`'s full-speed run (their rates are
+    // shares of what it sustained), not for every full-speed run to end.
+    let mut all_runs: Vec<(GcPacing, Load)> = pacers.iter().map(|&p| (p, Load::Full)).collect();
+    for &share in &shares {
+        all_runs.extend(pacers.iter().map(|&p| (p, Load::Share(share))));
+    }
+    // The runs of this shard (all without --shard), and off at full speed where a
+    // fixed-rate run needs its IOPS.
+    let owned: Vec<usize> = match args.shard {
+        Some(shard) => shard.runs(all_runs.len()),
+        None => (0..all_runs.len()).collect(),
+    };
+    let off_full = all_runs
+        .iter()
+        .position(|&r| r == (GcPacing::Off, Load::Full))
+        .ok_or_else(|| anyhow::anyhow!("no run of off at full speed"))?;
+    let mut picked = owned.clone();
+    if !picked.contains(&off_full) && picked.iter().any(|&i| all_runs[i].1 != Load::Full) {
+        picked.insert(0, off_full);
+    }
+    let runs: Vec<(GcPacing, Load)> = picked.iter().map(|&i| all_runs[i]).collect();
+    let total = setup.io_blocks() * runs.len() as u64;
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| crate::bench::progress_bar(total));
+        .then(|| crate::bench_output::progress_bar(total));
     let advance = |n: u64| {
         if let Some(b) = &bar {
             b.inc(n)
@@ -131,16 +161,17 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         model.write_us,
         model.erase_us
     );
-    // The runs go to `--jobs` workers from one queue: the full-speed runs first, then
-    // the fixed-rate runs, which wait only for `off`'s full-speed run (their rates are
-    // shares of what it sustained), not for every full-speed run to end.
-    let mut runs: Vec<(GcPacing, Load)> = pacers.iter().map(|&p| (p, Load::Full)).collect();
-    for &share in &shares {
-        runs.extend(pacers.iter().map(|&p| (p, Load::Share(share))));
+    if let Some(shard) = args.shard {
+        let helper = if picked.len() > owned.len() {
+            " (and off at full speed, for the fixed rates)"
+        } else {
+            ""
+        };
+        println!("shard {shard}: {} of the {} runs{helper}", owned.len(), all_runs.len());
     }
     let queue = RunQueue::new(runs.len());
     std::thread::scope(|s| {
-        for _ in 0..args.jobs.clamp(1, runs.len()) {
+        for _ in 0..args.jobs.clamp(1, runs.len().max(1)) {
             s.spawn(|| {
                 while let Some((i, rate)) = queue.next(&runs) {
                     let (p, load) = runs[i];
@@ -159,6 +190,54 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
+    // This shard's runs (all without --shard), in the sweep's order.
+    let results: Vec<LatencyResult> = results
+        .into_iter()
+        .zip(&picked)
+        .filter(|(_, i)| owned.contains(i))
+        .map(|(r, _)| r)
+        .collect();
+    print_table(&results)?;
+    if let Some(path) = &args.json {
+        let coarse: Vec<_> = results.iter().map(|r| r.coarse(latency::JSON_WINDOWS)).collect();
+        let doc = latency::LatencyReport {
+            preset: setup.preset,
+            policy: args.policy.to_string(),
+            model,
+            target_us: args.target_us,
+            io_bytes: setup.io_bytes,
+            results: if args.shard.is_some() { &[] } else { &coarse },
+        };
+        match args.shard {
+            None => std::fs::write(path, doc.to_json().map_err(anyhow::Error::msg)?)?,
+            Some(shard) => {
+                // The options that decide the runs and their figures (not the outputs
+                // nor --jobs).
+                let options = serde_json::json!({
+                    "setup": serde_json::to_value(&setup)?,
+                    "policy": args.policy.to_string(),
+                    "pacers": pacers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+                    "rates": shares,
+                    "target_us": args.target_us,
+                    "model": serde_json::to_value(model)?,
+                    "start_margin": args.start_margin,
+                });
+                let mut file = ShardFile::new("latency", options, shard, all_runs.len(), serde_json::to_value(&doc)?);
+                for (r, &i) in coarse.iter().zip(&owned) {
+                    file.push(i, format!("{}/{}", r.pacer, r.load), r)?;
+                }
+                file.write(path)?;
+            }
+        }
+    }
+    if let Some(path) = &args.plot {
+        uf2fs_lab::plot::plot_latency(&results, path).map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// The table of results, one line per (pacer, load), on stdout.
+fn print_table(results: &[LatencyResult]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -182,7 +261,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         "steps",
         "run s"
     )?;
-    for r in &results {
+    for r in results {
         writeln!(
             out,
             "{:<9} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.3} {:>8.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>8} {:>7.0}",
@@ -203,22 +282,34 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
             r.sections_freed,
             r.fg_gc_calls,
             r.paced_steps,
-            r.wall_s
+            r.elapsed_s
         )?;
     }
-    if let Some(path) = &args.json {
-        let coarse: Vec<_> = results.iter().map(|r| r.coarse(latency::JSON_WINDOWS)).collect();
-        let doc = latency::LatencyReport {
-            preset: setup.preset,
-            policy: args.policy.to_string(),
-            model,
-            target_us: args.target_us,
-            io_bytes: setup.io_bytes,
-            results: &coarse,
-        };
-        std::fs::write(path, doc.to_json().map_err(anyhow::Error::msg)?)?;
+    Ok(())
+}
+
+/// `bench latency`'s shards joined: the table, the JSON document a run of the whole
+/// sweep writes (`frame` with the `records` as its results), and the plot (drawn from
+/// the JSON's windows, which merge up to [`latency::JSON_WINDOWS`] of 10 ms each).
+pub fn merge(
+    mut frame: serde_json::Value,
+    records: Vec<serde_json::Value>,
+    json: &Path,
+    plot: Option<&Path>,
+) -> anyhow::Result<()> {
+    let results: Vec<LatencyResult> = records
+        .iter()
+        .map(|r| serde_json::from_value(r.clone()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| UsageError(format!("a damaged latency record in the shards: {e}")))?;
+    print_table(&results)?;
+    match frame.get_mut("results") {
+        Some(slot) => *slot = serde_json::Value::Array(records),
+        None => return Err(UsageError("the latency shards have no results in their document".into()).into()),
     }
-    if let Some(path) = &args.plot {
+    let text = serde_json::to_string_pretty(&frame).map_err(|e| anyhow::anyhow!("encoding the results: {e}"))?;
+    std::fs::write(json, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", json.display()))?;
+    if let Some(path) = plot {
         uf2fs_lab::plot::plot_latency(&results, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())

@@ -3,9 +3,10 @@
 //! `--save-image`.
 
 use crate::errors::UsageError;
+use crate::sweep::{Shard, ShardFile};
 use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use uf2fs_lab::size::parse_size;
 use uf2fs_lab::writeback::{self, WbResult, WbRun, WbWorkload};
 
@@ -59,6 +60,12 @@ pub struct WritebackArgs {
     /// files against f2fs-tools' `dump.f2fs -M` (up to 64 files per image).
     #[arg(long, value_name = "DIR")]
     pub save_image: Option<PathBuf>,
+    /// Run only shard I of N of the configurations (workload, contexts, policy; I from
+    /// 1; configuration c is shard c mod N + 1's), each with all its --runs, and write
+    /// them to --json as a shard file for `bench merge`. Throughput is wall-clock time:
+    /// compare configurations of one machine (docs/sweeps.md).
+    #[arg(long, value_name = "I/N", requires = "json", value_parser = |s: &str| s.parse::<Shard>())]
+    pub shard: Option<Shard>,
 }
 
 /// Files per saved image whose extents `--save-image` checks with dump.f2fs.
@@ -148,11 +155,43 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
         }
     }
     for path in [&args.json, &args.plot].into_iter().flatten() {
-        crate::bench::check_output(path)?;
+        crate::bench_output::check_output(path)?;
     }
+    let owned: Vec<usize> = match args.shard {
+        Some(shard) => shard.runs(configs.len()),
+        None => (0..configs.len()).collect(),
+    };
+    let mut shard_file = match args.shard {
+        Some(shard) => {
+            // The options that decide the configurations and their figures (not the
+            // outputs).
+            let options = serde_json::json!({
+                "workload": args.workload,
+                "writers": args.writers,
+                "contexts": args.contexts,
+                "policy": args.policy,
+                "large_size": args.large_size,
+                "large_files": args.large_files,
+                "small_size": args.small_size,
+                "small_files": args.small_files,
+                "write_us": args.write_us,
+                "runs": args.runs,
+                "verify": args.verify,
+            });
+            println!("shard {shard}: {} of the {} configurations", owned.len(), configs.len());
+            Some(ShardFile::new(
+                "writeback",
+                options,
+                shard,
+                configs.len(),
+                serde_json::Value::Null,
+            ))
+        }
+        None => None,
+    };
     let mut all: Vec<WbResult> = Vec::new();
     let mut points = Vec::new();
-    let bar = crate::bench::progress_bar((configs.len() * args.runs) as u64);
+    let bar = crate::bench_output::progress_bar((owned.len() * args.runs) as u64);
     let mut out = std::io::stdout().lock();
     let header = format!(
         "{:<8} {:>7} {:>8} {:<13} {:>9} {:>8} {:>11} {:>7} {:>6} {:>11} {:>10}",
@@ -170,7 +209,7 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
     );
     bar.suspend(|| writeln!(out, "{header}"))?;
     let mut base = std::collections::HashMap::new();
-    for cfg in &configs {
+    for (c, cfg) in configs.iter().enumerate().filter(|(c, _)| owned.contains(c)) {
         let mut runs = Vec::new();
         for i in 0..args.runs {
             bar.set_message(format!(
@@ -198,7 +237,10 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
         if cfg.contexts == 1 {
             base.insert(cfg.workload.name(), mbs);
         }
-        let ratio = base.get(cfg.workload.name()).map_or(f64::NAN, |b| mbs / b);
+        // Against one context on this machine ("-" in a shard without that run).
+        let ratio = base
+            .get(cfg.workload.name())
+            .map_or("-".to_string(), |b| format!("{:.2}x", mbs / b));
         // CPU per context, medians over the runs: "a/b/..." (or "-" where unknown).
         let ctx_cpu = (0..cfg.contexts)
             .map(|c| {
@@ -213,7 +255,7 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
             .join("/");
         let writers_cpu = median(runs.iter().map(|r| r.writers_cpu_s).collect());
         let line = format!(
-            "{:<8} {:>7} {:>8} {:<13} {:>9.1} {:>7.2}x {:>11.1} {:>7} {:>6.3} {:>11} {:>10.2}",
+            "{:<8} {:>7} {:>8} {:<13} {:>9.1} {:>8} {:>11.1} {:>7} {:>6.3} {:>11} {:>10.2}",
             cfg.workload.name(),
             cfg.writers,
             cfg.contexts,
@@ -236,13 +278,55 @@ pub fn writeback(args: &WritebackArgs) -> anyhow::Result<()> {
             contexts: cfg.contexts,
             mib_per_s: mbs,
         });
+        if let Some(f) = shard_file.as_mut() {
+            f.push(
+                c,
+                format!("{}/{}/{}", cfg.workload.name(), cfg.contexts, cfg.policy),
+                &runs,
+            )?;
+        }
         all.extend(runs);
     }
     bar.finish_and_clear();
-    if let Some(path) = &args.json {
-        std::fs::write(path, writeback::to_json(&all))?;
+    match (&args.json, &shard_file) {
+        (Some(path), None) => std::fs::write(path, writeback::to_json(&all))?,
+        (Some(path), Some(f)) => f.write(path)?,
+        (None, _) => {}
     }
     if let Some(path) = &args.plot {
+        uf2fs_lab::plot::plot_writeback(&points, path).map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// `bench writeback`'s shards joined: the JSON a run of all the configurations writes
+/// (every run, configuration by configuration), and the plot of their median
+/// throughputs. `records` holds one array of runs per configuration.
+pub fn merge(records: Vec<serde_json::Value>, json: &Path, plot: Option<&Path>) -> anyhow::Result<()> {
+    let damaged = || UsageError("a damaged writeback record in the shards".into());
+    let mut all = Vec::new();
+    let mut points = Vec::new();
+    for config in records {
+        let serde_json::Value::Array(runs) = config else {
+            return Err(damaged().into());
+        };
+        let first = runs.first().ok_or_else(damaged)?;
+        let field = |k: &str| first.get(k).ok_or_else(damaged);
+        let mbs: Option<Vec<f64>> = runs
+            .iter()
+            .map(|r| r.get("mib_per_s").and_then(|v| v.as_f64()))
+            .collect();
+        points.push(uf2fs_lab::plot::WbPoint {
+            workload: field("workload")?.as_str().ok_or_else(damaged)?.to_string(),
+            policy: field("policy")?.as_str().ok_or_else(damaged)?.to_string(),
+            contexts: field("contexts")?.as_u64().ok_or_else(damaged)? as usize,
+            mib_per_s: median(mbs.ok_or_else(damaged)?),
+        });
+        all.extend(runs);
+    }
+    let text = serde_json::to_string_pretty(&all).map_err(|e| anyhow::anyhow!("encoding the results: {e}"))?;
+    std::fs::write(json, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", json.display()))?;
+    if let Some(path) = plot {
         uf2fs_lab::plot::plot_writeback(&points, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())

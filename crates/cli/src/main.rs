@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod bench_latency;
+mod bench_output;
 mod bench_writeback;
 mod cat;
 mod errors;
@@ -18,6 +19,7 @@ mod mount_options;
 mod names;
 mod output;
 mod status;
+mod sweep;
 
 use anyhow::Context;
 use args::{Cli, Command};

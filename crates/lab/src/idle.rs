@@ -3,13 +3,14 @@
 //! [`uf2fs_core::background::Simulated`]) runs on a simulated clock, as it would on a
 //! mount between bursts of writes (`bench waf --idle-every SIZE --idle-secs S`).
 //!
-//! The clock moves with the writes at the lab's rate ([`CLOCK_BLOCKS_PER_SEC`]) and
+//! The clock moves with the writes at the lab's rate
+//! ([`crate::clock::CLOCK_BLOCKS_PER_SEC`]) and
 //! through each pause from one wake-up to the next, so the background cleaner finds
 //! the file system busy while the writer writes (and sleeps longer, as the kernel's
 //! does) and idle in the pauses once [`uf2fs_core::gc::BgTimes::idle`] has passed.
 //! Runs stay deterministic: nothing reads real time.
 
-use crate::run::CLOCK_BLOCKS_PER_SEC;
+use crate::clock::blocks_time;
 use crate::setup::Idle;
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,28 +92,10 @@ impl Idler {
     }
 }
 
-/// The time the lab's writer takes for `blocks` blocks.
-fn blocks_time(blocks: u64) -> Duration {
-    let nanos = blocks as u128 * 1_000_000_000 / CLOCK_BLOCKS_PER_SEC as u128;
-    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-}
-
 /// Moves `clock` on to `at` (never back).
 fn move_to(clock: &ManualClock, at: Duration) {
     let now = clock.now();
     if at > now {
         clock.advance(at - now);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_writer_takes_a_second_per_clock_rate_of_blocks() {
-        assert_eq!(
-            super::blocks_time(crate::run::CLOCK_BLOCKS_PER_SEC),
-            std::time::Duration::from_secs(1)
-        );
-        assert_eq!(super::blocks_time(0), std::time::Duration::ZERO);
     }
 }

@@ -13,12 +13,12 @@
 //! latency is its completion time less its arrival time: its own device time, any
 //! foreground GC or checkpoint it ran, and the wait for a step in progress.
 
-use crate::run::CLOCK_BLOCKS_PER_SEC;
+use crate::clock::CLOCK_BLOCKS_PER_SEC;
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::volume::{SharedDevice, Volume};
 use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +149,7 @@ impl std::fmt::Display for Load {
 }
 
 /// One 10 ms window of latency over time.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     /// Start of the window, in ms of simulated time since the overwrites began.
     pub ms: u64,
@@ -165,7 +165,7 @@ pub struct Window {
 }
 
 /// What a front write's latency is made of, µs (simulated time).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
     /// Waiting for earlier front writes (fixed rates only: arrived while the previous
     /// write was still in progress).
@@ -203,7 +203,7 @@ impl Breakdown {
 }
 
 /// What one (pacer, load) run measured. Times are simulated.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LatencyResult {
     /// The pacer.
     pub pacer: String,
@@ -272,8 +272,8 @@ pub struct LatencyResult {
     /// Dirty nodes the paced cleaner wrote ahead of checkpoints, in steps.
     pub paced_flushed_nodes: u64,
     /// Real seconds the run took on this machine, fill included (the only figure that
-    /// is not deterministic).
-    pub wall_s: f64,
+    /// is not deterministic; named `elapsed` as every timing of the lab's JSON is).
+    pub elapsed_s: f64,
     /// Simulated seconds of the overwrite phase.
     pub sim_s: f64,
     /// The slowest write's latency (from arrival), by part.
@@ -565,7 +565,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         writer_finishes: p.writer_finishes - p0.writer_finishes,
         paced_checkpoints: p.checkpoints - p0.checkpoints,
         paced_flushed_nodes: p.flushed_nodes - p0.flushed_nodes,
-        wall_s: started.elapsed().as_secs_f64(),
+        elapsed_s: started.elapsed().as_secs_f64(),
         sim_s: sim,
         max_breakdown: max_parts,
         clat_max_breakdown: clat_max_parts,

@@ -7,6 +7,7 @@
 //! and the GC counters. See docs/waf-lab.md.
 
 pub mod batch;
+pub mod clock;
 pub mod idle;
 pub mod latency;
 pub mod permute;

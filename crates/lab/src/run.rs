@@ -7,25 +7,22 @@
 //! overwrite phase too (it writes back what the page cache still holds, as the kernel
 //! eventually does), and is counted.
 
+use crate::clock::CLOCK_BLOCKS_PER_SEC;
 use crate::idle::Idler;
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::volume::{Geometry, Volume};
 use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Instant;
 use uf2fs_core::device::WriteCounts;
 use uf2fs_core::{Accounting, Fs, GcPolicy, Ino};
 
-/// The lab's clock: one second per this many blocks written (256 MiB/s), so that the
-/// ages cost-benefit and ATGC read are the same on every machine and every run.
-pub const CLOCK_BLOCKS_PER_SEC: u64 = 65536;
-
 /// Points of the WAF curve taken during the overwrite phase (plus the final one).
 pub const CURVE_POINTS: u64 = 200;
 
 /// Blocks written to the device over a span, by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceCounts {
     /// Superblock blocks.
     pub superblock: u64,
@@ -71,7 +68,7 @@ impl DeviceCounts {
 }
 
 /// A point of the WAF curve: blocks written since the overwrite phase began.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// User blocks.
     pub user_blocks: u64,
@@ -92,7 +89,7 @@ impl Sample {
 
 /// What one (policy, workload) run measured. Counts are of the overwrite phase
 /// unless named `fill_*`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     /// GC policy.
     pub policy: String,

@@ -2,7 +2,7 @@
 //! — the presets and the checks on values given on the command line.
 
 use crate::size::format_size;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
@@ -12,7 +12,7 @@ pub const SEGMENT_BYTES: u64 = 2 << 20;
 pub const BLOCK_BYTES: u64 = 4096;
 
 /// A named set of values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
     /// The seed's setup scaled down to run in under a minute per policy and workload.
@@ -84,7 +84,7 @@ impl FromStr for Preset {
 }
 
 /// Every value of a lab run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
     /// The preset the values started from (`None`: none).
     pub preset: Option<Preset>,
@@ -107,13 +107,13 @@ pub struct Setup {
     pub seed: u64,
     /// Pauses of the writer in which the mount's background work runs (`None`: the
     /// writer never pauses and no background work runs, the seed's setup).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<Idle>,
 }
 
 /// The front writer's pauses during the overwrite phase, in which F2FS's background
 /// cleaner and periodic checkpoint run on the simulated clock (see [`crate::idle`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Idle {
     /// Bytes written between two pauses.
     pub every_bytes: u64,

@@ -11,7 +11,7 @@
 use crate::reserve::{self, Reserve};
 use crate::setup::{Setup, BLOCK_BYTES};
 use crate::size::format_size;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use uf2fs_core::mkfs::{mkfs_blocks, MkfsOptions};
 use uf2fs_core::{Fs, OpenOptions};
 
 /// Where a lab volume's parts are and how big they are.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Geometry {
     /// Segments per section (zone size / 2 MiB).
     pub segs_per_sec: u32,
