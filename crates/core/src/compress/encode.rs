@@ -72,7 +72,11 @@ impl ClusterCodec {
             alg::LZO | alg::LZORLE => level == 0,
             alg::LZ4 => level == 0 || LZ4HC_LEVELS.contains(&level),
             alg::ZSTD => level == 0 || ZSTD_LEVELS.contains(&level),
-            _ => return Err(Error::Invalid(format!("compression algorithm {algorithm} is not F2FS's"))),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "compression algorithm {algorithm} is not F2FS's"
+                )))
+            }
         };
         if !ok {
             let c = ClusterCodec {
@@ -363,7 +367,9 @@ mod tests {
                     assert_eq!(out, data, "{} log {log}", codec.name());
                     // The reserved words and the tail are zeros.
                     assert_eq!(&c.bytes[8..COMPRESS_HEADER_SIZE], &[0u8; 16]);
-                    assert!(c.bytes[COMPRESS_HEADER_SIZE + c.clen as usize..].iter().all(|&b| b == 0));
+                    assert!(c.bytes[COMPRESS_HEADER_SIZE + c.clen as usize..]
+                        .iter()
+                        .all(|&b| b == 0));
                     let sum = u32::from_le_bytes(c.bytes[4..8].try_into().unwrap());
                     if checksum {
                         assert_eq!(
@@ -411,8 +417,14 @@ mod tests {
 
     #[test]
     fn settings_are_checked_and_named_as_linux_names_them() {
-        assert!(ClusterCodec::new(alg::LZ4, 0, 1, false).is_err(), "clusters of 2 blocks");
-        assert!(ClusterCodec::new(alg::LZ4, 0, 9, false).is_err(), "clusters of 512 blocks");
+        assert!(
+            ClusterCodec::new(alg::LZ4, 0, 1, false).is_err(),
+            "clusters of 2 blocks"
+        );
+        assert!(
+            ClusterCodec::new(alg::LZ4, 0, 9, false).is_err(),
+            "clusters of 512 blocks"
+        );
         assert!(ClusterCodec::new(alg::LZ4, 2, 2, false).is_err(), "lz4hc level 2");
         assert!(ClusterCodec::new(alg::ZSTD, 23, 2, false).is_err());
         assert!(ClusterCodec::new(alg::LZO, 1, 2, false).is_err());
@@ -429,7 +441,10 @@ mod tests {
         assert!(p("gzip").is_err());
         assert!(p("zstd:x").is_err());
         let c = ClusterCodec::parse("zstd:5", 4, true).unwrap().compression();
-        assert_eq!((c.algorithm, c.level(), c.log_cluster_size, c.has_checksum()), (alg::ZSTD, 5, 4, true));
+        assert_eq!(
+            (c.algorithm, c.level(), c.log_cluster_size, c.has_checksum()),
+            (alg::ZSTD, 5, 4, true)
+        );
         assert_eq!(ClusterCodec::from_compression(&c).unwrap().name(), "zstd:5");
     }
 

@@ -182,7 +182,12 @@ pub(crate) fn place_cluster(
             }
         }
     }
-    let markers = marks.iter().filter(|&&a| a == COMPRESS_ADDR || a == NEW_ADDR).count() as u64;
+    // COMPRESS_ADDR and NEW_ADDR slots count unless the file is released.
+    let markers = if counted {
+        marks.iter().filter(|&&a| a == COMPRESS_ADDR || a == NEW_ADDR).count() as u64
+    } else {
+        0
+    };
     // Every counted slot holds a reserved block; the written ones consume theirs.
     t.reserve_blocks(markers + blocks.len() as u64)?;
     inode.inode.blocks += markers + blocks.len() as u64;
