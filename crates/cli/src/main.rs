@@ -17,6 +17,7 @@ mod mount_helper;
 mod mount_options;
 mod names;
 mod output;
+mod pack;
 mod status;
 
 use anyhow::Context;
@@ -107,6 +108,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             force,
             quiet,
             image,
+            source,
+            pack,
         } => {
             mkfs::check_block_size(block_size)?;
             if !devices.is_empty() {
@@ -124,6 +127,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 force,
                 quiet,
                 image,
+                source,
+                pack,
             };
             mkfs::run(&request)
         }
