@@ -32,7 +32,7 @@ pub struct MkfsRequest {
     /// The tree to build the volume from.
     pub source: Option<PathBuf>,
     /// How to build it.
-    pub pack: crate::args::PackArgs,
+    pub pack: crate::pack::PackArgs,
 }
 
 /// Parses a size: a number of bytes, optionally followed by K, M, G or T (powers of

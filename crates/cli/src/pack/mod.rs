@@ -15,8 +15,11 @@
 //! the scanned tree and the options unless given, the superblock's version string is
 //! fixed, and the file system's age clock does not follow the wall clock.
 
+mod args;
 pub mod contexts;
 pub mod fs_config;
+
+pub use args::PackArgs;
 
 use anyhow::{bail, Context};
 use contexts::FileContexts;
@@ -161,6 +164,14 @@ struct Scan {
     order: Vec<usize>,
 }
 
+/// An entry of the scan still to visit.
+struct Pending {
+    parent: usize,
+    host: PathBuf,
+    name: Vec<u8>,
+    rel: Vec<u8>,
+}
+
 /// Walks the source and applies fs_config and file_contexts to every entry; any
 /// problem is an error naming the path, before anything is written.
 fn scan(opts: &PackOptions, fsc: Option<&FsConfig>, fc: Option<&FileContexts>) -> anyhow::Result<Scan> {
@@ -173,9 +184,19 @@ fn scan(opts: &PackOptions, fsc: Option<&FsConfig>, fc: Option<&FileContexts>) -
     let mut entries: Vec<Entry> = Vec::new();
     let mut order = Vec::new();
     let mut seen: HashMap<(u64, u64), usize> = HashMap::new();
-    let mut stack: Vec<(usize, PathBuf, Vec<u8>, Vec<u8>, usize)> =
-        vec![(0, opts.source.clone(), Vec::new(), b"/".to_vec(), 0)];
-    while let Some((parent, host, name, rel, _)) = stack.pop() {
+    let mut stack = vec![Pending {
+        parent: 0,
+        host: opts.source.clone(),
+        name: Vec::new(),
+        rel: b"/".to_vec(),
+    }];
+    while let Some(Pending {
+        parent,
+        host,
+        name,
+        rel,
+    }) = stack.pop()
+    {
         let m = std::fs::symlink_metadata(&host).with_context(|| format!("cannot read {}", host.display()))?;
         let idx = entries.len();
         let shown = || String::from_utf8_lossy(&rel).into_owned();
@@ -292,7 +313,12 @@ fn scan(opts: &PackOptions, fsc: Option<&FsConfig>, fc: Option<&FileContexts>) -
                     r.push(b'/');
                 }
                 r.extend_from_slice(&n);
-                stack.push((idx, p, n, r, 0));
+                stack.push(Pending {
+                    parent: idx,
+                    host: p,
+                    name: n,
+                    rel: r,
+                });
             }
         }
     }
