@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use uf2fs_core::compress::ClusterCodec;
+use uf2fs_core::compress::{encode_cluster, ClusterCodec, ClusterData, CompressedCluster};
 use uf2fs_core::mkfs::layout::{compute, LayoutInput};
 use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp};
 
@@ -609,40 +609,7 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
         .filter(|c| e.compress && e.size >= c.cluster_bytes() as u64);
     if let Some(codec) = codec {
         fs.set_compression(ino, &codec, opts.release)?;
-        let cb = codec.cluster_bytes() as u64;
-        let mut compressed = 0;
-        let mut buf = vec![0u8; cb as usize];
-        let clusters = e.size.div_ceil(cb);
-        let mut wrote_last = false;
-        for k in 0..clusters {
-            let start = k * cb;
-            let len = (e.size - start).min(cb) as usize;
-            let blocks = len.div_ceil(4096);
-            let holes: Vec<bool> = (0..blocks as u64)
-                .map(|b| {
-                    let (lo, hi) = (start + b * 4096, (start + (b + 1) * 4096).min(e.size));
-                    !e.data.iter().any(|&(a, z)| a < hi && z > lo)
-                })
-                .collect();
-            if holes.iter().all(|&h| h) {
-                continue;
-            }
-            read_exact_at(&f, &mut buf[..len], start, &e.host)?;
-            for (b, _) in holes.iter().enumerate().filter(|(_, &h)| h) {
-                buf[b * 4096..((b + 1) * 4096).min(len)].fill(0);
-            }
-            if let uf2fs_core::compress::ClusterWrite::Compressed { .. } =
-                fs.write_cluster(ino, k, &buf[..len], &holes)?
-            {
-                compressed += 1;
-            }
-            wrote_last = k + 1 == clusters;
-        }
-        if !wrote_last {
-            let last = clusters - 1;
-            fs.write_cluster_data(ino, last, uf2fs_core::compress::ClusterData::Plain(&[]), e.size)?;
-        }
-        return Ok(Some(compressed));
+        return write_compressed(fs, ino, e, &f, &codec).map(Some);
     }
     const CHUNK: u64 = 1 << 20;
     let mut buf = vec![0u8; CHUNK as usize];
@@ -662,6 +629,117 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
         fs.truncate(ino, e.size)?;
     }
     Ok(None)
+}
+
+/// One cluster read from the host: its index, bytes, holes, and its encoding (when
+/// it is whole, has no holes and compression saves a block).
+struct ReadCluster {
+    index: u64,
+    data: Vec<u8>,
+    holes: Vec<bool>,
+    encoded: Option<CompressedCluster>,
+}
+
+/// Clusters read and encoded together (then written in order).
+const BATCH_CLUSTERS: usize = 64;
+
+/// Writes compressed file `ino` from `f`: clusters in batches, each batch encoded on
+/// every core ([`std::thread::available_parallelism`]), then placed in order. Returns
+/// the clusters stored compressed.
+fn write_compressed(fs: &Fs, ino: Ino, e: &Entry, f: &File, codec: &ClusterCodec) -> anyhow::Result<u64> {
+    let cb = codec.cluster_bytes() as u64;
+    let clusters = e.size.div_ceil(cb);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut compressed = 0;
+    let mut wrote_last = false;
+    let mut k = 0;
+    while k < clusters {
+        // Read a batch (clusters that are all holes are skipped).
+        let mut batch: Vec<ReadCluster> = Vec::new();
+        while k < clusters && batch.len() < BATCH_CLUSTERS {
+            let start = k * cb;
+            let len = (e.size - start).min(cb) as usize;
+            let holes: Vec<bool> = (0..len.div_ceil(4096) as u64)
+                .map(|b| {
+                    let (lo, hi) = (start + b * 4096, (start + (b + 1) * 4096).min(e.size));
+                    !e.data.iter().any(|&(a, z)| a < hi && z > lo)
+                })
+                .collect();
+            if !holes.iter().all(|&h| h) {
+                let mut data = vec![0u8; len];
+                read_exact_at(f, &mut data, start, &e.host)?;
+                for (b, _) in holes.iter().enumerate().filter(|(_, &h)| h) {
+                    data[b * 4096..((b + 1) * 4096).min(len)].fill(0);
+                }
+                batch.push(ReadCluster {
+                    index: k,
+                    data,
+                    holes,
+                    encoded: None,
+                });
+            }
+            k += 1;
+        }
+        // Encode it on every core.
+        let per = batch.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let jobs: Vec<_> = batch
+                .chunks_mut(per)
+                .map(|part| {
+                    scope.spawn(move || -> uf2fs_core::Result<()> {
+                        for c in part {
+                            if c.data.len() as u64 == cb && !c.holes.iter().any(|&h| h) {
+                                c.encoded = encode_cluster(codec, &c.data)?;
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for j in jobs {
+                j.join().map_err(|_| anyhow::anyhow!("a compression thread failed"))??;
+            }
+            Ok(())
+        })?;
+        // Place it in order.
+        for c in &batch {
+            let end = c.index * cb + c.data.len() as u64;
+            match &c.encoded {
+                Some(enc) => {
+                    fs.write_cluster_data(ino, c.index, ClusterData::Compressed(enc), end)?;
+                    compressed += 1;
+                }
+                None => {
+                    let list: Vec<Option<&[u8]>> = c
+                        .data
+                        .chunks(4096)
+                        .zip(&c.holes)
+                        .map(|(b, &h)| (!h).then_some(b))
+                        .collect();
+                    let padded;
+                    let list = if c.data.len() % 4096 != 0 {
+                        // The last block is short: pad it to a whole block.
+                        let mut last = c.data[c.data.len() / 4096 * 4096..].to_vec();
+                        last.resize(4096, 0);
+                        padded = last;
+                        let mut l = list;
+                        if let Some(Some(x)) = l.last_mut() {
+                            *x = &padded;
+                        }
+                        l
+                    } else {
+                        list
+                    };
+                    fs.write_cluster_data(ino, c.index, ClusterData::Plain(&list), end)?;
+                }
+            }
+            wrote_last = c.index + 1 == clusters;
+        }
+    }
+    if !wrote_last {
+        fs.write_cluster_data(ino, clusters - 1, ClusterData::Plain(&[]), e.size)?;
+    }
+    Ok(compressed)
 }
 
 fn read_exact_at(f: &File, buf: &mut [u8], at: u64, host: &Path) -> anyhow::Result<()> {
