@@ -41,7 +41,7 @@ pub struct PackArgs {
     /// Copy the tree's extended attributes.
     #[arg(long, requires = "source")]
     pub xattrs: bool,
-    /// Compress regular files: lz4, lz4hc[:LEVEL], lzo, lzo-rle, zstd[:LEVEL] (sload
+    /// Compress regular files: lz4, lz4hc or lz4hc:LEVEL, lzo, lzo-rle, zstd or zstd:LEVEL (sload
     /// -c -a). Sets the compression and extra_attr features.
     #[arg(long, value_name = "ALGO", requires = "source")]
     pub compress: Option<String>,

@@ -450,7 +450,7 @@ fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
     Ok(hi)
 }
 
-/// What [`pack`] made.
+/// What [`fill`] made.
 #[derive(Debug, Clone)]
 pub struct PackReport {
     /// Inodes made (the root included).
@@ -461,7 +461,7 @@ pub struct PackReport {
     pub compressed_clusters: u64,
 }
 
-/// Everything [`pack`] needs besides the options: the loaded metadata.
+/// Everything [`fill`] needs besides the options: the loaded metadata and the scan.
 pub struct Inputs {
     fsc: Option<FsConfig>,
     fc: Option<FileContexts>,

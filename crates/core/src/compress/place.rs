@@ -42,7 +42,7 @@ pub enum ClusterData<'a> {
     Plain(&'a [Option<&'a [u8]>]),
 }
 
-/// What [`place_cluster`] did.
+/// What placing a cluster did (`place_cluster`, `Fs::write_cluster_data`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Placed {
     /// Blocks written.
