@@ -189,7 +189,7 @@ pub enum Command {
         #[arg(long, value_name = "SIZE", value_parser = crate::mkfs::parse_size, conflicts_with = "segs_per_sec")]
         zoned: Option<u64>,
         /// Features, comma-separated (repeatable): extra_attr, inode_checksum,
-        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found.
+        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found, compression.
         #[arg(short = 'O', value_name = "FEATURES")]
         features: Vec<String>,
         /// Volume label.
