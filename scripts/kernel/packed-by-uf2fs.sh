@@ -12,7 +12,8 @@
 #      error (a cluster Linux cannot decompress is an I/O error and fails the run);
 #   3. uf2fs reads back everything the kernel listed (readback.sh).
 #
-# usage: scripts/kernel/packed-by-uf2fs.sh [--files N]   (default 300; as root, after
+# usage: scripts/kernel/packed-by-uf2fs.sh [--files N] [--only NAME,...]
+#        (default 300 files, every variant below; as root, after
 #        `scripts/kernel-check.sh setup` and `cargo build --release -p uf2fs -p uf2fs-testkit`)
 # env:   UF2FS_BIN, UF2FS_GEN_TREE (binaries; default target/release/), KEEP=1
 # Exit status: 0 pass, 1 a check failed, 2 set-up error.
@@ -26,7 +27,14 @@ uf2fs=${UF2FS_BIN:-$top/target/release/uf2fs}
 gen=${UF2FS_GEN_TREE:-$top/target/release/uf2fs-gen-tree}
 kc=$top/scripts/kernel-check.sh
 files=300
-if [ "${1:-}" = --files ]; then files=$2; shift 2; fi
+only=
+while [ $# -ge 2 ]; do
+    case $1 in
+        --files) files=$2; shift 2 ;;
+        --only) only=",$2,"; shift 2 ;;
+        *) break ;;
+    esac
+done
 [ $# = 0 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 for tool in "$uf2fs" "$gen" fsck.f2fs sha256sum; do
     command -v "$tool" >/dev/null || { echo "packed-by-uf2fs: $tool not found" >&2; exit 2; }
@@ -59,11 +67,12 @@ variants=(
     "lz4hc-16|--compress lz4hc:9 --compress-log-size 4 --compress-chksum"
     "lzo|--compress lzo"
     "lzo-rle-256|--compress lzo-rle --compress-log-size 8"
-    "zstd-released|--compress zstd:3 --compress-log-size 3 --release-blocks"
+    "zstd-released|--compress zstd:3 --compress-log-size 3 --compress-chksum --release-blocks"
 )
 for v in "${variants[@]}"; do
     name=${v%%|*}
     opts=${v#*|}
+    if [ -n "$only" ] && [[ $only != *",$name,"* ]]; then continue; fi
     img=$work/$name.img
     # shellcheck disable=SC2086
     "$uf2fs" mkfs -q "$img" "$work/src" --preserve-owner --xattrs $opts || fail "uf2fs mkfs ($name)"
