@@ -189,7 +189,7 @@ pub enum Command {
         #[arg(long, value_name = "SIZE", value_parser = crate::mkfs::parse_size, conflicts_with = "segs_per_sec")]
         zoned: Option<u64>,
         /// Features, comma-separated (repeatable): extra_attr, inode_checksum,
-        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found.
+        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found, compression.
         #[arg(short = 'O', value_name = "FEATURES")]
         features: Vec<String>,
         /// Volume label.
@@ -207,6 +207,12 @@ pub enum Command {
         quiet: bool,
         /// Image file or block device.
         image: PathBuf,
+        /// Build the volume from this directory tree (every entry, mode, owner, time
+        /// and link; see docs/packer.md). Without --size the image is shrunk to fit.
+        source: Option<PathBuf>,
+        /// What to build from SOURCE (Android metadata, compression, reproducibility).
+        #[command(flatten)]
+        pack: crate::pack::PackArgs,
     },
     /// Benchmarks run in memory, without FUSE or root: `bench waf`, `bench latency`,
     /// `bench writeback`, and `bench merge` of a sweep's shards.

@@ -9,7 +9,7 @@
 //! host file system is where extraction spends its time. Directories' `Finish` tasks
 //! then wait until every worker is done, and run in the order the walk reached them.
 
-mod android;
+pub(crate) mod android;
 mod data;
 mod dest;
 mod metadata;

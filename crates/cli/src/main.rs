@@ -18,6 +18,7 @@ mod mount_helper;
 mod mount_options;
 mod names;
 mod output;
+mod pack;
 mod status;
 mod sweep;
 
@@ -109,6 +110,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             force,
             quiet,
             image,
+            source,
+            pack,
         } => {
             mkfs::check_block_size(block_size)?;
             if !devices.is_empty() {
@@ -126,6 +129,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 force,
                 quiet,
                 image,
+                source,
+                pack,
             };
             mkfs::run(&request)
         }

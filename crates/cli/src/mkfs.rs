@@ -29,6 +29,10 @@ pub struct MkfsRequest {
     pub quiet: bool,
     /// The image file or block device.
     pub image: PathBuf,
+    /// The tree to build the volume from.
+    pub source: Option<PathBuf>,
+    /// How to build it.
+    pub pack: crate::pack::PackArgs,
 }
 
 /// Parses a size: a number of bytes, optionally followed by K, M, G or T (powers of
@@ -112,6 +116,9 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         ))
         .into());
     }
+    if let Some(source) = &req.source {
+        return run_pack(req, source, features, segs_per_sec);
+    }
     let missing = std::fs::metadata(&req.image).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     if req.size.is_none() && missing {
         return Err(UsageError(format!(
@@ -132,6 +139,130 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
     let report = mkfs(&req.image, &opts)?;
     if !req.quiet {
         print_summary(&req.image, &report)?;
+    }
+    Ok(())
+}
+
+/// Parses a UUID written as 32 hex digits, dashes anywhere.
+fn parse_uuid(text: &str) -> Result<[u8; 16], UsageError> {
+    let hex: Vec<u8> = text.bytes().filter(|&b| b != b'-').collect();
+    let bad = || UsageError(format!("--uuid {text}: expected 32 hex digits (dashes allowed)"));
+    if hex.len() != 32 {
+        return Err(bad());
+    }
+    let mut u = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).map_err(|_| bad())?;
+        u[i] = u8::from_str_radix(s, 16).map_err(|_| bad())?;
+    }
+    Ok(u)
+}
+
+/// `uf2fs mkfs IMAGE SOURCE`: everything checked and scanned, then the volume made
+/// and filled; on a failure after the image was created, the image is removed.
+fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u32) -> anyhow::Result<()> {
+    use crate::pack::{fill, prepare, source_date_epoch, PackOptions};
+    use uf2fs_core::compress::ClusterCodec;
+    let a = &req.pack;
+    let compress = a
+        .compress
+        .as_deref()
+        .map(|c| ClusterCodec::parse(c, a.compress_log_size, a.compress_chksum))
+        .transpose()
+        .map_err(|e| UsageError(format!("--compress: {e}")))?;
+    let mut mount_point = a.mount_point.as_bytes().to_vec();
+    if !mount_point.starts_with(b"/") {
+        mount_point.insert(0, b'/');
+    }
+    while mount_point.len() > 1 && mount_point.ends_with(b"/") {
+        mount_point.pop();
+    }
+    let opts = PackOptions {
+        source: source.to_path_buf(),
+        fs_config: a.fs_config.clone(),
+        fs_config_default: a.fs_config_default,
+        file_contexts: a.file_contexts.clone(),
+        mount_point,
+        sload_root: a.sload_root,
+        timestamp: match a.timestamp {
+            Some(t) => Some(t),
+            None => source_date_epoch().map_err(|e| UsageError(e.to_string()))?,
+        },
+        preserve_owner: a.preserve_owner,
+        xattrs: a.xattrs,
+        compress,
+        compress_ext: a.compress_extension.clone(),
+        nocompress_ext: a.nocompress_extension.clone(),
+        release: a.release_blocks,
+    };
+    let uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
+    if compress.is_some() {
+        features |= parse_features("extra_attr,compression")?;
+    }
+    if req.zoned.is_some() {
+        return Err(UsageError("mkfs with a source tree makes regular volumes; --zoned is not accepted".into()).into());
+    }
+    let inputs = prepare(&opts).map_err(|e| UsageError(format!("{e:#}")))?;
+    let shrink = inputs.shrink_size(a.margin)?;
+    let size = match req.size {
+        Some(s) if s < shrink => {
+            return Err(UsageError(format!(
+                "the tree needs about {} and --size gives {}: pass a larger --size, or none to shrink to fit",
+                human_bytes(shrink),
+                human_bytes(s)
+            ))
+            .into());
+        }
+        Some(s) => s,
+        None => shrink,
+    };
+    let replacing = MkfsRequest {
+        size: Some(size),
+        ..req.clone()
+    };
+    check_overwrite(&replacing)?;
+    let (derived_uuid, cp_ver) = inputs.ids(&opts);
+    let time = opts.timestamp.unwrap_or_else(|| inputs.root_time());
+    let mkfs_opts = MkfsOptions {
+        size_bytes: Some(size),
+        segs_per_sec,
+        overprovision_pct: req.overprovision,
+        features,
+        label: req.label.clone(),
+        root_owner: Some(inputs.root_owner()),
+        uuid: Some(uuid.unwrap_or(derived_uuid)),
+        timestamp_secs: Some(time.max(0) as u64),
+        cp_ver: Some(cp_ver),
+        version: Some(format!("uf2fs {}", env!("CARGO_PKG_VERSION"))),
+        ..MkfsOptions::default()
+    };
+    let existed = req.image.exists();
+    let made = (|| -> anyhow::Result<(MkfsReport, crate::pack::PackReport)> {
+        let report = mkfs(&req.image, &mkfs_opts)?;
+        let fs = uf2fs_core::Fs::open_rw(&req.image, &[])?;
+        let packed = fill(fs, &opts, &inputs)?;
+        Ok((report, packed))
+    })();
+    let (report, packed) = match made {
+        Ok(r) => r,
+        Err(e) => {
+            let regular = std::fs::metadata(&req.image).is_ok_and(|m| m.is_file());
+            if regular && (!existed || req.force) {
+                let _ = std::fs::remove_file(&req.image);
+            }
+            return Err(e.context(format!("cannot build {}; no image was left", req.image.display())));
+        }
+    };
+    if !req.quiet {
+        print_summary(&req.image, &report)?;
+        println!(
+            "packed:        {} inodes from {} ({} compressed files, {} compressed clusters){}",
+            packed.inodes,
+            source.display(),
+            packed.compressed_files,
+            packed.compressed_clusters,
+            if req.size.is_none() { ", size chosen to fit" } else { "" }
+        );
     }
     Ok(())
 }

@@ -173,7 +173,11 @@ fn refuses_bad_options_writing_nothing() {
         (&["mkfs", "--size", "1G", "-o", "0"], 2, "--overprovision"),
         (&["mkfs", "--size", "1G", "-o", "150"], 2, "--overprovision"),
         (&["mkfs", "--size", "1Q"], 2, "unknown size suffix"),
-        (&["mkfs", "--size", "1G", "-O", "compression"], 1, "'compression'"),
+        (
+            &["mkfs", "--size", "1G", "-O", "compression"],
+            1,
+            "compression need(s) the extra_attr feature",
+        ),
         (&["mkfs", "--size", "1G", "-O", "extra_attr,casefold"], 1, "'casefold'"),
         (&["mkfs", "--size", "1G", "-O", "quota"], 1, "'quota'"),
         (

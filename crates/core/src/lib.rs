@@ -52,6 +52,6 @@ pub use info::FsInfo;
 pub use label::FSLABEL_MAX;
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
 pub use mount::OpenOptions;
-pub use namei::{flags, Creator};
+pub use namei::{flags, Creator, Stamp};
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

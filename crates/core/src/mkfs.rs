@@ -29,9 +29,11 @@ pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_FLEXIBLE_INLINE_XATTR
     | FEATURE_INODE_CRTIME
     | FEATURE_SB_CHKSUM
-    | FEATURE_LOST_FOUND;
+    | FEATURE_LOST_FOUND
+    | FEATURE_COMPRESSION;
 /// Features that need extra_attr (room in the inode for their fields).
-const NEED_EXTRA_ATTR: u32 = FEATURE_INODE_CHKSUM | FEATURE_FLEXIBLE_INLINE_XATTR | FEATURE_INODE_CRTIME;
+const NEED_EXTRA_ATTR: u32 =
+    FEATURE_INODE_CHKSUM | FEATURE_FLEXIBLE_INLINE_XATTR | FEATURE_INODE_CRTIME | FEATURE_COMPRESSION;
 
 /// How to format.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +60,12 @@ pub struct MkfsOptions {
     pub uuid: Option<[u8; 16]>,
     /// Seconds since the epoch for the new inodes' times (mkfs.f2fs `-T`); `None`: now.
     pub timestamp_secs: Option<u64>,
+    /// Version of the first checkpoint pack; `None`: random (as mkfs.f2fs). Reproducible
+    /// images fix it.
+    pub cp_ver: Option<u64>,
+    /// The superblock's `version` and `init_version` strings; `None`: the first line of
+    /// /proc/version (as mkfs.f2fs). Reproducible images fix it.
+    pub version: Option<String>,
 }
 
 impl Default for MkfsOptions {
@@ -72,6 +80,8 @@ impl Default for MkfsOptions {
             root_owner: None,
             uuid: None,
             timestamp_secs: None,
+            cp_ver: None,
+            version: None,
         }
     }
 }
@@ -170,7 +180,7 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
     }
     let layout = layout::compute(&input)?;
     let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
-    let version = kernel_version();
+    let version = opts.version.clone().unwrap_or_else(kernel_version);
     let trimmed = target.as_ref().is_none_or(|t| t.regular);
     let params = image::Params {
         layout: &layout,
@@ -181,7 +191,7 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
         time_secs: opts.timestamp_secs.unwrap_or_else(now_secs),
         root_uid: uid,
         root_gid: gid,
-        cp_ver: (random_u32() & 0x7fff_ffff | 1) as u64,
+        cp_ver: opts.cp_ver.unwrap_or_else(|| (random_u32() & 0x7fff_ffff | 1) as u64),
         trimmed,
     };
     let plan = image::plan(&params)?;
@@ -222,7 +232,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
     layout::check_options(&input)?;
     let layout = layout::compute(&input)?;
     let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
-    let version = kernel_version();
+    let version = opts.version.clone().unwrap_or_else(kernel_version);
     let params = image::Params {
         layout: &layout,
         features: opts.features,
@@ -232,7 +242,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
         time_secs: opts.timestamp_secs.unwrap_or_else(now_secs),
         root_uid: uid,
         root_gid: gid,
-        cp_ver: (random_u32() & 0x7fff_ffff | 1) as u64,
+        cp_ver: opts.cp_ver.unwrap_or_else(|| (random_u32() & 0x7fff_ffff | 1) as u64),
         trimmed: true,
     };
     let plan = image::plan(&params)?;

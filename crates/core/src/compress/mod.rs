@@ -1,5 +1,8 @@
 //! Compressed files: decoding F2FS's compressed clusters (LZO, LZO-RLE, LZ4, LZ4HC and
-//! Zstandard), and a small cache of decoded clusters.
+//! Zstandard), a small cache of decoded clusters, and the writer of compressed
+//! clusters ([`encode`]: a cluster's bytes to its compressed blocks; [`place`]: those
+//! blocks into a file's node tree; `Fs::set_compression`, `Fs::write_cluster` and
+//! `Fs::write_cluster_data` on a read-write file system).
 //!
 //! Owns no on-disk state. The data layer (`Mapper` in `data.rs`) finds a cluster's blocks through the
 //! node tree, reads them and hands them here; this module checks the cluster header
@@ -12,7 +15,14 @@
 //! decoder, Zstandard through `zstd` (libzstd), LZO and LZO-RLE through [`lzo`], the
 //! decoder of this crate (no crate reads LZO-RLE).
 
+pub mod encode;
 pub mod lzo;
+pub mod place;
+mod write;
+
+pub use encode::{encode_cluster, ClusterCodec, CompressedCluster};
+pub use place::{ClusterData, Placed};
+pub use write::ClusterWrite;
 
 use crate::{Error, Ino, Result};
 use std::cell::RefCell;

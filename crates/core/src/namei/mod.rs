@@ -20,6 +20,8 @@ pub(crate) mod newinode;
 mod remove;
 mod rename;
 mod setattr;
+mod stamp;
+pub use stamp::Stamp;
 #[cfg(test)]
 mod tests;
 

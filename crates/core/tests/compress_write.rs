@@ -1,0 +1,175 @@
+//! The compressed-cluster writer judged from outside: files written cluster by
+//! cluster with every algorithm and several cluster sizes, with checksums and with
+//! released blocks, must read back through uf2fs's reader, report what they saved,
+//! and leave an image `fsck.f2fs -f` finds clean (f2fs-tools must be installed).
+
+use std::path::Path;
+use std::process::Command;
+use uf2fs_core::compress::{ClusterCodec, ClusterWrite};
+use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
+use uf2fs_core::Fs;
+
+const MIB: u64 = 1 << 20;
+
+/// `fsck.f2fs -f -y` on a copy: with fixing on, fsck also checks what it only fixes
+/// silently otherwise (`i_compr_blocks`), and any fix it makes is a failure.
+fn fsck_clean(img: &Path, what: &str) {
+    let copy = img.with_extension("fsck");
+    std::fs::copy(img, &copy).unwrap();
+    let out = Command::new("fsck.f2fs")
+        .args(["-f", "-y"])
+        .arg(&copy)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run fsck.f2fs: {e} (is f2fs-tools installed?)"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(&copy);
+    let bad = text
+        .lines()
+        .any(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"));
+    assert!(out.status.success() && !bad, "fsck.f2fs -f -y after {what}:\n{text}");
+}
+
+/// Data that compresses: words from a small vocabulary.
+fn text(n: usize, seed: u32) -> Vec<u8> {
+    let words = [&b"super "[..], b"block ", b"segment ", b"node ", b"\n", b"checkpoint "];
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        v.extend_from_slice(words[(x % 6) as usize]);
+    }
+    v.truncate(n);
+    v
+}
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn volume(path: &Path) {
+    let opts = MkfsOptions {
+        size_bytes: Some(512 * MIB),
+        features: parse_features("extra_attr,compression").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(path, &opts).unwrap();
+}
+
+/// Writes `data` to a new compressed file `name` cluster by cluster; blocks listed in
+/// `holes` are left as holes. Returns the clusters stored compressed.
+fn write_file(fs: &Fs, name: &str, codec: &ClusterCodec, released: bool, data: &[u8], holes: &[usize]) -> u64 {
+    let ino = fs.create(fs.root(), name.as_bytes(), 0o100644, 0, 0).unwrap().ino;
+    fs.set_compression(ino, codec, released).unwrap();
+    let cb = codec.cluster_bytes();
+    let mut compressed = 0;
+    for (k, chunk) in data.chunks(cb).enumerate() {
+        let blocks = chunk.len().div_ceil(4096);
+        let h: Vec<bool> = (0..blocks)
+            .map(|b| holes.contains(&(k * codec.cluster_blocks() + b)))
+            .collect();
+        if let ClusterWrite::Compressed { .. } = fs.write_cluster(ino, k as u64, chunk, &h).unwrap() {
+            compressed += 1;
+        }
+    }
+    compressed
+}
+
+#[test]
+fn compressed_files_read_back_and_fsck_finds_them_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("c.img");
+    volume(&img);
+    let fs = Fs::open_rw(&img, &[]).unwrap();
+    let mut expect: Vec<(String, Vec<u8>, u64, bool)> = Vec::new();
+    let algos = ["lz4", "lz4hc:9", "lzo", "lzo-rle", "zstd", "zstd:10"];
+    for (n, algo) in algos.iter().enumerate() {
+        for log in [2u8, 4, 8] {
+            for (checksum, released) in [(false, false), (true, false), (false, true)] {
+                let codec = ClusterCodec::parse(algo, log, checksum).unwrap();
+                let cb = codec.cluster_bytes();
+                // Two compressible clusters, one of noise, one with a hole, and a
+                // short tail.
+                let mut data = text(2 * cb, n as u32 + log as u32);
+                data.extend(noise(cb, log as u64));
+                data.extend(text(cb, 99));
+                data.extend(text(cb / 2 + 100, 7));
+                let hole = 3 * codec.cluster_blocks() + 1;
+                let name = format!("{}-{log}-{checksum}-{released}", algo.replace(':', "_"));
+                let compressed = write_file(&fs, &name, &codec, released, &data, &[hole]);
+                assert_eq!(compressed, 2, "{name}: the text clusters only");
+                data[hole * 4096..(hole + 1) * 4096].fill(0);
+                expect.push((name, data, compressed, released));
+            }
+        }
+    }
+    fs.unmount().unwrap();
+    fsck_clean(&img, "writing compressed files");
+    let fs = Fs::open(&img, &[]).unwrap();
+    for (name, data, compressed, released) in &expect {
+        let ino = fs.lookup(fs.root(), name.as_bytes()).unwrap();
+        let mut back = vec![0u8; data.len() + 10];
+        let n = fs.read(ino, 0, &mut back).unwrap();
+        assert_eq!(n, data.len(), "{name}");
+        assert!(back[..n] == data[..], "{name} reads back");
+        let c = fs.compression(ino).unwrap().unwrap();
+        assert_eq!(c.compressed_clusters, *compressed, "{name}");
+        if *released {
+            assert_eq!(c.saved_blocks, 0, "{name}: a released file records no saved blocks");
+        } else {
+            assert!(c.saved_blocks >= *compressed, "{name}: {c:?}");
+        }
+    }
+}
+
+#[test]
+fn a_cluster_rewritten_in_place_drops_what_it_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("r.img");
+    volume(&img);
+    let fs = Fs::open_rw(&img, &[]).unwrap();
+    let codec = ClusterCodec::parse("lz4", 2, true).unwrap();
+    let ino = fs.create(fs.root(), b"f", 0o100644, 0, 0).unwrap().ino;
+    fs.set_compression(ino, &codec, false).unwrap();
+    let a = text(4 * 4096, 1);
+    let b = noise(4 * 4096, 2);
+    assert!(matches!(
+        fs.write_cluster(ino, 0, &a, &[]).unwrap(),
+        ClusterWrite::Compressed { .. }
+    ));
+    assert!(matches!(
+        fs.write_cluster(ino, 0, &b, &[]).unwrap(),
+        ClusterWrite::Plain { blocks: 4 }
+    ));
+    assert!(matches!(
+        fs.write_cluster(ino, 1, &b, &[]).unwrap(),
+        ClusterWrite::Plain { blocks: 4 }
+    ));
+    assert!(matches!(
+        fs.write_cluster(ino, 1, &a, &[]).unwrap(),
+        ClusterWrite::Compressed { .. }
+    ));
+    // A file with data cannot change its compression.
+    assert!(fs.set_compression(ino, &codec, true).is_err());
+    fs.unmount().unwrap();
+    fsck_clean(&img, "rewriting clusters");
+    let fs = Fs::open(&img, &[]).unwrap();
+    let mut back = vec![0u8; 8 * 4096];
+    assert_eq!(fs.read(ino, 0, &mut back).unwrap(), 8 * 4096);
+    assert!(back[..4 * 4096] == b[..] && back[4 * 4096..] == a[..]);
+    let c = fs.compression(ino).unwrap().unwrap();
+    assert_eq!((c.compressed_clusters, c.plain_clusters), (1, 1));
+}
