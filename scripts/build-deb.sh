@@ -3,7 +3,8 @@
 # binary, the mount helper mount.fuse.uf2fs (a link to it, so `mount -t fuse.uf2fs` and
 # fstab lines work), a man page per subcommand and bash, zsh and fish completions, the
 # pages and completions made from the CLI's own definition (`uf2fs generate-assets`).
-# Needs cargo-deb (`cargo install cargo-deb --locked`); what goes where:
+# Needs cargo-deb (`cargo install cargo-deb --locked`) and dpkg-dev (dpkg-shlibdeps works
+# out the libc dependency); what goes where:
 # crates/cli/Cargo.toml's [package.metadata.deb], docs/debian-package.md.
 #
 #   scripts/build-deb.sh          prints the path of the .deb it made
