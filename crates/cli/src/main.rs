@@ -21,6 +21,7 @@ mod mount_helper;
 mod mount_options;
 mod names;
 mod output;
+mod progress;
 mod status;
 
 use anyhow::Context;
