@@ -208,17 +208,24 @@ impl Input<'_> {
 
 /// Builds the damaged image an input describes.
 pub fn damaged_image(data: &[u8]) -> Patched {
-    let flags = data.first().copied().unwrap_or(0);
+    let mut inp = Input { data, pos: 1 };
+    damaged_image_with(data.first().copied().unwrap_or(0), |img| {
+        for _ in 0..MAX_OPS {
+            if inp.done() {
+                break;
+            }
+            let op = inp.u8() % 6;
+            apply_op(img, &mut inp, op);
+        }
+    })
+}
+
+/// The base image `flags` picks (bit 0), damaged by `damage`, then with the checksums of
+/// what it patched made valid again when bit 1 says so.
+pub fn damaged_image_with(flags: u8, damage: impl FnOnce(&mut Patched)) -> Patched {
     let base = &bases()[(flags & 1) as usize];
     let mut img = Patched::new(base);
-    let mut inp = Input { data, pos: 1 };
-    for _ in 0..MAX_OPS {
-        if inp.done() {
-            break;
-        }
-        let op = inp.u8() % 6;
-        apply_op(&mut img, &mut inp, op);
-    }
+    damage(&mut img);
     if flags & 2 != 0 {
         fix_checksums(&mut img);
     }

@@ -49,11 +49,17 @@ pub enum Command {
     /// Print what a running uf2fs mount wrote and what its garbage collection did
     /// (user and device blocks by kind, WAF, GC calls, victims, blocks moved).
     Status {
+        /// Print one JSON object instead of `key: value` lines (fields: docs/json.md).
+        #[arg(long)]
+        json: bool,
         /// Mountpoint of a uf2fs mount.
         mountpoint: PathBuf,
     },
     /// Print the superblock, checkpoint and geometry summary of an image.
     Info {
+        /// Print one JSON object instead of `key: value` lines (fields: docs/json.md).
+        #[arg(long)]
+        json: bool,
         /// Image file or block device.
         image: PathBuf,
         /// Extra devices.
@@ -71,6 +77,10 @@ pub enum Command {
         /// Also list "." and ".." (other names starting with "." are always listed).
         #[arg(short = 'a')]
         all: bool,
+        /// Print one JSON object, every entry with its inode's attributes (as -l
+        /// shows them, and more; fields: docs/json.md).
+        #[arg(long)]
+        json: bool,
         /// Image file or block device.
         image: PathBuf,
         /// Extra devices.
@@ -214,8 +224,9 @@ pub enum Command {
         #[command(flatten)]
         pack: crate::pack::PackArgs,
     },
-    /// Benchmarks run in memory, without FUSE or root: `bench waf`, `bench latency`,
-    /// `bench writeback`, and `bench merge` of a sweep's shards.
+    /// Benchmarks run in memory, without FUSE or root: write amplification of GC policies
+    /// (`bench waf`), front-I/O latency under GC pacing (`bench latency`), parallel
+    /// writeback (`bench writeback`), and `bench merge` of a sweep's shards.
     Bench {
         /// Which benchmark.
         #[command(subcommand)]

@@ -17,6 +17,7 @@ mod metadata;
 pub use android::AndroidOptions;
 
 use crate::names::{base_name, escape_bytes, escape_os, image_path, join_path, validate_entry_name};
+use crate::progress::{Files, Progress};
 use anyhow::{anyhow, bail, Context};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -57,7 +58,8 @@ pub fn run(fs: &Fs, path: &OsStr, dest: &Path, opts: &ExtractOptions) -> anyhow:
     } else {
         top_file_dest(&src, dest)?
     };
-    let mut extractor = Extractor::new(fs, opts.force);
+    let progress = progress_for(fs, &src);
+    let mut extractor = Extractor::new(fs, opts.force, &progress);
     if opts.android.wanted() {
         extractor.android = Some(android::AndroidWriter::create(&opts.android)?);
     }
@@ -68,6 +70,7 @@ pub fn run(fs: &Fs, path: &OsStr, dest: &Path, opts: &ExtractOptions) -> anyhow:
         dest: target,
     });
     extractor.run()?;
+    progress.finish();
     let android_warnings = match extractor.android.take() {
         Some(writer) => writer.finish()?,
         None => Vec::new(),
@@ -77,6 +80,23 @@ pub fn run(fs: &Fs, path: &OsStr, dest: &Path, opts: &ExtractOptions) -> anyhow:
         crate::errors::print_warning(&warning);
     }
     Ok(())
+}
+
+/// Progress on a terminal: for the whole image out of the checkpoint's counts (valid
+/// inodes; valid blocks less the node blocks, as bytes: an estimate, which grows when
+/// holes or compression make the files larger), for a part of it without totals.
+fn progress_for(fs: &Fs, src: &[u8]) -> Progress {
+    if src != b"/" {
+        return Progress::bytes(None, Files::Counted(None), "extracting");
+    }
+    let cp = fs.checkpoint();
+    let data_blocks = cp.valid_block_count.saturating_sub(u64::from(cp.valid_node_count));
+    let bytes = data_blocks * fs.superblock().block_size() as u64;
+    Progress::bytes(
+        Some(bytes),
+        Files::Counted(Some(u64::from(cp.valid_inode_count))),
+        "extracting",
+    )
 }
 
 /// The destination directory for a directory: created when missing.
@@ -150,10 +170,14 @@ fn write_regular(
     job: &FileJob,
     force: bool,
     buf: &mut [u8],
+    progress: &Progress,
 ) -> anyhow::Result<()> {
     let mut file = create_file(&job.dest, force)?;
-    data::copy_data(fs, job.ino, &mut file, buf).with_context(|| format!("writing {}", escape_os(&job.dest)))?;
-    meta.apply_file(fs, job.ino, &job.stat, &file, &job.dest)
+    data::copy_data(fs, job.ino, &mut file, buf, progress)
+        .with_context(|| format!("writing {}", escape_os(&job.dest)))?;
+    meta.apply_file(fs, job.ino, &job.stat, &file, &job.dest)?;
+    progress.add_file();
+    Ok(())
 }
 
 /// Creates `dest` as a new empty file, owner-only. O_EXCL never follows a symlink
@@ -175,6 +199,8 @@ fn create_file(dest: &Path, force: bool) -> anyhow::Result<fs::File> {
 struct Extractor<'a> {
     fs: &'a Fs,
     force: bool,
+    /// Files and bytes done, shown on a terminal.
+    progress: &'a Progress,
     meta: metadata::MetadataWriter,
     /// Writer of `--fs-config` and `--file-contexts`, when asked for.
     android: Option<android::AndroidWriter>,
@@ -190,10 +216,11 @@ struct Extractor<'a> {
 }
 
 impl<'a> Extractor<'a> {
-    fn new(fs: &'a Fs, force: bool) -> Extractor<'a> {
+    fn new(fs: &'a Fs, force: bool, progress: &'a Progress) -> Extractor<'a> {
         Extractor {
             fs,
             force,
+            progress,
             meta: metadata::MetadataWriter::new(),
             android: None,
             stack: Vec::new(),
@@ -214,6 +241,7 @@ impl<'a> Extractor<'a> {
         }
         let fs = self.fs;
         let force = self.force;
+        let progress = self.progress;
         let failed = std::sync::atomic::AtomicBool::new(false);
         let first_error: std::sync::Mutex<Option<anyhow::Error>> = std::sync::Mutex::new(None);
         let (tx, rx) = std::sync::mpsc::sync_channel::<FileJob>(256);
@@ -233,7 +261,7 @@ impl<'a> Extractor<'a> {
                             if failed.load(std::sync::atomic::Ordering::Relaxed) {
                                 continue;
                             }
-                            if let Err(e) = write_regular(fs, &mut meta, &job, force, &mut buf) {
+                            if let Err(e) = write_regular(fs, &mut meta, &job, force, &mut buf, progress) {
                                 let e = e.context(escape_bytes(&job.src));
                                 failed.store(true, std::sync::atomic::Ordering::Relaxed);
                                 first_error
@@ -351,6 +379,7 @@ impl<'a> Extractor<'a> {
                 self.links.insert(ino, dest);
             }
         }
+        self.progress.add_file();
         Ok(())
     }
 
@@ -359,6 +388,7 @@ impl<'a> Extractor<'a> {
         if !self.dirs_seen.insert(ino) {
             bail!("corrupt image: directory inode {ino} reached a second time (directory loop)");
         }
+        self.progress.add_file();
         let mut entries = self.fs.read_dir(ino)?;
         for entry in &entries {
             validate_entry_name(&entry.name).map_err(|msg| anyhow!("refusing to extract: {msg}"))?;
@@ -393,7 +423,8 @@ impl<'a> Extractor<'a> {
     /// Creates a regular file with the inode's data (holes stay holes).
     fn write_file(&mut self, ino: Ino, dest: &Path) -> anyhow::Result<()> {
         let mut file = create_file(dest, self.force)?;
-        data::copy_data(self.fs, ino, &mut file, &mut self.buf).with_context(|| format!("writing {}", escape_os(dest)))
+        data::copy_data(self.fs, ino, &mut file, &mut self.buf, self.progress)
+            .with_context(|| format!("writing {}", escape_os(dest)))
     }
 
     /// Creates a symlink with the target exactly as stored.

@@ -11,7 +11,11 @@ mod errors;
 mod extract;
 mod format_mode;
 mod format_time;
+mod generate;
+mod info;
+mod json;
 mod ls;
+mod ls_json;
 mod mkfs;
 mod mount;
 mod mount_helper;
@@ -19,6 +23,7 @@ mod mount_options;
 mod names;
 mod output;
 mod pack;
+mod progress;
 mod status;
 mod sweep;
 
@@ -36,6 +41,10 @@ fn main() -> ExitCode {
         let rest: Vec<_> = args.collect();
         return errors::finish(mount_helper::run(&rest));
     }
+    let rest: Vec<_> = args.collect();
+    if let Some(dir) = generate::requested(&rest) {
+        return errors::finish(generate::run(dir));
+    }
     match Cli::try_parse() {
         Ok(cli) => errors::finish(run(cli)),
         Err(err) => errors::finish_clap_error(err),
@@ -46,19 +55,28 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let devices = cli.all_devices();
     match cli.command {
-        Command::Status { mountpoint } => status::run(&mountpoint),
-        Command::Info { image, .. } => info(&open_fs(&image, &devices)?),
+        Command::Status { mountpoint, json } => status::run(&mountpoint, json),
+        Command::Info { image, json, .. } => {
+            let fs = open_fs(&image, &devices)?;
+            let paths: Vec<PathBuf> = std::iter::once(image).chain(devices).collect();
+            info::run(&fs, &paths, json)
+        }
         Command::Ls {
             long,
             recursive,
             all,
+            json,
             image,
             path,
             ..
         } => {
             let fs = open_fs(&image, &devices)?;
             let opts = ls::LsOptions { long, recursive, all };
-            ls::run(&fs, path.as_deref(), &opts)
+            if json {
+                ls_json::run(&fs, path.as_deref(), &opts)
+            } else {
+                ls::run(&fs, path.as_deref(), &opts)
+            }
         }
         Command::Cat { image, path, .. } => cat::run(&open_fs(&image, &devices)?, &path),
         Command::Extract {
@@ -153,17 +171,4 @@ pub fn open_fs(image: &Path, devices: &[PathBuf]) -> anyhow::Result<Fs> {
         Err(err) if err.to_string().contains(&shown) => Err(err.into()),
         Err(err) => Err(err).with_context(|| shown),
     }
-}
-
-/// `uf2fs info`: the core's summary of the image.
-fn info(fs: &Fs) -> anyhow::Result<()> {
-    use std::io::Write;
-    let text = fs.info()?.to_string();
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    if !text.ends_with('\n') {
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    Ok(())
 }

@@ -3,10 +3,11 @@
 //! Argument checks and output only; the format itself is `uf2fs_core::mkfs`.
 
 use crate::errors::UsageError;
+use crate::progress::{Files, Progress};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use uf2fs_core::mkfs::{layout::human_bytes, mkfs, parse_features, MkfsOptions, MkfsReport};
+use uf2fs_core::mkfs::{layout::human_bytes, mkfs_with_progress, parse_features, MkfsOptions, MkfsReport};
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -136,7 +137,20 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         label: req.label.clone(),
         ..MkfsOptions::default()
     };
-    let report = mkfs(&req.image, &opts)?;
+    // Progress on a terminal (not with --quiet): the blocks written, most of them zeroing
+    // the old metadata of a device.
+    let mut progress: Option<Progress> = None;
+    let report = mkfs_with_progress(&req.image, &opts, &mut |done, total| {
+        if req.quiet {
+            return;
+        }
+        let block = 4096u64; // uf2fs mkfs makes 4 KiB blocks
+        progress
+            .get_or_insert_with(|| Progress::bytes(Some(total * block), Files::Hidden, "formatting"))
+            .set_bytes(done * block);
+    });
+    drop(progress);
+    let report = report?;
     if !req.quiet {
         print_summary(&req.image, &report)?;
     }
@@ -238,7 +252,7 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     };
     let existed = req.image.exists();
     let made = (|| -> anyhow::Result<(MkfsReport, crate::pack::PackReport)> {
-        let report = mkfs(&req.image, &mkfs_opts)?;
+        let report = uf2fs_core::mkfs::mkfs(&req.image, &mkfs_opts)?;
         let fs = uf2fs_core::Fs::open_rw(&req.image, &[])?;
         let packed = fill(fs, &opts, &inputs)?;
         Ok((report, packed))

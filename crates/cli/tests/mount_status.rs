@@ -65,6 +65,47 @@ fn status_reports_settings_and_blocks_written() {
         field(&report, "recovered at open"),
         "0 inodes from 0 fsync'd node blocks"
     );
+    // The same figures as JSON (docs/json.md), numbers as numbers.
+    let out = uf2fs().run([OsString::from("status"), OsString::from("--json"), mnt.clone().into()]);
+    let doc: serde_json::Value = serde_json::from_slice(out.assert_ok()).expect("status --json is JSON");
+    assert_eq!(doc["mode"], "read-write", "{doc}");
+    assert_eq!(doc["gc_policy"], "prefer-data-v2", "{doc}");
+    assert_eq!(doc["background_gc"], "off", "{doc}");
+    assert_eq!(doc["user_blocks_written"].as_u64(), Some(user), "{doc}");
+    let blocks = &doc["device_blocks"];
+    assert!(blocks["value"].as_u64().is_some_and(|d| d >= user), "{doc}");
+    let kinds: u64 = [
+        "user_data",
+        "gc_data",
+        "user_node",
+        "gc_node",
+        "checkpoint",
+        "nat",
+        "sit",
+        "ssa",
+        "superblock",
+    ]
+    .iter()
+    .map(|k| {
+        blocks[*k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("device_blocks.{k} in {doc}"))
+    })
+    .sum();
+    assert_eq!(
+        Some(kinds),
+        blocks["value"].as_u64(),
+        "the kinds add up to the total: {doc}"
+    );
+    assert!(blocks["user_data"].as_u64().is_some_and(|d| d >= user), "{doc}");
+    assert!(doc["waf"].as_f64().is_some_and(|w| w >= 1.0), "{doc}");
+    assert_eq!(doc["fsyncs"]["roll_forward"], 1, "{doc}");
+    assert_eq!(doc["fsyncs"]["by_checkpoint"], 0, "{doc}");
+    assert!(
+        doc["gc_calls"]["foreground"].is_u64() && doc["gc_calls"]["background"].is_u64(),
+        "{doc}"
+    );
+    assert!(doc["gc_time"].is_number(), "{doc}");
     let (ok, log) = m.unmount();
     assert!(ok, "{log}");
 
@@ -72,6 +113,9 @@ fn status_reports_settings_and_blocks_written() {
     let out = uf2fs().run([OsString::from("status"), mnt.clone().into()]);
     let report = String::from_utf8(out.assert_ok().to_vec()).unwrap();
     assert!(field(&report, "mode").starts_with("read-only"), "{report}");
+    let out = uf2fs().run([OsString::from("status"), OsString::from("--json"), mnt.clone().into()]);
+    let doc: serde_json::Value = serde_json::from_slice(out.assert_ok()).expect("status --json is JSON");
+    assert_eq!(doc["mode"], "read-only (nothing is written)", "{doc}");
     m.unmount();
 
     let out = uf2fs().run([OsString::from("status"), tmp.path().into()]);

@@ -17,7 +17,7 @@ use host::{kernel_version, now_secs, process_owner, random_u32, random_uuid};
 use layout::{Layout, LayoutInput};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use target::{clear_stale_metadata, io_err, open_target, prepare};
+use target::{clear_stale_metadata, io_err, open_target, prepare, stale_metadata_blocks};
 use uf2fs_format::checkpoint::Checkpoint;
 use uf2fs_format::consts::BLOCK_SIZE;
 use uf2fs_format::superblock::*;
@@ -164,6 +164,13 @@ pub fn check_features(features: u32) -> Result<()> {
 /// Formats `path` (see [`MkfsOptions`]). Validates everything first; on error nothing
 /// has been written.
 pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
+    mkfs_with_progress(path, opts, &mut |_, _| {})
+}
+
+/// [`mkfs`], telling `progress(blocks written, blocks to write)` as it goes: on a block
+/// device (or any target that is not a fresh sparse file) most of the time goes into
+/// zeroing the old metadata areas, a few blocks at a time of a large volume's SIT and NAT.
+pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<MkfsReport> {
     check_features(opts.features)?;
     let mut input = LayoutInput {
         bytes: opts.size_bytes.unwrap_or(0),
@@ -197,14 +204,17 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
     let plan = image::plan(&params)?;
     cp::validate(&plan.checkpoint, &plan.superblock)?;
     let file = prepare(path, target, input.bytes)?;
+    let stale = if trimmed { 0 } else { stale_metadata_blocks(&layout) };
+    let total = stale + plan.writes.len() as u64;
     let mut written = 0;
     if !trimmed {
-        written += clear_stale_metadata(&file, &layout, path)?;
+        written += clear_stale_metadata(&file, &layout, path, &mut |done| progress(done, total))?;
     }
     for (addr, block) in &plan.writes {
         file.write_all_at(block, addr * BLOCK_SIZE as u64)
             .map_err(io_err(path, "cannot write to"))?;
         written += 1;
+        progress(written, total);
     }
     file.sync_all().map_err(io_err(path, "cannot flush"))?;
     Ok(MkfsReport {

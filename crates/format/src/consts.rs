@@ -36,6 +36,12 @@ pub const NIDS_PER_BLOCK: usize = 1018;
 pub const DEFAULT_INLINE_XATTR_ADDRS: usize = 50;
 /// Slots reserved at the start of inline data.
 pub const DEF_INLINE_RESERVED_SIZE: usize = 1;
+
+/// Largest `i_extra_isize` this format version knows (bytes).
+pub const F2FS_TOTAL_EXTRA_ATTR_SIZE: usize = 36;
+/// Largest inline xattr area in slots (leaves room for a minimal inline dentry).
+pub const MAX_INLINE_XATTR_ADDRS: usize =
+    DEF_ADDRS_PER_INODE - F2FS_TOTAL_EXTRA_ATTR_SIZE / 4 - DEF_INLINE_RESERVED_SIZE - 10;
 /// Byte offset of `i_addr` inside an inode block.
 pub const I_ADDR_OFFSET: usize = 360;
 /// Byte offset of `i_nid` inside an inode block.

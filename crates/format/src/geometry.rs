@@ -183,7 +183,7 @@ impl Geometry {
     /// (`MAX_INLINE_XATTR_ADDRS`).
     pub const fn max_inline_xattr_addrs(&self) -> usize {
         self.addrs_per_inode()
-            - crate::node::F2FS_TOTAL_EXTRA_ATTR_SIZE / 4
+            - crate::consts::F2FS_TOTAL_EXTRA_ATTR_SIZE / 4
             - crate::consts::DEF_INLINE_RESERVED_SIZE
             - 10
     }
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(g.dentries_per_block(), NR_DENTRY_IN_BLOCK);
         assert_eq!(g.dentry_bitmap_size(), SIZE_OF_DENTRY_BITMAP);
         assert_eq!(g.dentry_reserved_size(), SIZE_OF_DENTRY_RESERVED);
-        assert_eq!(g.max_inline_xattr_addrs(), crate::node::MAX_INLINE_XATTR_ADDRS);
+        assert_eq!(g.max_inline_xattr_addrs(), crate::consts::MAX_INLINE_XATTR_ADDRS);
     }
 
     /// The 16 KiB values, worked out by hand from include/linux/f2fs_fs.h's

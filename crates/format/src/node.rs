@@ -80,11 +80,9 @@ impl Compression {
     }
 }
 
-/// Largest `i_extra_isize` this format version knows (bytes).
-pub const F2FS_TOTAL_EXTRA_ATTR_SIZE: usize = 36;
-/// Largest inline xattr area in slots (leaves room for a minimal inline dentry).
-pub const MAX_INLINE_XATTR_ADDRS: usize =
-    DEF_ADDRS_PER_INODE - F2FS_TOTAL_EXTRA_ATTR_SIZE / 4 - DEF_INLINE_RESERVED_SIZE - 10;
+// The inode's extra-attribute limits are layout constants ([`crate::consts`]); inode
+// code has always named them from here.
+pub use crate::consts::{F2FS_TOTAL_EXTRA_ATTR_SIZE, MAX_INLINE_XATTR_ADDRS};
 
 /// Footer flag bit of a node outside a directory's tree (the kernel's cold node mark;
 /// such direct nodes go to the warm node log, a directory's to the hot one).

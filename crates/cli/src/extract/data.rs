@@ -1,5 +1,6 @@
 //! Copying file data out of the image, keeping holes as holes.
 
+use crate::progress::Progress;
 use anyhow::bail;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -12,8 +13,8 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 const SPARSE_BLOCK_BYTES: usize = 4096;
 
 /// Copies all data of `ino` into `file` (positioned at 0) through `buf`; stops at the
-/// first short read, which marks the end of the file.
-pub fn copy_data(fs: &Fs, ino: Ino, file: &mut File, buf: &mut [u8]) -> anyhow::Result<()> {
+/// first short read, which marks the end of the file. Counts the bytes in `progress`.
+pub fn copy_data(fs: &Fs, ino: Ino, file: &mut File, buf: &mut [u8], progress: &Progress) -> anyhow::Result<()> {
     let mut offset: u64 = 0;
     let mut ends_in_hole = false;
     loop {
@@ -22,6 +23,7 @@ pub fn copy_data(fs: &Fs, ino: Ino, file: &mut File, buf: &mut [u8]) -> anyhow::
             bail!("file system returned {n} bytes for a {}-byte read", buf.len());
         };
         write_sparse(file, data)?;
+        progress.add_bytes(n as u64);
         if n > 0 {
             // write_sparse seeks over a last block of zeros instead of writing it.
             let last = (n - 1) / SPARSE_BLOCK_BYTES * SPARSE_BLOCK_BYTES;

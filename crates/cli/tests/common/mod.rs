@@ -27,13 +27,32 @@ pub fn work_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
 }
 
-/// A fresh scratch directory under [`work_dir`], removed when dropped.
+/// A fresh scratch directory under [`scratch_root`], removed when dropped.
 pub fn scratch(prefix: &str) -> tempfile::TempDir {
-    std::fs::create_dir_all(work_dir()).expect("target tmp dir");
+    let root = scratch_root();
+    std::fs::create_dir_all(&root).expect("scratch root");
     tempfile::Builder::new()
         .prefix(prefix)
-        .tempdir_in(work_dir())
+        .tempdir_in(&root)
         .expect("scratch dir")
+}
+
+/// Where scratch directories go: [`work_dir`], unless a directory above it is closed to
+/// other users (a clone in root's home, mode 0700). Some mount tests run commands as
+/// `nobody` on files under their scratch directory, so then the system's temporary
+/// directory is used instead.
+pub fn scratch_root() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir();
+    let closed = dir
+        .ancestors()
+        .filter_map(|a| std::fs::metadata(a).ok())
+        .any(|m| m.permissions().mode() & 0o001 == 0);
+    if closed {
+        std::env::temp_dir().join("uf2fs-tests")
+    } else {
+        dir
+    }
 }
 
 /// An image and what it must contain.

@@ -42,8 +42,9 @@ impl Fs {
             a.user_blocks,
             gib(a.user_blocks)
         );
-        let _ = writeln!(s, "device blocks:       {} ({:.3} GiB)", d.total(), gib(d.total()));
+        // WAF before the device blocks: the lines indented under them are their kinds.
         let _ = writeln!(s, "waf:                 {:.3}", a.waf());
+        let _ = writeln!(s, "device blocks:       {} ({:.3} GiB)", d.total(), gib(d.total()));
         let _ = writeln!(s, "  user data:         {}", d.user_data);
         let _ = writeln!(s, "  gc data:           {}", d.gc_data);
         let _ = writeln!(s, "  user node:         {}", d.user_node);

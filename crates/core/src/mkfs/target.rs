@@ -104,11 +104,10 @@ pub fn prepare(path: &Path, target: Option<Target>, bytes: u64) -> Result<File> 
     Ok(file)
 }
 
-/// On a device whose old contents stay, zeroes what a mount would otherwise trust:
-/// the blocks before the checkpoint area, the live copy of every SIT and NAT block, and
-/// the first block of the warm node log (where roll-forward recovery would start).
-/// Returns the blocks written.
-pub fn clear_stale_metadata(file: &File, layout: &Layout, path: &Path) -> Result<u64> {
+/// The ranges [`clear_stale_metadata`] zeroes, as (first block, blocks): the blocks
+/// before the checkpoint area, the live copy of every SIT and NAT block, and the first
+/// block of the warm node log (where roll-forward recovery would start).
+fn stale_metadata_ranges(layout: &Layout) -> Vec<(u64, u64)> {
     let seg = BLOCKS_PER_SEG as u64;
     let mut ranges = vec![(2u64, layout.segment0_blkaddr as u64 - 2)];
     ranges.push((layout.sit_blkaddr() as u64, layout.segment_count_sit as u64 / 2 * seg));
@@ -117,9 +116,22 @@ pub fn clear_stale_metadata(file: &File, layout: &Layout, path: &Path) -> Result
     }
     let warm_node = layout.main_blkaddr() as u64 + layout.cur_node_segno[1] as u64 * seg;
     ranges.push((warm_node, 1));
+    ranges
+}
+
+/// How many blocks [`clear_stale_metadata`] writes.
+pub fn stale_metadata_blocks(layout: &Layout) -> u64 {
+    stale_metadata_ranges(layout).iter().map(|(_, count)| count).sum()
+}
+
+/// On a device whose old contents stay, zeroes what a mount would otherwise trust (see
+/// [`stale_metadata_ranges`]), telling `progress` the blocks written so far after each
+/// write. Returns the blocks written.
+pub fn clear_stale_metadata(file: &File, layout: &Layout, path: &Path, progress: &mut dyn FnMut(u64)) -> Result<u64> {
+    let seg = BLOCKS_PER_SEG as u64;
     let zeros = vec![0u8; BLOCK_SIZE * seg as usize];
     let mut written = 0;
-    for (start, count) in ranges {
+    for (start, count) in stale_metadata_ranges(layout) {
         let mut done = 0;
         while done < count {
             let n = (count - done).min(seg);
@@ -127,6 +139,7 @@ pub fn clear_stale_metadata(file: &File, layout: &Layout, path: &Path) -> Result
             file.write_all_at(&zeros[..n as usize * BLOCK_SIZE], at)
                 .map_err(io_err(path, "cannot write to"))?;
             done += n;
+            progress(written + done);
         }
         written += count;
     }
