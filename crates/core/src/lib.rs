@@ -43,6 +43,7 @@ pub use checkpoint::periodic::CheckpointDue;
 pub use checkpoint::write::CheckpointReport;
 pub use data::Seek;
 pub use error::{show_name, Error, Result};
+pub use file::atomic::{AtomicWrite, ATOMIC_MAX_BLOCKS};
 pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
 pub use fs::Fs;
 pub use gc::{

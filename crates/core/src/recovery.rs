@@ -318,8 +318,13 @@ impl Fs {
             return self.replay_slots(t, inode, 0, &dests, blkaddr);
         }
         if inode.is_inline() {
-            // Blocks of a file now inline: the inode block later in the chain decides.
-            return Ok(0);
+            // A direct node of a file inline at the checkpoint: the file grew out of its
+            // inode since (F2FS never makes a file inline again), and this fsync's
+            // inode block, later in the chain (fsync writes it last), is not inline.
+            // Converted here, or this node's blocks would be lost: the inline data
+            // goes, block 0 comes back from that inode block's slots.
+            inode.inline_area().fill(0);
+            inode.inode.inline &= !(F2FS_INLINE_DATA | F2FS_DATA_EXIST);
         }
         let per_inode = inode.inode.addrs_per_inode() as u64;
         let per_block = inode.inode.addrs_per_block() as u64;

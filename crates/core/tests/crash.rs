@@ -274,9 +274,64 @@ fn gc(seed: u64, scale: &Scale) -> Recording {
     rec
 }
 
+/// F2FS atomic writes (issue 28): commits of one to six writes on three files (one
+/// small enough to start inline, one reaching past the inode's block addresses), some
+/// replacing the file, some changing its size, between plain writes and fsyncs of
+/// other files and syncs. The judge holds each atomic file to one of its states whole.
+fn atomic(seed: u64, scale: &Scale) -> Recording {
+    let mut r = Recorder::new(fresh_image(64), 1 << 15);
+    let mut rng = Rng::new(seed);
+    let files = [("/db0", 3 * KIB), ("/db1", 512 * KIB), ("/db2", 5 * MIB)];
+    for (f, _) in files {
+        r.create(f);
+    }
+    r.create("/plain");
+    for _ in 0..scale.len(90) {
+        let (f, max) = *rng.pick(&files);
+        match rng.below(100) {
+            0..=69 => {
+                let n = 1 + rng.below(6) as usize;
+                let writes: Vec<(u64, Vec<u8>)> = (0..n)
+                    .map(|_| {
+                        let off = rng.below(max);
+                        let len = 1 + if rng.pct(40) {
+                            rng.below(500)
+                        } else {
+                            rng.below(48 * KIB)
+                        };
+                        let len = len.min(max - off) as usize;
+                        (off, rng.bytes(len))
+                    })
+                    .collect();
+                let replace = rng.pct(15);
+                let size = if rng.pct(20) { Some(rng.below(max)) } else { None };
+                r.atomic_commit(f, replace, &writes, size);
+            }
+            70..=84 => {
+                let off = rng.below(MIB);
+                let len = 1 + rng.below(20 * KIB) as usize;
+                let data = rng.bytes(len);
+                r.write("/plain", off, &data);
+                if rng.pct(50) {
+                    r.fsync("/plain", false);
+                }
+            }
+            85..=89 => r.sync_fs(),
+            _ => r.verify(f),
+        }
+    }
+    r.finish()
+}
+
 type Workload = (&'static str, fn(u64, &Scale) -> Recording);
 
-const WORKLOADS: [Workload; 4] = [("fsx", fsx), ("tree", tree), ("small", small), ("gc", gc)];
+const WORKLOADS: [Workload; 5] = [
+    ("fsx", fsx),
+    ("tree", tree),
+    ("small", small),
+    ("gc", gc),
+    ("atomic", atomic),
+];
 
 fn run(name: &str, scale: &Scale) -> Tally {
     let (_, record) = WORKLOADS.iter().find(|(n, _)| *n == name).unwrap();
@@ -326,6 +381,12 @@ fn quick_tree() {
 fn quick_small() {
     let t = run("small", &quick(150));
     assert_clean(&t, "small");
+}
+
+#[test]
+fn quick_atomic() {
+    let t = run("atomic", &quick(150));
+    assert_clean(&t, "atomic");
 }
 
 #[test]

@@ -73,7 +73,8 @@ fn u32_at(data: &[u8], at: usize) -> Result<u32, Errno> {
 
 impl F2fsFuse {
     /// Serves ioctl `cmd` on `ino` with the caller's `input`: the ioctl's result and
-    /// the bytes to give back (at most `out_size`).
+    /// the bytes to give back (at most `out_size`); F2FS's own commands in
+    /// [`crate::f2fs_ioctl`].
     pub(crate) fn serve_ioctl(
         &self,
         req: &Request,
@@ -81,7 +82,7 @@ impl F2fsFuse {
         cmd: u32,
         input: &[u8],
         out_size: u32,
-    ) -> Result<Vec<u8>, Errno> {
+    ) -> Result<(i32, Vec<u8>), Errno> {
         let reply = match cmd {
             FS_IOC_GETFLAGS => self.fs.file_flags(ino).or_errno()?.to_ne_bytes().to_vec(),
             FS_IOC_SETFLAGS => {
@@ -126,12 +127,18 @@ impl F2fsFuse {
                 self.fs.set_volume_label(input).or_errno()?;
                 Vec::new()
             }
-            _ => return Err(Errno::ENOTTY),
+            _ => {
+                let (result, out) = self.serve_f2fs_ioctl(req, ino, cmd, input).ok_or(Errno::ENOTTY)??;
+                if out.len() > out_size as usize {
+                    return Err(Errno::EINVAL);
+                }
+                return Ok((result, out));
+            }
         };
         if reply.len() > out_size as usize {
             return Err(Errno::EINVAL);
         }
-        Ok(reply)
+        Ok((0, reply))
     }
 
     /// Sets the flags of `ino` among `mask` to `flags` for the caller of `req`: the

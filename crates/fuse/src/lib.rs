@@ -32,10 +32,12 @@
 //! ```
 
 mod adapter;
+mod atomic;
 mod attr;
 mod caller;
 mod dir_handles;
 mod errors;
+mod f2fs_ioctl;
 mod inode_map;
 mod ioctl;
 mod kernel;

@@ -33,6 +33,11 @@ impl OpenFiles {
         *self.lock().entry(ino).or_insert(0) += 1;
     }
 
+    /// Whether the adapter holds a handle on `ino`.
+    pub(crate) fn is_open(&self, ino: Ino) -> bool {
+        self.lock().contains_key(&ino)
+    }
+
     /// Forgets one handle on `ino`: false when the adapter holds none (then there is
     /// nothing to give back to the core).
     pub(crate) fn closed(&self, ino: Ino) -> bool {

@@ -21,6 +21,7 @@
 //! bit (a cold extension), the hot one with the hot bit, as the kernel's
 //! `__get_segment_type_6`; their direct nodes to warm node, indirect nodes to cold node.
 
+pub mod atomic;
 pub mod blocks;
 mod copy;
 mod fallocate;

@@ -198,6 +198,9 @@ pub type ObjId = usize;
 struct Obj {
     kind: FileKind,
     ino: Ino,
+    /// Changed only by atomic commits: every state it shows after a cut must be one
+    /// of its states whole (no mix of two commits' blocks).
+    atomic: bool,
     /// Contents (files) after each operation that changed them, by operation index;
     /// the first entry is the file as created (or as found at the start).
     data: Vec<(usize, Arc<FileData>)>,
@@ -332,6 +335,7 @@ impl Recorder {
         let root = Obj {
             kind: FileKind::Dir,
             ino: fs.root(),
+            atomic: false,
             data: vec![(0, Arc::new(FileData::default()))],
         };
         let ns: BTreeMap<String, ObjId> = [("/".to_string(), 0)].into();
@@ -441,6 +445,7 @@ impl Recorder {
         self.model.objs.push(Obj {
             kind,
             ino,
+            atomic: false,
             data: vec![(t, Arc::new(FileData::default()))],
         });
         self.model.ns.insert(path.to_string(), self.model.objs.len() - 1);
@@ -571,6 +576,46 @@ impl Recorder {
         self.set_data(path, |d| {
             if !keep_size && offset + len > d.size {
                 d.truncate(offset + len);
+            }
+        });
+        self.push_ns();
+    }
+
+    /// An F2FS atomic write on the file at `path`, committed: `writes` staged (and
+    /// for `replace`, the file's old data dropped first), then the size `size` when
+    /// given, all durable together. The file counts as atomic from here on (see
+    /// [`Judge`]): a workload changes it by atomic commits only.
+    pub fn atomic_commit(&mut self, path: &str, replace: bool, writes: &[(u64, Vec<u8>)], size: Option<u64>) {
+        let ino = self.ino(path);
+        let o = self.model.ns[path];
+        self.model.objs[o].atomic = true;
+        let names = self
+            .model
+            .ns
+            .iter()
+            .filter(|(_, &x)| x == o)
+            .map(|(p, _)| p.clone())
+            .collect();
+        let what = format!("atomic commit {path} ({} writes, replace {replace})", writes.len());
+        self.run(what, Sync::File(o, names), |fs| {
+            let mut aw = fs.atomic_start(ino, replace)?;
+            for (off, data) in writes {
+                fs.atomic_stage_write(ino, &mut aw, *off, data)?;
+            }
+            if let Some(size) = size {
+                fs.atomic_stage_truncate(ino, &mut aw, size)?;
+            }
+            fs.atomic_commit(ino, &aw)
+        });
+        self.set_data(path, |d| {
+            if replace {
+                *d = FileData::default();
+            }
+            for (off, data) in writes {
+                d.write(*off, data);
+            }
+            if let Some(size) = size {
+                d.truncate(size);
             }
         });
         self.push_ns();
@@ -931,6 +976,17 @@ impl Judge {
             });
             if !good {
                 fails.push(format!("{path} (inode {}): {why}", s.ino));
+            } else if let Some(&o) = ok.iter().find(|&&o| objs[o].atomic) {
+                // All or nothing: the file is one of its states whole.
+                let d = all.max(Judge::newest(self.file_syncs.get(o), k));
+                let whole = window(&objs[o].data, d, m).any(|st| st.size == s.size && st.bytes() == data);
+                if !whole {
+                    fails.push(format!(
+                        "{path} (inode {}): half an atomic commit (size {}; no state of it, durable at op {d}, \
+                         up to op {m}, is what was read)",
+                        s.ino, s.size
+                    ));
+                }
             }
         }
         // Objects durable at their point and named throughout are reachable.

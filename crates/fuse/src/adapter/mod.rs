@@ -28,6 +28,7 @@ use fuser::{
 };
 use uf2fs_core::{Creator, Fs, Ino, Seek, SetAttr, Stat};
 
+use crate::atomic::AtomicFiles;
 use crate::attr::{file_attr, placeholder_attr};
 use crate::dir_handles::{DirHandles, OPEN_DIRS_MAX};
 use crate::errors::OrErrno;
@@ -81,6 +82,8 @@ pub(crate) struct F2fsFuse {
     notifier: Arc<OnceLock<Notifier>>,
     /// When reads and listings update access times (changed by remounts).
     pub(crate) atime: Arc<atime::LivePolicy>,
+    /// Files under an F2FS atomic write (see [`crate::atomic`]).
+    pub(crate) atomic: AtomicFiles,
 }
 
 impl F2fsFuse {
@@ -97,6 +100,7 @@ impl F2fsFuse {
             lookups: Lookups::default(),
             notifier: Arc::default(),
             atime: Arc::default(),
+            atomic: AtomicFiles::default(),
         }
     }
 
@@ -135,6 +139,11 @@ impl F2fsFuse {
     /// inode frees it in the core.
     fn give_back_handle(&self, ino: Ino) {
         if self.files.closed(ino) {
+            // The last release of a file under an atomic write aborts it, as Linux's
+            // `f2fs_release_file` does for its last writer.
+            if !self.files.is_open(ino) && self.atomic.take(ino).is_some() {
+                self.data_changed(self.inos.to_fuse(ino));
+            }
             if let Err(err) = self.fs.release_file(ino) {
                 eprintln!("uf2fs: releasing inode {ino}: {err}");
             }
@@ -150,9 +159,21 @@ impl F2fsFuse {
         }
     }
 
-    /// Attributes and generation of core inode `ino`.
+    /// Has the kernel drop the pages and attributes of `node` it cached (the staged
+    /// data of an aborted atomic write). A failure leaves the cache stale until its TTL.
+    pub(crate) fn data_changed(&self, node: INodeNo) {
+        if let Some(notifier) = self.notifier.get() {
+            let _ = notifier.inval_inode(node, 0, 0);
+        }
+    }
+
+    /// Attributes and generation of core inode `ino` (the staged size of a file under
+    /// an atomic write).
     fn attr(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
-        let stat = self.fs.stat(ino).or_errno()?;
+        let mut stat = self.fs.stat(ino).or_errno()?;
+        if let Some(size) = self.atomic.with(ino, |aw| aw.size()) {
+            stat.size = size;
+        }
         Ok(self.entry(&stat))
     }
 }
@@ -505,7 +526,13 @@ impl Filesystem for F2fsFuse {
             let ino = self.inos.to_core(node)?;
             self.may_write(ino)?;
             self.drop_privs(req, node, ino)?;
-            self.fs.write(ino, offset, data).or_errno()
+            match self
+                .atomic
+                .with(ino, |aw| self.fs.atomic_stage_write(ino, aw, offset, data))
+            {
+                Some(staged) => staged.or_errno(),
+                None => self.fs.write(ino, offset, data).or_errno(),
+            }
         });
         match written {
             // A WRITE carries at most max_write (< 4 GiB) bytes.
@@ -642,7 +669,7 @@ impl Filesystem for F2fsFuse {
             .to_core(ino)
             .and_then(|ino| self.serve_ioctl(req, ino, cmd, in_data, out_size));
         match served {
-            Ok(out) => reply.ioctl(0, &out),
+            Ok((result, out)) => reply.ioctl(result, &out),
             Err(errno) => reply.error(errno),
         }
     }

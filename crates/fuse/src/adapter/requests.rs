@@ -60,14 +60,20 @@ impl F2fsFuse {
                     attrs.mode = Some(kept);
                 }
             }
-            self.fs.truncate(ino, size).or_errno()?;
+            match self.atomic.with(ino, |aw| self.fs.atomic_stage_truncate(ino, aw, size)) {
+                Some(staged) => staged.or_errno()?,
+                None => self.fs.truncate(ino, size).or_errno()?,
+            }
         }
         let attrs = &attrs;
-        let stat = if *attrs == SetAttr::default() {
+        let mut stat = if *attrs == SetAttr::default() {
             self.fs.stat(ino).or_errno()?
         } else {
             self.fs.setattr(ino, attrs).or_errno()?
         };
+        if let Some(size) = self.atomic.with(ino, |aw| aw.size()) {
+            stat.size = size;
+        }
         Ok(self.entry(&stat).0)
     }
 
@@ -114,13 +120,20 @@ impl F2fsFuse {
             Ok(ino) => ino,
             Err(errno) => return reply.error(errno),
         };
-        read_buf::with_buffer(size as usize, |buf| match self.fs.read(ino, offset, buf).or_errno() {
+        read_buf::with_buffer(size as usize, |buf| match self.read_staged(ino, offset, buf) {
             Ok(len) => {
                 self.accessed(ino, flags);
                 reply.data(&buf[..len]);
             }
             Err(errno) => reply.error(errno),
         });
+    }
+
+    /// Reads `ino` at `offset` into `buf`: the core's bytes, under the staged ones of
+    /// an atomic write in progress.
+    fn read_staged(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let base = self.fs.read(ino, offset, buf).or_errno()?;
+        Ok(self.atomic.with(ino, |aw| aw.read(offset, buf, base)).unwrap_or(base))
     }
 
     /// `access(2)`: by mode bits; write never on a read-only mount.

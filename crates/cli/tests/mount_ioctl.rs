@@ -1,0 +1,163 @@
+//! F2FS's own ioctls on the mount, issued by f2fs-tools' `f2fs_io` and by python's
+//! `fcntl.ioctl` where `f2fs_io` (Debian's 1.15) has no command for them: atomic
+//! writes committed and aborted, a commit surviving a killed mount, the volume-wide
+//! commands refused to callers without `CAP_SYS_ADMIN`, the errnos of docs/ioctls.md;
+//! then `fsck.f2fs -f` clean.
+//!
+//! Needs /dev/fuse, fusermount3, f2fs_io (f2fs-tools), setpriv (util-linux), python3;
+//! root for the second user. Without them the tests print why and pass, unless
+//! UF2FS_REQUIRE_FUSE is set.
+
+mod common;
+
+use common::fsck;
+use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `argv`; its success and what it printed.
+fn run(argv: &[&str]) -> (bool, String) {
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn ok(argv: &[&str]) -> String {
+    let (success, text) = run(argv);
+    assert!(success, "{argv:?} failed: {text}");
+    text
+}
+
+/// Issues ioctl `cmd` on `path` with an argument of `arg` (hex bytes) through python3,
+/// as user `as_user` (`None`: this one); prints `OK <hex of the argument after>` or
+/// `ERR <errno>`.
+fn ioctl(path: &Path, cmd: u32, arg: &str, as_user: Option<&str>) -> String {
+    let script = format!(
+        "import fcntl,os,sys\n\
+         fd=os.open(sys.argv[1], os.O_RDONLY)\n\
+         a=bytearray(bytes.fromhex('{arg}'))\n\
+         try:\n  fcntl.ioctl(fd, {cmd}, a, True) if a else fcntl.ioctl(fd, {cmd}, 0)\n  print('OK', a.hex())\n\
+         except OSError as e:\n  print('ERR', e.errno)\n"
+    );
+    let mut argv: Vec<&str> = Vec::new();
+    let user;
+    if let Some(u) = as_user {
+        user = format!("--reuid={u}");
+        argv.extend(["setpriv", &user, "--regid=65534", "--clear-groups"]);
+    }
+    let p = path.to_str().unwrap();
+    // The system python: a per-user shim (pyenv) may not be open to the second user.
+    argv.extend(["/usr/bin/python3", "-c", &script, p]);
+    ok(&argv).trim().to_owned()
+}
+
+#[test]
+fn f2fs_ioctls_work_as_linux_answers_them() {
+    if !fuse_available(&[
+        ("f2fs_io", "f2fs-tools"),
+        ("setpriv", "util-linux"),
+        ("python3", "python3"),
+    ]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: the CAP_SYS_ADMIN checks need root and a second user");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-ioctl-", "128M");
+    let log = tmp.path().join("mount.log");
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "allow_other"]);
+    fs::set_permissions(&mnt, fs::Permissions::from_mode(0o777)).unwrap();
+
+    // Atomic write and commit: the file holds what a plain write of the same pattern
+    // writes.
+    let a = mnt.join("atomic");
+    let plain = mnt.join("plain");
+    fs::write(&a, vec![b'x'; 3 * 4096 + 100]).unwrap();
+    let a_s = a.to_str().unwrap();
+    let p_s = plain.to_str().unwrap();
+    ok(&["f2fs_io", "write", "1", "0", "8", "inc_num", "atomic_commit", a_s]);
+    ok(&["f2fs_io", "write", "1", "0", "8", "inc_num", "buffered", p_s]);
+    assert_eq!(fs::read(&a).unwrap(), fs::read(&plain).unwrap());
+    assert_eq!(fs::metadata(&a).unwrap().len(), 8 * 4096);
+
+    // Aborted: nothing changes, size included.
+    let before = fs::read(&a).unwrap();
+    ok(&["f2fs_io", "write", "1", "4", "12", "zero", "atomic_abort", a_s]);
+    assert_eq!(fs::read(&a).unwrap(), before);
+    assert_eq!(fs::metadata(&a).unwrap().len(), 8 * 4096);
+
+    // Features: the superblock's, with F2FS_FEATURE_ATOMIC_WRITE.
+    let got = ioctl(&a, 0x8004_f50c, "00000000", None);
+    let bits = u32::from_le_bytes(
+        hex(got.strip_prefix("OK ").unwrap_or_else(|| panic!("GET_FEATURES: {got}")))
+            .try_into()
+            .unwrap(),
+    );
+    assert_eq!(bits & 0x4, 0x4, "{got}");
+
+    // Volume-wide commands: CAP_SYS_ADMIN only.
+    assert_eq!(ioctl(&mnt, 0x0000_f507, "", Some("65534")), "ERR 1");
+    assert_eq!(ioctl(&mnt, 0x0000_f507, "", None), "OK");
+    assert_eq!(ioctl(&mnt, 0x4004_f506, "01000000", Some("65534")), "ERR 1");
+    assert_eq!(ioctl(&mnt, 0x4004_f506, "01000000", None), "OK 01000000");
+    // One device: FLUSH_DEVICE is EINVAL, as Linux. Growing by RESIZE_FS is EINVAL.
+    assert_eq!(ioctl(&mnt, 0x4008_f50a, "0000000001000000", None), "ERR 22");
+    assert_eq!(ioctl(&mnt, 0x4008_f510, &"ff".repeat(8), None), "ERR 22");
+    // MOVE_RANGE names a descriptor of the caller's: EOPNOTSUPP over FUSE.
+    assert_eq!(ioctl(&a, 0xc020_f509, &"00".repeat(32), None), "ERR 95");
+
+    // Atomic writes are the owner's: another user gets EACCES.
+    fs::set_permissions(&a, fs::Permissions::from_mode(0o666)).unwrap();
+    assert_eq!(ioctl(&a, 0x0000_f501, "", Some("65534")), "ERR 13");
+
+    // Pins: f2fs_io reads one; pinning is refused (docs/ioctls.md).
+    let (_, said) = run(&["f2fs_io", "pinfile", "get", a_s]);
+    assert!(said.contains("un-pinned") || said.contains("0"), "{said}");
+    let (success, said) = run(&["f2fs_io", "pinfile", "set", a_s]);
+    assert!(!success, "pinfile set: {said}");
+
+    // Defragment, as f2fs_io asks for it: the data stays.
+    let data = fs::read(&a).unwrap();
+    ok(&["f2fs_io", "defrag_file", "0", "32768", a_s]);
+    assert_eq!(fs::read(&a).unwrap(), data);
+
+    // A commit is durable at once: a killed mount keeps it.
+    let c = mnt.join("committed");
+    fs::write(&c, b"old").unwrap();
+    ok(&[
+        "f2fs_io",
+        "write",
+        "1",
+        "0",
+        "3",
+        "inc_num",
+        "atomic_commit",
+        c.to_str().unwrap(),
+    ]);
+    let want = fs::read(&c).unwrap();
+    assert_eq!(want.len(), 3 * 4096);
+    m.kill();
+    fsck::clean(&img, tmp.path());
+    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    assert_eq!(fs::read(mnt.join("committed")).unwrap(), want);
+    assert_eq!(fs::read(mnt.join("atomic")).unwrap(), data);
+    let (unmounted, text) = m.unmount();
+    assert!(unmounted, "{text}");
+    fsck::clean(&img, tmp.path());
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
