@@ -13,7 +13,7 @@ use crate::device::{BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
@@ -120,8 +120,8 @@ fn is_real(addr: u32) -> bool {
     addr != NULL_ADDR && addr != NEW_ADDR
 }
 
-fn lock_segs(segs: &Mutex<SegmentManager>) -> std::sync::MutexGuard<'_, SegmentManager> {
-    segs.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock_segs(segs: &Mutex<SegmentManager>) -> crate::lockrank::Ranked<std::sync::MutexGuard<'_, SegmentManager>> {
+    crate::fs::lock_segments(segs)
 }
 
 impl NodeManager {
