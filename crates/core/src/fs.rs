@@ -194,11 +194,6 @@ impl Fs {
     }
 }
 
-/// Locks the segment manager's mutex, its rank recorded (debug builds).
-pub(crate) fn lock_segments(segs: &Mutex<SegmentManager>) -> Ranked<MutexGuard<'_, SegmentManager>> {
-    Ranked::take(Rank::Segments, || segs.lock().unwrap_or_else(PoisonError::into_inner))
-}
-
 fn read_lock<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(PoisonError::into_inner)
 }
@@ -276,7 +271,7 @@ impl ReadWrite {
 
     /// The segment manager, locked (lock order 6).
     pub(crate) fn segs(&self) -> Ranked<MutexGuard<'_, SegmentManager>> {
-        lock_segments(&self.segs)
+        crate::lockrank::lock_segments(&self.segs)
     }
 
     /// The segment manager's mutex, for the writers that take it per batch (node

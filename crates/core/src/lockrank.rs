@@ -139,6 +139,15 @@ impl<G: DerefMut> DerefMut for Ranked<G> {
     }
 }
 
+/// Locks the segment manager's mutex, its rank recorded (debug builds).
+pub(crate) fn lock_segments(
+    segs: &std::sync::Mutex<crate::segment::SegmentManager>,
+) -> Ranked<std::sync::MutexGuard<'_, crate::segment::SegmentManager>> {
+    Ranked::take(Rank::Segments, || {
+        segs.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -562,7 +562,7 @@ impl Fs {
 }
 
 fn segs_of<'a>(t: &'a Tree) -> crate::lockrank::Ranked<std::sync::MutexGuard<'a, crate::segment::SegmentManager>> {
-    crate::fs::lock_segments(t.segs)
+    crate::lockrank::lock_segments(t.segs)
 }
 
 #[cfg(test)]

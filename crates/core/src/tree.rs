@@ -87,7 +87,7 @@ pub struct Tree<'a> {
 
 impl Tree<'_> {
     fn segs(&self) -> crate::lockrank::Ranked<MutexGuard<'_, SegmentManager>> {
-        crate::fs::lock_segments(self.segs)
+        crate::lockrank::lock_segments(self.segs)
     }
 
     /// Reads inode `ino` for changing (dirty copy first; no checksum check: the read

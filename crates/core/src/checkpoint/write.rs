@@ -213,7 +213,7 @@ impl CheckpointWriter {
             counts: nodes.counts(),
             flush: nat,
         };
-        let mut segs = crate::fs::lock_segments(segs);
+        let mut segs = crate::lockrank::lock_segments(segs);
         self.write_locked(dev, sb, nat_side, &mut segs, (umount, orphans))
     }
 

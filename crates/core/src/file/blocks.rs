@@ -233,7 +233,7 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
 
 /// Gives up a data address: a reservation back, or a block invalidated.
 fn drop_addr(t: &Tree, addr: u32) -> Result<()> {
-    let mut segs = crate::fs::lock_segments(t.segs);
+    let mut segs = crate::lockrank::lock_segments(t.segs);
     match addr {
         NULL_ADDR => Ok(()),
         NEW_ADDR => {

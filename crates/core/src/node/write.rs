@@ -121,7 +121,7 @@ fn is_real(addr: u32) -> bool {
 }
 
 fn lock_segs(segs: &Mutex<SegmentManager>) -> crate::lockrank::Ranked<std::sync::MutexGuard<'_, SegmentManager>> {
-    crate::fs::lock_segments(segs)
+    crate::lockrank::lock_segments(segs)
 }
 
 impl NodeManager {

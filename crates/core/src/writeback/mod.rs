@@ -171,7 +171,7 @@ fn write_group<'a>(
     // and writeback takes the lock once per node's worth of pages, not once per page.
     let mut addrs: Vec<u64> = Vec::with_capacity(group.len());
     {
-        let mut s = crate::fs::lock_segments(t.segs);
+        let mut s = crate::lockrank::lock_segments(t.segs);
         for (index, page) in group {
             let slot = loc.slot + (index - first) as usize;
             let old = match &node {
