@@ -86,7 +86,9 @@ impl<'a> Op<'a> {
     pub(crate) fn end<T>(mut self, r: Result<T>) -> Result<T> {
         self.t.release_pool();
         if let Err(e) = &r {
-            if self.changing {
+            // uf2fs's own bug stops the volume even before the first change: its state
+            // in memory cannot be trusted.
+            if self.changing || e.is_bug() {
                 self.rw.fail(e);
             }
             return r;
