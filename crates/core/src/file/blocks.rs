@@ -437,8 +437,8 @@ pub fn truncate_blocks(t: &Tree, inode: &mut InodeMut, from: u64) -> Result<u64>
 mod tests {
     use super::*;
 
-    const D: u64 = 1018;
-    const N: u64 = 1018;
+    const D: u64 = uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
+    const N: u64 = uf2fs_format::consts::NIDS_PER_BLOCK as u64;
 
     #[test]
     fn spans_cover_the_node_at_each_level() {
