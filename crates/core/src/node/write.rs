@@ -493,6 +493,12 @@ fn write_pending(
             node_ver,
             p.marks,
         )?;
+        // The footer names the node written (what a read checks after: `read`).
+        debug_assert!(
+            NodeFooter::decode(&p.node.block).is_ok_and(|f| f.nid == p.nid && f.cp_ver == node_ver),
+            "node {} about to be written with another node's footer",
+            p.nid
+        );
         let len = i - run;
         if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
             flush(&nodes[run..i], run_start)?;
