@@ -5,7 +5,12 @@ use std::io;
 /// Result with the core's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong reading or writing an F2FS image.
+/// Everything that can go wrong reading or writing an F2FS image. Three kinds are never
+/// mixed: the image is damaged ([`Error::Corrupt`], `EUCLEAN`, naming the structure
+/// and, wherever one is known, its block address), the request is wrong
+/// ([`Error::Invalid`] and the other request errors), or uf2fs broke one of its own
+/// invariants ([`Error::Bug`], `EIO`: the volume stops writing, as after a device
+/// error).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The device failed.
@@ -27,6 +32,12 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
+    /// uf2fs broke one of its own invariants (state it keeps in memory contradicts
+    /// itself, whatever the image holds): a bug in uf2fs, not damage to the image nor a
+    /// bad request. A read-write volume stops writing ([`Error::eio`] for every later
+    /// change), as after a device error, so that nothing more is built on it.
+    #[error("uf2fs bug: {0}; the volume stops writing (please report this)")]
+    Bug(String),
     /// The image or file uses an F2FS feature uf2fs cannot decode yet.
     #[error("unsupported F2FS feature '{feature}': {detail}")]
     Unsupported {
@@ -123,6 +134,16 @@ impl Error {
         }
     }
 
+    /// Shorthand for [`Error::Bug`].
+    pub fn bug(what: impl Into<String>) -> Error {
+        Error::Bug(what.into())
+    }
+
+    /// Whether this is uf2fs's own bug ([`Error::Bug`]).
+    pub fn is_bug(&self) -> bool {
+        matches!(self, Error::Bug(_))
+    }
+
     /// An [`Error::Io`] with `EIO` saying `context`: what a file system that stopped
     /// after a device error answers every later change (Linux F2FS's `-EIO` once
     /// `f2fs_stop_checkpoint` has run).
@@ -145,6 +166,7 @@ impl Error {
         match self {
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(5), // EIO
             Error::Corrupt { .. } => 117,                                   // EUCLEAN (EFSCORRUPTED)
+            Error::Bug(_) => 5,                                             // EIO
             Error::Unsupported { .. } => 95,                                // EOPNOTSUPP
             Error::NotFound(_) => 2,                                        // ENOENT
             Error::NotDir(_) => 20,                                         // ENOTDIR

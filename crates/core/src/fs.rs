@@ -3,20 +3,8 @@
 //! beside its subsystems ([`crate::inode`], [`crate::dir`], [`crate::data`],
 //! [`crate::xattr`], [`crate::info`]), the checkpoint driver in `checkpoint/driver.rs`.
 //!
-//! Lock order of a read-write file system, outermost first (no lock is held across a
-//! call back up this list):
-//!
-//! 1. `cp_lock` (F2FS's cp_rwsem): modifying operations hold it shared, a checkpoint
-//!    exclusive; it guards the checkpoint writer's state;
-//! 2. `rename_lock` (the VFS's rename mutex): renames hold it, so that directories do
-//!    not move while one checks that a directory is not moved into itself;
-//! 3. per-inode locks: an operation takes the set of inodes it changes at once
-//!    ([`crate::namei::locks`]), so operations never wait for each other in a cycle;
-//! 4. the [`crate::pagecache::PageCache`] mutex and the open-inode table
-//!    ([`crate::orphan`]), each taken alone;
-//! 5. the [`NodeManager`]'s own locks (dirty nodes, free nids, NAT table, caches);
-//! 6. the [`SegmentManager`] mutex;
-//! 7. the device.
+//! Lock order of a read-write file system: [`crate::lockrank`] (one list, checked in
+//! debug builds and against docs/architecture.md).
 //!
 //! Readers (lookup, stat, read_dir) take no lock of this list but the managers' own:
 //! they see each change whole or not at all, per block. File reads of a read-write
@@ -28,6 +16,7 @@ use crate::checkpoint::{CheckpointState, SuperblockChoice};
 use crate::data::Mapper;
 use crate::device::{read_block, BlockDevice};
 use crate::inode::InodeRef;
+use crate::lockrank::{Rank, Ranked};
 use crate::node::NodeManager;
 use crate::segment::SegmentManager;
 use crate::{Error, Ino, Result};
@@ -57,7 +46,7 @@ pub struct Fs {
 
 /// The state only a read-write file system has. Its fields are private to this file:
 /// the subsystems are handed each part by the method named for it (see `impl
-/// ReadWrite`, in the lock order of the module notes), as the node-tree writer is
+/// ReadWrite`, in the lock order of [`crate::lockrank`]), as the node-tree writer is
 /// handed its parts by [`Fs::tree`].
 pub(crate) struct ReadWrite {
     /// F2FS's cp_rwsem; guards the checkpoint writer.
@@ -147,7 +136,7 @@ impl Fs {
     }
 
     /// The segment manager of a read-write file system, locked ([`ReadWrite::segs`]).
-    pub(crate) fn segments(&self) -> Result<MutexGuard<'_, SegmentManager>> {
+    pub(crate) fn segments(&self) -> Result<Ranked<MutexGuard<'_, SegmentManager>>> {
         Ok(self.writable()?.segs())
     }
 
@@ -237,25 +226,31 @@ impl ReadWrite {
 }
 
 impl ReadWrite {
-    // The parts, handed out in the lock order of the module notes (outermost first).
+    // The parts, handed out in the lock order of `lockrank.rs` (outermost first).
     // Poisoned locks are taken as they are: a panicking thread cannot leave these
     // half-changed in a way a later one trips on (every change that can fail halfway
     // fails the file system instead, see `fail`).
 
     /// An operation's share of `cp_lock` (F2FS's `f2fs_lock_op`): no checkpoint runs
     /// while it is held.
-    pub(crate) fn cp_shared(&self) -> std::sync::RwLockReadGuard<'_, CheckpointWriter> {
-        self.cp_lock.read().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn cp_shared(&self) -> Ranked<std::sync::RwLockReadGuard<'_, CheckpointWriter>> {
+        Ranked::take(Rank::Checkpoint, || {
+            self.cp_lock.read().unwrap_or_else(PoisonError::into_inner)
+        })
     }
 
     /// `cp_lock` exclusively: the checkpoint writer, with every operation stopped.
-    pub(crate) fn cp_exclusive(&self) -> std::sync::RwLockWriteGuard<'_, CheckpointWriter> {
-        self.cp_lock.write().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn cp_exclusive(&self) -> Ranked<std::sync::RwLockWriteGuard<'_, CheckpointWriter>> {
+        Ranked::take(Rank::Checkpoint, || {
+            self.cp_lock.write().unwrap_or_else(PoisonError::into_inner)
+        })
     }
 
     /// The rename mutex (lock order 2).
-    pub(crate) fn rename_guard(&self) -> MutexGuard<'_, ()> {
-        self.rename_lock.lock().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn rename_guard(&self) -> Ranked<MutexGuard<'_, ()>> {
+        Ranked::take(Rank::Rename, || {
+            self.rename_lock.lock().unwrap_or_else(PoisonError::into_inner)
+        })
     }
 
     /// Locks the inodes an operation changes, all at once (lock order 3, see
@@ -275,8 +270,8 @@ impl ReadWrite {
     }
 
     /// The segment manager, locked (lock order 6).
-    pub(crate) fn segs(&self) -> MutexGuard<'_, SegmentManager> {
-        self.segs.lock().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn segs(&self) -> Ranked<MutexGuard<'_, SegmentManager>> {
+        crate::lockrank::lock_segments(&self.segs)
     }
 
     /// The segment manager's mutex, for the writers that take it per batch (node

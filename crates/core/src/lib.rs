@@ -21,6 +21,7 @@ pub mod gc;
 mod info;
 mod inode;
 mod label;
+mod lockrank;
 pub mod mkfs;
 mod mount;
 mod namei;

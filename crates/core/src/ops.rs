@@ -23,7 +23,6 @@ use crate::pagecache::DIRTY_PAGES_MAX;
 use crate::segment::SpaceNeed;
 use crate::tree::Tree;
 use crate::{Error, Fs, Ino, Result};
-use std::sync::RwLockReadGuard;
 use uf2fs_format::consts::NULL_ADDR;
 
 /// Blocks per log (hot, warm, cold data; hot, warm, cold node) and new blocks.
@@ -35,7 +34,7 @@ pub(crate) const fn need(per_log: [u64; 6], new_blocks: u64) -> SpaceNeed {
 pub(crate) struct Op<'a> {
     pub(crate) fs: &'a Fs,
     pub(crate) rw: &'a ReadWrite,
-    _cp: RwLockReadGuard<'a, CheckpointWriter>,
+    _cp: crate::lockrank::Ranked<std::sync::RwLockReadGuard<'a, CheckpointWriter>>,
     /// Footer version of node blocks written now (the last checkpoint's
     /// [`crate::checkpoint::CheckpointState::node_version`]).
     pub(crate) node_ver: u64,
@@ -87,7 +86,9 @@ impl<'a> Op<'a> {
     pub(crate) fn end<T>(mut self, r: Result<T>) -> Result<T> {
         self.t.release_pool();
         if let Err(e) = &r {
-            if self.changing {
+            // uf2fs's own bug stops the volume even before the first change: its state
+            // in memory cannot be trusted.
+            if self.changing || e.is_bug() {
                 self.rw.fail(e);
             }
             return r;

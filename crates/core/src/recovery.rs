@@ -36,7 +36,6 @@ use crate::namei::{dentry, newinode};
 use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
 use uf2fs_format::consts::{COMPRESS_ADDR, DEF_NIDS_PER_INODE, I_ADDR_OFFSET, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{
     Inode, NodeFooter, F2FS_DATA_EXIST, F2FS_INLINE_DATA, F2FS_INLINE_XATTR, F2FS_PIN_FILE, FADVISE_KEEP_SIZE_BIT,
@@ -567,8 +566,8 @@ impl Fs {
     }
 }
 
-fn segs_of<'a>(t: &'a Tree) -> std::sync::MutexGuard<'a, crate::segment::SegmentManager> {
-    t.segs.lock().unwrap_or_else(PoisonError::into_inner)
+fn segs_of<'a>(t: &'a Tree) -> crate::lockrank::Ranked<std::sync::MutexGuard<'a, crate::segment::SegmentManager>> {
+    crate::lockrank::lock_segments(t.segs)
 }
 
 #[cfg(test)]

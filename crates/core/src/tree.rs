@@ -13,7 +13,7 @@ use crate::node::{is_dnode, NodeManager, NodePath};
 use crate::pagecache::PageCache;
 use crate::segment::{LogType, SegmentManager};
 use crate::{Error, Ino, Result};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{Inode, NodeFooter};
 use uf2fs_format::superblock::Superblock;
@@ -86,8 +86,8 @@ pub struct Tree<'a> {
 }
 
 impl Tree<'_> {
-    fn segs(&self) -> MutexGuard<'_, SegmentManager> {
-        self.segs.lock().unwrap_or_else(PoisonError::into_inner)
+    fn segs(&self) -> crate::lockrank::Ranked<MutexGuard<'_, SegmentManager>> {
+        crate::lockrank::lock_segments(self.segs)
     }
 
     /// Reads inode `ino` for changing (dirty copy first; no checksum check: the read

@@ -100,3 +100,37 @@ pub const MAX_ACTIVE_NODE_LOGS: usize = 8;
 pub const MAX_ACTIVE_DATA_LOGS: usize = 8;
 /// Maximum devices of a multi-device F2FS.
 pub const MAX_DEVICES: usize = 8;
+
+// Compile-time checks of the on-disk layout (4 KiB blocks): each size is the sum of its
+// fields as Linux F2FS's include/linux/f2fs_fs.h lays them out, and each block's parts
+// fill it exactly. A wrong constant stops the build instead of corrupting images.
+const _: () = {
+    // f2fs_sit_entry: vblocks (u16), valid map, mtime (u64); one map bit per block.
+    assert!(SIT_ENTRY_SIZE == 2 + SIT_VBLOCK_MAP_SIZE + 8);
+    assert!(SIT_VBLOCK_MAP_SIZE * 8 == BLOCKS_PER_SEG as usize);
+    assert!(SIT_ENTRY_PER_BLOCK == BLOCK_SIZE / SIT_ENTRY_SIZE);
+    // node_footer: nid, ino, flag (u32 each), cp_ver (u64), next_blkaddr (u32).
+    assert!(NODE_FOOTER_SIZE == 4 + 4 + 4 + 8 + 4);
+    assert!(NODE_FOOTER_OFFSET + NODE_FOOTER_SIZE == BLOCK_SIZE);
+    // direct and indirect node blocks, and the inode's addresses and node ids.
+    assert!(ADDRS_PER_BLOCK * 4 + NODE_FOOTER_SIZE == BLOCK_SIZE);
+    assert!(NIDS_PER_BLOCK * 4 + NODE_FOOTER_SIZE == BLOCK_SIZE);
+    assert!(I_NID_OFFSET + DEF_NIDS_PER_INODE * 4 + NODE_FOOTER_SIZE == BLOCK_SIZE);
+    // f2fs_nat_entry: version (u8), ino, block_addr (u32 each).
+    assert!(NAT_ENTRY_PER_BLOCK == BLOCK_SIZE / (1 + 4 + 4));
+    // f2fs_summary: nid (u32), version (u8), ofs_in_node (u16); one per block of a
+    // segment, then the journal and the footer.
+    assert!(SUMMARY_SIZE == 4 + 1 + 2);
+    assert!(ENTRIES_IN_SUM == BLOCKS_PER_SEG as usize);
+    assert!(SUMMARY_SIZE * ENTRIES_IN_SUM + SUM_JOURNAL_SIZE + SUM_FOOTER_SIZE == BLOCK_SIZE);
+    // Journal entries: a nid and a NAT entry; a segment number and a SIT entry (after
+    // the journal's u16 count).
+    assert!(NAT_JOURNAL_ENTRIES == (SUM_JOURNAL_SIZE - 2) / (4 + 9));
+    assert!(SIT_JOURNAL_ENTRIES == (SUM_JOURNAL_SIZE - 2) / (4 + SIT_ENTRY_SIZE));
+    // f2fs_orphan_block: inode numbers, then reserved, blk_addr (u16), blk_count (u16),
+    // entry_count and check_sum (u32 each).
+    assert!(F2FS_ORPHANS_PER_BLOCK * 4 + 4 + 2 + 2 + 4 + 4 == BLOCK_SIZE);
+    // f2fs_dentry_block: bitmap, 3 reserved bytes, the entries, their name slots.
+    assert!(SIZE_OF_DENTRY_BITMAP + 3 + NR_DENTRY_IN_BLOCK * (SIZE_OF_DIR_ENTRY + F2FS_SLOT_LEN) == BLOCK_SIZE);
+    assert!(1 << LOG_BLOCK_SIZE == BLOCK_SIZE && 1 << LOG_BLOCKS_PER_SEG == BLOCKS_PER_SEG);
+};

@@ -12,9 +12,12 @@
 //! finding its old inode under that id with another generation, would mark it bad:
 //! the racing process gets `EIO` or `ESTALE` where Linux F2FS answers `ENOENT`.
 //!
-//! Locking: the table's mutex is taken alone, or before the core's locks (the first
-//! count's handle is taken under it, so that no FORGET can come between the count and
-//! the handle); a last FORGET gives the handle back after releasing it.
+//! Locking: the table's mutex is taken alone, never while waiting for a core lock. The
+//! first count's handle is taken after releasing it (`Fs::open_file` waits for the
+//! inode's lock, which a slow fsync of that file may hold: every other lookup of the
+//! mount would wait behind it); the count is marked `opening` meanwhile, so that a
+//! FORGET coming between the count and the handle leaves the handle's fate to the
+//! thread taking it. A last FORGET gives the handle back after releasing the mutex.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -26,6 +29,8 @@ use uf2fs_core::{Fs, Ino};
 struct Count {
     nlookup: u64,
     held: bool,
+    /// A thread is taking the core handle for this count (outside the mutex).
+    opening: bool,
 }
 
 /// Lookup counts by core inode number (the root, which is never forgotten, is not
@@ -44,14 +49,41 @@ impl Lookups {
     /// An inode that cannot be held (freed meanwhile, a read-only file system) is
     /// still counted, so that the kernel's FORGET finds it.
     pub(crate) fn remember(&self, fs: &Fs, ino: Ino) {
-        let mut counts = self.lock();
-        let c = counts.entry(ino).or_insert(Count {
-            nlookup: 0,
-            held: false,
-        });
-        c.nlookup += 1;
-        if c.nlookup == 1 && fs.is_read_write() {
-            c.held = fs.open_file(ino).is_ok();
+        {
+            let mut counts = self.lock();
+            let c = counts.entry(ino).or_insert(Count {
+                nlookup: 0,
+                held: false,
+                opening: false,
+            });
+            c.nlookup += 1;
+            if c.nlookup > 1 || c.held || c.opening || !fs.is_read_write() {
+                return;
+            }
+            c.opening = true;
+        }
+        // Outside the mutex: this may wait for the inode's lock.
+        let held = fs.open_file(ino).is_ok();
+        let release = {
+            let mut counts = self.lock();
+            match counts.get_mut(&ino) {
+                Some(c) if c.nlookup > 0 => {
+                    c.opening = false;
+                    c.held = held;
+                    false
+                }
+                // Forgotten while the handle was being taken (or the table emptied at
+                // the end): give it back.
+                _ => {
+                    counts.remove(&ino);
+                    held
+                }
+            }
+        };
+        if release {
+            if let Err(err) = fs.release_file(ino) {
+                eprintln!("uf2fs: giving back inode {ino} the kernel forgot: {err}");
+            }
         }
     }
 
@@ -64,7 +96,8 @@ impl Lookups {
                 return;
             };
             c.nlookup = c.nlookup.saturating_sub(n);
-            if c.nlookup > 0 {
+            if c.nlookup > 0 || c.opening {
+                // An opening count is settled by the thread taking its handle.
                 return;
             }
             let held = c.held;

@@ -6,8 +6,9 @@ use std::time::SystemTime;
 use fuser::TimeOrNow;
 use uf2fs_core::Timestamp;
 
-/// A core timestamp for a system time; times before 1970 are clamped to it (F2FS
-/// stores unsigned seconds).
+/// A core timestamp for a system time; times before 1970 keep their sign, as a
+/// `struct timespec` holds them (F2FS stores the seconds as a signed 64-bit count,
+/// the kernel's `time64_t`).
 pub(crate) fn timestamp(t: SystemTime) -> Timestamp {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(since) => Timestamp {

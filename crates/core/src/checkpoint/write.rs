@@ -21,7 +21,7 @@ use crate::device::BlockDevice;
 use crate::node::{NatBitsMaps, NatFlush, NodeCounts, NodeManager};
 use crate::segment::{LogType, SegmentManager};
 use crate::{Error, Result};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use uf2fs_format::checkpoint::{
     Checkpoint, CP_CRC_RECOVERY_FLAG, CP_DISABLED_FLAG, CP_DISABLED_QUICK_FLAG, CP_ERROR_FLAG, CP_FSCK_FLAG,
     CP_LARGE_NAT_BITMAP_FLAG, CP_NOCRC_RECOVERY_FLAG, CP_QUOTA_NEED_FSCK_FLAG, CP_RESIZEFS_FLAG,
@@ -204,7 +204,7 @@ impl CheckpointWriter {
         before_nat: &dyn Fn(u64) -> Result<()>,
     ) -> Result<CheckpointReport> {
         before_nat(self.last.node_version())?;
-        // The NodeManager first, then the SegmentManager (the lock order in fs.rs).
+        // The NodeManager first, then the SegmentManager (the lock order in lockrank.rs).
         let with_bits = umount && nodes.has_nat_bits();
         let nat = nodes.flush_nat(dev, with_bits)?;
         let nat_side = NatSide {
@@ -213,7 +213,7 @@ impl CheckpointWriter {
             counts: nodes.counts(),
             flush: nat,
         };
-        let mut segs = segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut segs = crate::lockrank::lock_segments(segs);
         self.write_locked(dev, sb, nat_side, &mut segs, (umount, orphans))
     }
 

@@ -12,6 +12,7 @@ mod mem;
 mod overlay;
 #[cfg(test)]
 pub(crate) mod probe;
+mod slow;
 pub mod sparse;
 mod wide;
 mod zero_skip;
@@ -24,6 +25,7 @@ pub use fault::{Fault, FaultArea, FaultCounts, FaultDevice, FaultFilter, FaultPl
 pub use mem::MemDevice;
 pub use overlay::OverlayDevice;
 pub(crate) use overlay::SharedDevice;
+pub use slow::{FlushDelay, SlowFlushDevice};
 pub use sparse::SparseDevice;
 pub use wide::WideDevice;
 pub use zoned::{ZonedDevice, Zones};

@@ -16,7 +16,6 @@ use crate::inode::InodeMut;
 use crate::node::{node_path, NodeBlock, NodePath, TreeShape};
 use crate::tree::{node_log, set_slot, slot_of as slot, Tree};
 use crate::{Error, Ino, Result};
-use std::sync::PoisonError;
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::NodeFooter;
 
@@ -234,7 +233,7 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
 
 /// Gives up a data address: a reservation back, or a block invalidated.
 fn drop_addr(t: &Tree, addr: u32) -> Result<()> {
-    let mut segs = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut segs = crate::lockrank::lock_segments(t.segs);
     match addr {
         NULL_ADDR => Ok(()),
         NEW_ADDR => {
@@ -438,8 +437,8 @@ pub fn truncate_blocks(t: &Tree, inode: &mut InodeMut, from: u64) -> Result<u64>
 mod tests {
     use super::*;
 
-    const D: u64 = 1018;
-    const N: u64 = 1018;
+    const D: u64 = uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
+    const N: u64 = uf2fs_format::consts::NIDS_PER_BLOCK as u64;
 
     #[test]
     fn spans_cover_the_node_at_each_level() {

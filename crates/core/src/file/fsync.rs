@@ -35,6 +35,12 @@ impl Fs {
 
     /// The roll-forward half of [`Fs::fsync`]: false when a checkpoint must be written
     /// instead.
+    ///
+    /// Locks: the first device flush (the data the nodes point at made durable) is done
+    /// with no lock held: under the inode's lock and `cp_lock` shared it stalled every
+    /// operation on the file, and a checkpoint queued behind it every new operation of
+    /// the mount. The checks are made under the locks before it (so that a file that
+    /// needs a checkpoint costs no extra flush) and again after it.
     fn fsync_roll_forward(&self, rw: &crate::fs::ReadWrite, ino: Ino) -> Result<bool> {
         let settings = self.settings();
         if settings.fsync_mode == crate::settings::FsyncMode::Strict
@@ -42,41 +48,38 @@ impl Fs {
         {
             return Ok(false);
         }
-        let cp = rw.cp_shared();
-        rw.check_failed()?;
-        let _g = rw.lock_inodes(&[ino]);
-        if rw.fsync_track().must_checkpoint(ino) {
-            return Ok(false);
-        }
-        let inode = self.tree(rw).load_inode(ino)?;
-        if inode.kind()? != FileKind::File || inode.inode.is_compressed() || inode.inode.links != 1 {
-            return Ok(false);
-        }
-        let dev = self.device();
-        let checkpointed = |nid: u32| {
-            self.nodes()
-                .checkpointed_entry(dev, nid)
-                .is_ok_and(|e| e.ino == nid && e.block_addr != NULL_ADDR && e.block_addr != NEW_ADDR)
-        };
-        if inode.inode.pino == 0 || !checkpointed(inode.inode.pino) {
-            return Ok(false);
-        }
-        // Room for what recovery writes: the nodes written now again, and the chain.
         {
-            let segs = rw.segs();
-            if segs.free_section_count() <= segs.reserved_sections() + 2 {
+            let _cp = rw.cp_shared();
+            rw.check_failed()?;
+            let _g = rw.lock_inodes(&[ino]);
+            if !self.can_roll_forward(rw, ino)? {
                 return Ok(false);
             }
         }
-        let dent = !checkpointed(ino) && !rw.fsync_track().dentry_marked(ino);
         let barrier = settings.fsync_mode != crate::settings::FsyncMode::NoBarrier;
+        let dev = self.device();
         // The data the nodes point at is durable before any node is written: a power
         // cut during this fsync then leaves either the nodes of the last complete fsync
         // or these with their data, never a node pointing at a block still in flight
         // (the crash harness caught that: stale blocks in a file fsync'd before).
+        let data_before = self.data_blocks_written();
         if barrier {
             dev.flush().inspect_err(|e| rw.fail(e))?;
         }
+        let cp = rw.cp_shared();
+        rw.check_failed()?;
+        let _g = rw.lock_inodes(&[ino]);
+        if !self.can_roll_forward(rw, ino)? {
+            return Ok(false);
+        }
+        if barrier && self.data_blocks_written() != data_before {
+            // Data blocks reached the device after the flush began (a flusher, the
+            // collector moving blocks, another fsync): some may be this file's, and the
+            // nodes written below must not reach the device before them. The on-disk
+            // order requires this flush under the locks: released, more could come.
+            dev.flush().inspect_err(|e| rw.fail(e))?;
+        }
+        let dent = !self.is_checkpointed_inode(ino) && !rw.fsync_track().dentry_marked(ino);
         let written = self.nodes().write_fsync_nodes(
             dev,
             self.superblock(),
@@ -99,5 +102,38 @@ impl Fs {
             dev.flush().inspect_err(|e| rw.fail(e))?;
         }
         Ok(true)
+    }
+
+    /// Whether an fsync of `ino` can be made durable by roll-forward records (the
+    /// kernel's `need_do_checkpoint`, negated). The caller holds `cp_lock` shared and
+    /// the inode's lock.
+    fn can_roll_forward(&self, rw: &crate::fs::ReadWrite, ino: Ino) -> Result<bool> {
+        if rw.fsync_track().must_checkpoint(ino) {
+            return Ok(false);
+        }
+        let inode = self.tree(rw).load_inode(ino)?;
+        if inode.kind()? != FileKind::File || inode.inode.is_compressed() || inode.inode.links != 1 {
+            return Ok(false);
+        }
+        if inode.inode.pino == 0 || !self.is_checkpointed_inode(inode.inode.pino) {
+            return Ok(false);
+        }
+        // Room for what recovery writes: the nodes written now again, and the chain.
+        let segs = rw.segs();
+        Ok(segs.free_section_count() > segs.reserved_sections() + 2)
+    }
+
+    /// Whether inode `nid` is in the last checkpoint's NAT (written there, not new).
+    fn is_checkpointed_inode(&self, nid: u32) -> bool {
+        self.nodes()
+            .checkpointed_entry(self.device(), nid)
+            .is_ok_and(|e| e.ino == nid && e.block_addr != NULL_ADDR && e.block_addr != NEW_ADDR)
+    }
+
+    /// Data blocks written to the device since open (by the page cache, the collector,
+    /// or without a kind in the main area): counted once each write has returned.
+    fn data_blocks_written(&self) -> u64 {
+        let c = self.writes.counts();
+        c.user_data + c.gc_data + c.main_other
     }
 }

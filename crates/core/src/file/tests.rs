@@ -6,8 +6,8 @@ use crate::segment::LogType;
 use crate::{Fs, Ino, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 use uf2fs_format::consts::{BLOCKS_PER_SEG, NEW_ADDR};
 
-const B: u64 = 4096;
-const D: u64 = 1018;
+const B: u64 = uf2fs_format::consts::BLOCK_SIZE as u64;
+const D: u64 = uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
 
 fn fresh(dir: &std::path::Path) -> Fs {
     let img = dir.join("unit.img");

@@ -24,7 +24,7 @@ use crate::segment::LogType;
 use crate::tree::{node_log, Tree};
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
 use uf2fs_format::Geometry;
@@ -56,7 +56,7 @@ impl Migration {
     /// what an earlier one saw (a paced collector lets front I/O in between steps).
     pub fn new(t: &Tree, secno: u32) -> Migration {
         let (spsec, opens) = {
-            let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let s = crate::lockrank::lock_segments(t.segs);
             (s.segs_per_sec(), s.section_opens(secno))
         };
         let first = secno * spsec;
@@ -86,7 +86,7 @@ impl Migration {
         while self.next < self.end {
             let segno = self.next;
             let (entry, sums, base) = {
-                let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+                let s = crate::lockrank::lock_segments(t.segs);
                 // Freed and written again since it was picked (a paced victim lets
                 // front I/O in between steps, and its last blocks may be overwritten
                 // and the section freed by a checkpoint): nothing left to move.
@@ -138,7 +138,7 @@ impl Migration {
 
     /// What the migration moved, and whether it left the section empty.
     pub fn finish(mut self, t: &Tree) -> Moved {
-        let s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = crate::lockrank::lock_segments(t.segs);
         self.moved.emptied = (self.first..self.end).all(|segno| s.segment(segno).is_none_or(|e| e.valid_blocks == 0));
         self.moved
     }
@@ -257,7 +257,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
             ));
         }
         let new = {
-            let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut s = crate::lockrank::lock_segments(t.segs);
             let new = s.alloc_block(t.dev, LogType::ColdData, sum)?;
             s.invalidate(addr)?;
             new

@@ -143,7 +143,7 @@ impl VictimInputs {
 }
 
 /// The segment lock, held for one snapshot.
-fn lock(rw: &ReadWrite) -> MutexGuard<'_, SegmentManager> {
+fn lock(rw: &ReadWrite) -> crate::lockrank::Ranked<MutexGuard<'_, SegmentManager>> {
     rw.segs()
 }
 

@@ -3,7 +3,7 @@
 //! ([`dentry`]), new inodes ([`newinode`]) and the node tree ([`crate::tree`]).
 //!
 //! Every operation runs as an [`Op`] ([`crate::ops`]): it holds `cp_lock` shared for its whole run and
-//! the inodes it changes (see the lock order in fs.rs), checks everything that can
+//! the inodes it changes (see the lock order in lockrank.rs), checks everything that can
 //! fail for a caller's reason (names, types, emptiness, room for its writes, node ids)
 //! before it changes anything, then changes memory only: nothing reaches the device
 //! before the next checkpoint. Should it fail after its first change (an I/O error,

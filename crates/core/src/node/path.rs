@@ -120,8 +120,8 @@ pub fn is_dnode(geo: Geometry, offset: u32) -> bool {
 mod tests {
     use super::*;
 
-    const D: u64 = 1018;
-    const N: u64 = 1018;
+    const D: u64 = uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
+    const N: u64 = uf2fs_format::consts::NIDS_PER_BLOCK as u64;
     const G: Geometry = Geometry::DEFAULT;
 
     fn shape(a: u64) -> TreeShape {

@@ -13,7 +13,7 @@ use crate::device::{BlockDevice, WriteKind, BLOCK};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
@@ -120,8 +120,8 @@ fn is_real(addr: u32) -> bool {
     addr != NULL_ADDR && addr != NEW_ADDR
 }
 
-fn lock_segs(segs: &Mutex<SegmentManager>) -> std::sync::MutexGuard<'_, SegmentManager> {
-    segs.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock_segs(segs: &Mutex<SegmentManager>) -> crate::lockrank::Ranked<std::sync::MutexGuard<'_, SegmentManager>> {
+    crate::lockrank::lock_segments(segs)
 }
 
 impl NodeManager {
@@ -493,6 +493,12 @@ fn write_pending(
             node_ver,
             p.marks,
         )?;
+        // The footer names the node written (what a read checks after: `read`).
+        debug_assert!(
+            NodeFooter::decode(&p.node.block).is_ok_and(|f| f.nid == p.nid && f.cp_ver == node_ver),
+            "node {} about to be written with another node's footer",
+            p.nid
+        );
         let len = i - run;
         if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
             flush(&nodes[run..i], run_start)?;

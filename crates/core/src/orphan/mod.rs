@@ -17,7 +17,7 @@
 //! [`Error::NoSpace`] before it changes anything.
 //!
 //! Locking: the table has its own mutex, taken alone and briefly (after the inode
-//! locks in the lock order of fs.rs). Handle counts change under the inode's lock, so
+//! locks in the lock order of lockrank.rs). Handle counts change under the inode's lock, so
 //! an open, a release and an unlink of one inode never interleave.
 
 pub(crate) mod table;

@@ -294,7 +294,16 @@ impl SegmentManager {
     fn locate(&self, blkaddr: u64) -> Result<(u32, u32)> {
         let end = self.geo.main_blkaddr + self.geo.segments as u64 * BLOCKS_PER_SEG as u64;
         if blkaddr < self.geo.main_blkaddr || blkaddr >= end {
-            return Err(Error::Invalid(format!("block {blkaddr:#x} is outside the main area")));
+            // Addresses come from node blocks and the NAT: one outside the main area is
+            // damage (EUCLEAN), not a bad request.
+            return Err(Error::corrupt(
+                "block address",
+                Some(blkaddr),
+                format!(
+                    "outside the main area ({:#x}..{end:#x}); run fsck.f2fs",
+                    self.geo.main_blkaddr
+                ),
+            ));
         }
         let rel = blkaddr - self.geo.main_blkaddr;
         Ok((
@@ -333,11 +342,13 @@ impl SegmentManager {
         let e = &mut self.sit[segno as usize];
         let before = e.valid_blocks as u64;
         if !e.set_valid(off, true) {
-            return Err(Error::corrupt(
-                format!("SIT entry of segment {segno}"),
-                None,
-                format!("block {off} of an active log is already valid"),
-            ));
+            // The log's next block is free by construction (uf2fs took every block
+            // before it, and the segment was free when the log took it): a valid one
+            // there is uf2fs's own inconsistency, not the image's.
+            return Err(Error::bug(format!(
+                "block {:#x} (segment {segno}, block {off}), the next of an active log, is already valid",
+                self.geo.main_blkaddr + segno as u64 * BLOCKS_PER_SEG as u64 + off as u64
+            )));
         }
         // Segment age: the mean of its blocks' write times.
         e.mtime_secs = (e.mtime_secs * before + now) / (before + 1);
@@ -369,15 +380,23 @@ impl SegmentManager {
         let (segno, off) = self.locate(blkaddr)?;
         let li = self
             .current_log(segno)
-            .ok_or_else(|| Error::Invalid(format!("block {blkaddr:#x} is not in an active log's segment")))?;
+            .ok_or_else(|| Error::bug(format!("summary of block {blkaddr:#x}: not in an active log's segment")))?;
         let log = self.cur_mut(li);
         if off as usize >= log.sum_in_use() {
-            return Err(Error::Invalid(format!(
-                "block {blkaddr:#x} has not been allocated from its log yet"
+            return Err(Error::bug(format!(
+                "summary of block {blkaddr:#x}: not allocated from its log yet"
             )));
         }
         log.sum[off as usize] = sum;
         Ok(())
+    }
+
+    /// Marks `blkaddr` valid behind the allocator's back (tests of what a broken
+    /// invariant reports).
+    #[cfg(test)]
+    pub(crate) fn force_valid(&mut self, blkaddr: u64) {
+        let (segno, off) = self.locate(blkaddr).unwrap();
+        self.sit[segno as usize].set_valid(off, true);
     }
 
     /// Marks `blkaddr` invalid (its owner moved or dropped it). A segment left with no

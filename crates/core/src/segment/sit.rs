@@ -166,11 +166,21 @@ pub fn load_sit(
         }
     }
     let mut out = Vec::with_capacity(area.segment_count_main as usize);
+    let journaled: std::collections::HashSet<u32> = journal.iter().map(|(s, _)| *s).collect();
     visit_sit(dev, area, sit_bitmap, journal, |segno, e| {
         if e.seg_type > SEG_TYPE_MAX {
+            // The SIT block holding the entry (a journaled one lives in the checkpoint).
+            let at = (!journaled.contains(&segno)).then(|| {
+                sit_block_addr(
+                    area.sit_blkaddr,
+                    area.segment_count_sit,
+                    sit_bitmap,
+                    segno / area.per_block(),
+                )
+            });
             return Err(Error::corrupt(
                 format!("SIT entry of segment {segno}"),
-                None,
+                at,
                 format!("segment type {}", e.seg_type),
             ));
         }

@@ -90,6 +90,28 @@ fn set_summary_only_for_blocks_of_active_logs() {
 }
 
 #[test]
+fn damage_and_own_bugs_are_told_apart() {
+    let (dev, mut m, sb) = fresh(64, 1);
+    // An address from the image outside the main area: damage, with its address.
+    let e = m.invalidate(1).unwrap_err();
+    assert!(matches!(e, crate::Error::Corrupt { blkaddr: Some(1), .. }), "{e}");
+    assert_eq!(e.errno(), 117);
+    let end = sb.main_blkaddr as u64 + sb.segment_count_main as u64 * 512;
+    let e = m.invalidate(end).unwrap_err();
+    assert!(
+        matches!(e, crate::Error::Corrupt { blkaddr: Some(b), .. } if b == end),
+        "{e}"
+    );
+    // The next block of an active log already valid: uf2fs's own bug, EIO.
+    let a = m.alloc_block(&dev, LogType::HotData, sum(1)).unwrap();
+    m.force_valid(a + 1);
+    let e = m.alloc_block(&dev, LogType::HotData, sum(2)).unwrap_err();
+    assert!(e.is_bug(), "{e}");
+    assert_eq!(e.errno(), 5);
+    assert!(e.to_string().contains(&format!("{:#x}", a + 1)), "{e}");
+}
+
+#[test]
 fn sections_fill_before_the_log_moves_to_a_free_section() {
     let (dev, mut m, sb) = fresh(256, 4);
     let start = m.log(LogType::ColdData).segno;

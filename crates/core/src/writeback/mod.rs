@@ -120,7 +120,7 @@ fn write_groups(
         let first = pages[i].0;
         let loc = t
             .locate(inode, first)?
-            .ok_or_else(|| Error::Invalid(format!("dirty block {first} of inode {ino} has no node")))?;
+            .ok_or_else(|| Error::bug(format!("dirty block {first} of inode {ino} has no node")))?;
         let capacity = if loc.in_inode {
             in_inode
         } else {
@@ -171,7 +171,7 @@ fn write_group<'a>(
     // and writeback takes the lock once per node's worth of pages, not once per page.
     let mut addrs: Vec<u64> = Vec::with_capacity(group.len());
     {
-        let mut s = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut s = crate::lockrank::lock_segments(t.segs);
         for (index, page) in group {
             let slot = loc.slot + (index - first) as usize;
             let old = match &node {
@@ -185,8 +185,8 @@ fn write_group<'a>(
             };
             let addr = match old {
                 NULL_ADDR => {
-                    return Err(Error::Invalid(format!(
-                        "dirty block {index} of inode {ino} has no address"
+                    return Err(Error::bug(format!(
+                        "dirty block {index} of inode {ino} has no address (reserved at write)"
                     )))
                 }
                 NEW_ADDR => s.alloc_reserved_block_for(t.dev, page.log, context, sum)?,

@@ -12,6 +12,8 @@ mod lookup;
 mod protect;
 mod readdir;
 mod requests;
+#[cfg(test)]
+mod stalls;
 
 use std::ffi::OsStr;
 use std::io;
