@@ -309,10 +309,10 @@ fn open_for_writing(
 ) -> Result<ReadWrite> {
     let segs = SegmentManager::load(dev, sb, cps)?;
     if cps.cp.has_flag(CP_NAT_BITS_FLAG) {
-        let n = nat_bits_blocks(sb.segment_count_nat) as u64;
+        let n = nat_bits_blocks(sb.segment_count_nat, sb.geometry()) as u64;
         let cp_block = read_block(dev, cps.pack_blkaddr)?;
         let bits = read_blocks(dev, cps.pack_blkaddr + sb.blocks_per_seg() as u64 - n, n)?;
-        nodes.adopt_nat_bits(&cps.cp, &cp_block, &bits, sb.segment_count_nat);
+        nodes.adopt_nat_bits(&cps.cp, &cp_block, &bits, sb.segment_count_nat, sb.geometry());
     }
     Ok(ReadWrite::new(sb, cps, segs))
 }

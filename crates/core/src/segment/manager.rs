@@ -39,6 +39,8 @@ struct Geometry {
     secs_per_zone: u32,
     ssa_blkaddr: u64,
     sit: SitArea,
+    /// The volume's block geometry (summary blocks are whole blocks).
+    blocks: uf2fs_format::Geometry,
 }
 
 /// The file system's age clock: the checkpoint's `elapsed_time` at open plus the time
@@ -147,6 +149,7 @@ impl SegmentManager {
             secs_per_zone: sb.secs_per_zone.max(1),
             ssa_blkaddr: sb.ssa_blkaddr as u64,
             sit: area,
+            blocks: sb.geometry(),
         };
         let mut m = SegmentManager {
             geo,
@@ -495,7 +498,7 @@ impl SegmentManager {
             journal: Vec::new(),
             entry_type: Self::log_type(li).sum_type(),
         }
-        .encode()
+        .encode(self.geo.blocks)
         .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
         dev.write_blocks(self.geo.ssa_blkaddr + log.segno as u64, &block)
     }
