@@ -192,15 +192,6 @@ impl Fs {
                 detail: "summary blocks packed 4 KiB at a time into larger blocks are not read yet".to_string(),
             });
         }
-        if options.read_write && !sbc.sb.geometry().is_default() {
-            return Err(Error::Unsupported {
-                feature: "block size",
-                detail: format!(
-                    "the image has {}-byte blocks, which uf2fs reads but does not write yet",
-                    sbc.sb.block_size()
-                ),
-            });
-        }
         // A zoned volume (`blkzoned`) is written as a host-managed zoned device takes
         // it: the main area's zones only sequentially (see crate::device::ZonedDevice).
         let (dev, zones) = zoned(dev, &sbc.sb, options.read_write)?;

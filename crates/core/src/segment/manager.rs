@@ -11,7 +11,7 @@ use crate::device::BlockDevice;
 use crate::{Error, Result};
 use std::collections::BTreeSet;
 use std::time::Instant;
-use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM, SIT_ENTRY_PER_BLOCK, SIT_JOURNAL_ENTRIES};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM};
 use uf2fs_format::sit::SitEntry;
 use uf2fs_format::summary::{Summary, SummaryBlock};
 use uf2fs_format::superblock::Superblock;
@@ -634,11 +634,15 @@ impl SegmentManager {
     pub(crate) fn flush_sit(&mut self, dev: &dyn BlockDevice, journal_allowed: bool) -> Result<SitFlush> {
         let joining = self.dirty.iter().filter(|s| !self.sit_journal.contains(s)).count();
         let mut blocks_written = 0;
-        if journal_allowed && self.sit_journal.len() + joining <= SIT_JOURNAL_ENTRIES {
+        if journal_allowed && self.sit_journal.len() + joining <= self.geo.blocks.sit_journal_entries() {
             self.sit_journal.extend(self.dirty.iter().copied());
         } else {
             self.dirty.append(&mut self.sit_journal);
-            let blocks: BTreeSet<u32> = self.dirty.iter().map(|s| s / SIT_ENTRY_PER_BLOCK as u32).collect();
+            let blocks: BTreeSet<u32> = self
+                .dirty
+                .iter()
+                .map(|s| s / self.geo.blocks.sit_entries_per_block() as u32)
+                .collect();
             blocks_written = write_sit_blocks(dev, &self.geo.sit, &mut self.sit_bitmap, &self.sit, &blocks)?;
         }
         self.dirty.clear();
