@@ -151,7 +151,7 @@ fn check_checkpoint(data: &[u8]) {
         let _ = e.to_string();
     }
     let valid = valid.is_ok();
-    let bytes = cp.encode().expect("a decoded checkpoint encodes");
+    let bytes = cp.encode(Geometry::DEFAULT).expect("a decoded checkpoint encodes");
     assert_eq!(Checkpoint::decode(&bytes).expect("an encoded checkpoint decodes"), cp);
     let payload_in_input = (data.len() / BLOCK_SIZE).saturating_sub(1) as u32;
     for payload in [0, payload_in_input, sb.cp_payload, u32::MAX / BLOCK_SIZE as u32] {
@@ -165,7 +165,7 @@ fn check_checkpoint(data: &[u8]) {
                     continue;
                 }
                 let pack = cp
-                    .encode_with_bitmaps(&nat, &sit, payload)
+                    .encode_with_bitmaps(&nat, &sit, payload, Geometry::DEFAULT)
                     .expect("bitmaps that were read back can be written");
                 assert_eq!(
                     Checkpoint::decode(&pack[..BLOCK_SIZE]).expect("encoded pack decodes"),
@@ -187,9 +187,12 @@ fn check_checkpoint(data: &[u8]) {
 /// one taken from the input.
 fn nat_bits(data: &[u8]) {
     for segs in [fixture_superblock().segment_count_nat, word(data, 0) % 4096] {
-        if let Ok(bits) = NatBits::decode(data, segs) {
-            let bytes = bits.encode(segs).expect("decoded NAT bits encode");
-            assert_eq!(NatBits::decode(&bytes, segs).expect("encoded NAT bits decode"), bits);
+        if let Ok(bits) = NatBits::decode(data, segs, Geometry::DEFAULT) {
+            let bytes = bits.encode(segs, Geometry::DEFAULT).expect("decoded NAT bits encode");
+            assert_eq!(
+                NatBits::decode(&bytes, segs, Geometry::DEFAULT).expect("encoded NAT bits decode"),
+                bits
+            );
         }
     }
 }
@@ -199,7 +202,7 @@ pub fn orphan(data: &[u8]) {
     match OrphanBlock::decode(one_block(data)) {
         Ok(o) => {
             assert!(o.inos.len() <= F2FS_ORPHANS_PER_BLOCK);
-            let bytes = o.encode().expect("a decoded orphan block encodes");
+            let bytes = o.encode(Geometry::DEFAULT).expect("a decoded orphan block encodes");
             assert_eq!(OrphanBlock::decode(&bytes).expect("an encoded orphan block decodes"), o);
         }
         Err(e) => {
@@ -252,7 +255,7 @@ pub fn summary(data: &[u8]) {
         assert_eq!(s.entries.len(), ENTRIES_IN_SUM);
         assert_eq!(s.journal.len(), SUM_JOURNAL_SIZE);
         check_journals(&s.journal);
-        let bytes = s.encode().expect("a decoded summary block encodes");
+        let bytes = s.encode(Geometry::DEFAULT).expect("a decoded summary block encodes");
         assert_eq!(
             SummaryBlock::decode(&bytes).expect("an encoded summary block decodes"),
             s
@@ -284,16 +287,16 @@ fn check_compacted(data: &[u8], nat: &[(u32, NatEntry)], sit: &[(u32, SitEntry)]
         (w >> 10 & 0x3ff) as usize,
         (w >> 20 & 0x3ff) as usize,
     ];
-    let Ok(logs) = compacted_data_summaries(data, counts) else {
+    let Ok(logs) = compacted_data_summaries(data, counts, Geometry::DEFAULT) else {
         return;
     };
     for (log, &count) in logs.iter().zip(&counts) {
         assert_eq!(log.len(), count);
     }
-    let bytes = encode_compacted_summaries(nat, sit, [&logs[0], &logs[1], &logs[2]])
+    let bytes = encode_compacted_summaries(nat, sit, [&logs[0], &logs[1], &logs[2]], Geometry::DEFAULT)
         .expect("decoded compacted summaries encode");
     assert_eq!(
-        compacted_data_summaries(&bytes, counts).expect("encoded summaries decode"),
+        compacted_data_summaries(&bytes, counts, Geometry::DEFAULT).expect("encoded summaries decode"),
         logs
     );
     let j = checkpoint_journals(&bytes, true, Geometry::DEFAULT).expect("encoded journals decode");
@@ -303,7 +306,7 @@ fn check_compacted(data: &[u8], nat: &[(u32, NatEntry)], sit: &[(u32, SitEntry)]
 fn check_journals(j: &[u8]) {
     if let Ok(n) = nat_journal(j, Geometry::DEFAULT) {
         assert!(n.len() <= NAT_JOURNAL_ENTRIES);
-        let bytes = encode_nat_journal(&n).expect("a decoded NAT journal encodes");
+        let bytes = encode_nat_journal(&n, Geometry::DEFAULT).expect("a decoded NAT journal encodes");
         assert_eq!(
             nat_journal(&bytes, Geometry::DEFAULT).expect("an encoded NAT journal decodes"),
             n
@@ -311,7 +314,7 @@ fn check_journals(j: &[u8]) {
     }
     if let Ok(s) = sit_journal(j, Geometry::DEFAULT) {
         assert!(s.len() <= SIT_JOURNAL_ENTRIES);
-        let bytes = encode_sit_journal(&s).expect("a decoded SIT journal encodes");
+        let bytes = encode_sit_journal(&s, Geometry::DEFAULT).expect("a decoded SIT journal encodes");
         assert_eq!(
             sit_journal(&bytes, Geometry::DEFAULT).expect("an encoded SIT journal decodes"),
             s

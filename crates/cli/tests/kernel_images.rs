@@ -85,29 +85,88 @@ mod blk16_geometry {
         assert!(c.compressed_clusters > 3000, "{c:?}");
     }
 
+    /// A read-write open of a copy writes 16 KiB blocks that `uf2fs cat` reads back,
+    /// and leaves the fixture's own files as they were (crates/core/tests/blk16_rw.rs
+    /// covers overwrites, truncates, GC and recovery).
     #[test]
-    fn read_write_opens_are_refused_and_change_nothing() {
+    fn read_write_opens_write_16k_blocks() {
         let fx = fixture("blk16");
-        let before = fs::read(&fx.img).unwrap();
-        let err = uf2fs_core::Fs::open_rw(&fx.img, &[]).err().expect("refused");
-        assert!(
-            matches!(
-                err,
-                uf2fs_core::Error::Unsupported {
-                    feature: "block size",
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        assert!(
-            err.to_string().contains("16384-byte blocks") && err.to_string().contains("does not write"),
-            "{err}"
-        );
-        assert!(
-            fs::read(&fx.img).unwrap() == before,
-            "the refused open changed the image"
-        );
+        let tmp = scratch("blk16-rw");
+        let img = tmp.path().join("copy.img");
+        fs::copy(&fx.img, &img).unwrap();
+        let data: Vec<u8> = (0..3_000_017u32).map(|i| (i * 7 + (i >> 14)) as u8).collect();
+        {
+            let fs = uf2fs_core::Fs::open_rw(&img, &[]).unwrap();
+            let dir = fs.mkdir(fs.root(), b"written", 0o755, 0, 0).unwrap().ino;
+            let ino = fs.create(dir, b"file", 0o644, 0, 0).unwrap().ino;
+            fs.write(ino, 0, &data).unwrap();
+            fs.unmount().unwrap();
+        }
+        let bin = uf2fs();
+        let got = bin.run([arg(b"cat"), path_arg(&img), arg(b"/written/file")]);
+        assert!(got.assert_ok() == &data[..], "written file read back");
+        let big = bin.run([arg(b"cat"), path_arg(&img), arg(b"/big/indirect.bin")]);
+        let was = bin.run([arg(b"cat"), path_arg(&fx.img), arg(b"/big/indirect.bin")]);
+        assert!(big.assert_ok() == was.assert_ok(), "a fixture file changed");
+    }
+
+    /// The FUSE mount of a copy, read-write: create, write, overwrite, truncate,
+    /// rename and unlink through the kernel's page cache (4 KiB pages over 16 KiB
+    /// blocks), a clean unmount, then an fsync'd file and SIGKILL (no unmount
+    /// checkpoint): the next mount's roll-forward brings the fsync'd bytes back.
+    #[test]
+    fn the_mount_writes_16k_volumes() {
+        use std::io::Write;
+        if !common::mount::fuse_available(&[]) {
+            return;
+        }
+        let fx = fixture("blk16");
+        let tmp = scratch("blk16-mount");
+        let img = tmp.path().join("copy.img");
+        fs::copy(&fx.img, &img).unwrap();
+        let mnt = tmp.path().join("mnt");
+        fs::create_dir(&mnt).unwrap();
+        let log = tmp.path().join("mount.log");
+        let data: Vec<u8> = (0..2_500_003u32).map(|i| (i * 13 + (i >> 12)) as u8).collect();
+        let mut want = data.clone();
+        {
+            let mut m = common::mount::Mounted::start(&img, &mnt, &log, &[]);
+            fs::create_dir(mnt.join("d")).unwrap();
+            fs::write(mnt.join("d/f"), &data).unwrap();
+            let mut f = fs::OpenOptions::new().write(true).open(mnt.join("d/f")).unwrap();
+            f.seek(SeekFrom::Start(16_380)).unwrap();
+            f.write_all(b"across a block boundary").unwrap();
+            want[16_380..16_403].copy_from_slice(b"across a block boundary");
+            f.set_len(1_000_001).unwrap();
+            want.truncate(1_000_001);
+            drop(f);
+            fs::write(mnt.join("gone"), b"x".repeat(70_000)).unwrap();
+            fs::remove_file(mnt.join("gone")).unwrap();
+            fs::rename(mnt.join("d/f"), mnt.join("d/g")).unwrap();
+            assert!(fs::read(mnt.join("d/g")).unwrap() == want, "read back on the mount");
+            let (ok, text) = m.unmount();
+            assert!(ok, "unmount: {text}");
+        }
+        let bin = uf2fs();
+        let got = bin.run([arg(b"cat"), path_arg(&img), arg(b"/d/g")]);
+        assert!(got.assert_ok() == &want[..], "read back after unmount");
+        {
+            let mut m = common::mount::Mounted::start(&img, &mnt, &log, &[]);
+            let mut f = fs::File::create(mnt.join("synced")).unwrap();
+            f.write_all(&data[..300_000]).unwrap();
+            f.sync_all().unwrap();
+            m.kill();
+        }
+        {
+            let mut m = common::mount::Mounted::start(&img, &mnt, &log, &[]);
+            assert!(
+                fs::read(mnt.join("synced")).unwrap() == data[..300_000],
+                "fsync'd file after SIGKILL"
+            );
+            assert!(fs::read(mnt.join("d/g")).unwrap() == want, "earlier file after SIGKILL");
+            let (ok, text) = m.unmount();
+            assert!(ok, "unmount: {text}");
+        }
     }
 
     /// Android sparse images of the 16 KiB volume (img2simg with 4 and 16 KiB chunks)

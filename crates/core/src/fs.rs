@@ -80,6 +80,12 @@ pub(crate) struct ReadWrite {
 }
 
 impl Fs {
+    /// Bytes of one of the volume's blocks (4096, or 16384 on a volume made with
+    /// `mkfs.f2fs -b 16384`): the unit of file data, nodes and summaries.
+    pub(crate) fn block_bytes(&self) -> u64 {
+        self.sbc.sb.block_size() as u64
+    }
+
     /// The root directory's inode number.
     pub fn root(&self) -> Ino {
         self.sbc.sb.root_ino

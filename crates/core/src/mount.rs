@@ -192,15 +192,6 @@ impl Fs {
                 detail: "summary blocks packed 4 KiB at a time into larger blocks are not read yet".to_string(),
             });
         }
-        if options.read_write && !sbc.sb.geometry().is_default() {
-            return Err(Error::Unsupported {
-                feature: "block size",
-                detail: format!(
-                    "the image has {}-byte blocks, which uf2fs reads but does not write yet",
-                    sbc.sb.block_size()
-                ),
-            });
-        }
         // A zoned volume (`blkzoned`) is written as a host-managed zoned device takes
         // it: the main area's zones only sequentially (see crate::device::ZonedDevice).
         let (dev, zones) = zoned(dev, &sbc.sb, options.read_write)?;
@@ -309,10 +300,10 @@ fn open_for_writing(
 ) -> Result<ReadWrite> {
     let segs = SegmentManager::load(dev, sb, cps)?;
     if cps.cp.has_flag(CP_NAT_BITS_FLAG) {
-        let n = nat_bits_blocks(sb.segment_count_nat) as u64;
+        let n = nat_bits_blocks(sb.segment_count_nat, sb.geometry()) as u64;
         let cp_block = read_block(dev, cps.pack_blkaddr)?;
         let bits = read_blocks(dev, cps.pack_blkaddr + sb.blocks_per_seg() as u64 - n, n)?;
-        nodes.adopt_nat_bits(&cps.cp, &cp_block, &bits, sb.segment_count_nat);
+        nodes.adopt_nat_bits(&cps.cp, &cp_block, &bits, sb.segment_count_nat, sb.geometry());
     }
     Ok(ReadWrite::new(sb, cps, segs))
 }

@@ -352,10 +352,11 @@ impl NodeManager {
         cp_block: &[u8],
         bits_blocks: &[u8],
         segment_count_nat: u32,
+        geo: uf2fs_format::Geometry,
     ) {
         use uf2fs_format::checkpoint::NatBits;
         let crc = uf2fs_format::le::u32_at(cp_block, cp.checksum_offset as usize);
-        let bits = NatBits::decode(bits_blocks, segment_count_nat)
+        let bits = NatBits::decode(bits_blocks, segment_count_nat, geo)
             .ok()
             .filter(|b| b.cp_ver_crc == NatBits::header(cp.checkpoint_ver, crc));
         lock(&self.nat).bits = bits.map(|b| NatBitsMaps {

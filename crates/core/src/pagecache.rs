@@ -156,7 +156,7 @@ impl PageCache {
 
     /// Stores block `index` of `ino` as dirty (replacing an older dirty copy).
     pub fn put(&self, ino: Ino, index: u64, data: Vec<u8>, log: LogType) {
-        debug_assert_eq!(data.len(), crate::device::BLOCK);
+        debug_assert!(data.len().is_power_of_two() && data.len() >= crate::device::BLOCK);
         let wb = self.writeback();
         let mut inner = self.lock();
         let seq = inner.next_seq;

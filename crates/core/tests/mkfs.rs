@@ -115,7 +115,7 @@ fn compare_blocks(ours: &Path, theirs: &Path, fs: &Fs) {
         let crc = cp.checksum_offset as usize;
         if blk == cp0 || blk == cp0 + cp.cp_pack_total_block_count as u64 - 1 {
             vec![(0, 8), (crc, crc + 4)]
-        } else if blk == cp0 + 512 - nat_bits_blocks(sb.segment_count_nat) as u64 {
+        } else if blk == cp0 + 512 - nat_bits_blocks(sb.segment_count_nat, sb.geometry()) as u64 {
             vec![(0, 8)]
         } else {
             Vec::new()

@@ -312,31 +312,34 @@ impl OrphanBlock {
 }
 
 impl OrphanBlock {
-    /// Encodes into a 4096-byte orphan block: at most 1020 inode numbers, then the
-    /// block's index, the pack's orphan block count and its orphan count in all.
-    pub fn encode(&self) -> Result<Vec<u8>> {
-        if self.inos.len() > F2FS_ORPHANS_PER_BLOCK {
+    /// Encodes into an orphan block of `geo`'s size: at most
+    /// [`Geometry::orphans_per_block`] inode numbers, then the block's index, the pack's
+    /// orphan block count and its orphan count in all.
+    pub fn encode(&self, geo: Geometry) -> Result<Vec<u8>> {
+        let max = geo.orphans_per_block();
+        if self.inos.len() > max {
             return Err(FormatError::invalid(
                 "orphan block",
-                format!("{} inodes (at most {F2FS_ORPHANS_PER_BLOCK})", self.inos.len()),
+                format!("{} inodes (at most {max})", self.inos.len()),
             ));
         }
-        let mut b = vec![0u8; BLOCK_SIZE];
+        let mut b = vec![0u8; geo.block_size()];
         for (i, ino) in self.inos.iter().enumerate() {
             put_u32(&mut b, 4 * i, *ino);
         }
-        put_u16(&mut b, 4084, self.blk_addr);
-        put_u16(&mut b, 4086, self.blk_count);
-        put_u32(&mut b, 4088, self.entry_count);
+        let footer = max * 4;
+        put_u16(&mut b, footer + 4, self.blk_addr);
+        put_u16(&mut b, footer + 6, self.blk_count);
+        put_u32(&mut b, footer + 8, self.entry_count);
         Ok(b)
     }
 }
 
 impl Checkpoint {
-    /// Encodes into a 4096-byte checkpoint block with zeroed version bitmaps and the
-    /// checksum at `checksum_offset` (which must lie in 192..=4092).
-    pub fn encode(&self) -> Result<Vec<u8>> {
-        let mut b = vec![0u8; BLOCK_SIZE];
+    /// Encodes into a checkpoint block of `geo`'s size with zeroed version bitmaps and
+    /// the checksum at `checksum_offset` (which must lie in 192..=block size - 4).
+    pub fn encode(&self, geo: Geometry) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; geo.block_size()];
         self.encode_fields(&mut b)?;
         self.seal(&mut b);
         Ok(b)
@@ -345,8 +348,15 @@ impl Checkpoint {
     /// Encodes the checkpoint block followed by its `cp_payload` payload blocks, with
     /// the NAT and SIT version bitmaps placed as [`Checkpoint::version_bitmaps`] reads
     /// them. The bitmaps must be `nat_ver_bitmap_bytesize` and `sit_ver_bitmap_bytesize`
-    /// bytes long.
-    pub fn encode_with_bitmaps(&self, nat_bitmap: &[u8], sit_bitmap: &[u8], cp_payload: u32) -> Result<Vec<u8>> {
+    /// bytes long; blocks are of `geo`'s size.
+    pub fn encode_with_bitmaps(
+        &self,
+        nat_bitmap: &[u8],
+        sit_bitmap: &[u8],
+        cp_payload: u32,
+        geo: Geometry,
+    ) -> Result<Vec<u8>> {
+        let bs = geo.block_size();
         let (nat_len, sit_len) = (
             self.nat_ver_bitmap_bytesize as usize,
             self.sit_ver_bitmap_bytesize as usize,
@@ -361,13 +371,13 @@ impl Checkpoint {
                 ),
             ));
         }
-        let mut b = vec![0u8; BLOCK_SIZE * (1 + cp_payload as usize)];
-        self.encode_fields(&mut b)?;
+        let mut b = vec![0u8; bs * (1 + cp_payload as usize)];
+        self.encode_fields(&mut b[..bs])?;
         let base = CP_MIN_CHKSUM_OFFSET;
         let (nat_at, sit_at) = if self.has_flag(CP_LARGE_NAT_BITMAP_FLAG) {
             (base + 4, base + 4 + nat_len)
         } else if cp_payload > 0 {
-            (base, BLOCK_SIZE)
+            (base, bs)
         } else {
             (base + sit_len, base)
         };
@@ -382,14 +392,14 @@ impl Checkpoint {
             }
             b[at..end].copy_from_slice(bits);
         }
-        self.seal(&mut b[..BLOCK_SIZE]);
+        self.seal(&mut b[..bs]);
         Ok(b)
     }
 
     /// Writes the fixed fields (everything before the version bitmaps).
     fn encode_fields(&self, b: &mut [u8]) -> Result<()> {
         let ofs = self.checksum_offset as usize;
-        if !(CP_MIN_CHKSUM_OFFSET..=CP_CHKSUM_OFFSET).contains(&ofs) {
+        if !(CP_MIN_CHKSUM_OFFSET..=b.len() - 4).contains(&ofs) {
             return Err(FormatError::invalid(S, format!("checksum offset {ofs} out of range")));
         }
         put_u64(b, 0, self.checkpoint_ver);
@@ -433,10 +443,11 @@ impl Checkpoint {
 }
 
 /// Blocks of NAT bits a pack ends with, for a NAT area of `segment_count_nat` segments
-/// (both copies counted): an 8-byte header, then the full and the empty bitmaps.
-pub fn nat_bits_blocks(segment_count_nat: u32) -> u32 {
+/// (both copies counted): an 8-byte header, then the full and the empty bitmaps, in
+/// blocks of `geo`'s size.
+pub fn nat_bits_blocks(segment_count_nat: u32, geo: Geometry) -> u32 {
     let bytes = nat_bits_bytes(segment_count_nat);
-    (2 * bytes + 8).div_ceil(BLOCK_SIZE) as u32
+    (2 * bytes + 8).div_ceil(geo.block_size()) as u32
 }
 
 /// Bytes of each NAT-bits bitmap: one bit per NAT block.
@@ -462,10 +473,15 @@ impl NatBits {
         checkpoint_ver | ((checkpoint_crc as u64) << 32)
     }
 
-    /// Decodes the NAT bits blocks of a NAT area of `segment_count_nat` segments.
-    pub fn decode(b: &[u8], segment_count_nat: u32) -> Result<NatBits> {
+    /// Decodes the NAT bits blocks (of `geo`'s size) of a NAT area of
+    /// `segment_count_nat` segments.
+    pub fn decode(b: &[u8], segment_count_nat: u32, geo: Geometry) -> Result<NatBits> {
         let bytes = nat_bits_bytes(segment_count_nat);
-        FormatError::need("NAT bits", b, nat_bits_blocks(segment_count_nat) as usize * BLOCK_SIZE)?;
+        FormatError::need(
+            "NAT bits",
+            b,
+            nat_bits_blocks(segment_count_nat, geo) as usize * geo.block_size(),
+        )?;
         Ok(NatBits {
             cp_ver_crc: u64_at(b, 0),
             full: b[8..8 + bytes].to_vec(),
@@ -473,8 +489,9 @@ impl NatBits {
         })
     }
 
-    /// Encodes into whole blocks; both bitmaps must be `nat_bits_bytes` long.
-    pub fn encode(&self, segment_count_nat: u32) -> Result<Vec<u8>> {
+    /// Encodes into whole blocks of `geo`'s size; both bitmaps must be
+    /// `nat_bits_bytes` long.
+    pub fn encode(&self, segment_count_nat: u32, geo: Geometry) -> Result<Vec<u8>> {
         let bytes = nat_bits_bytes(segment_count_nat);
         if self.full.len() != bytes || self.empty.len() != bytes {
             return Err(FormatError::invalid(
@@ -486,7 +503,7 @@ impl NatBits {
                 ),
             ));
         }
-        let mut b = vec![0u8; nat_bits_blocks(segment_count_nat) as usize * BLOCK_SIZE];
+        let mut b = vec![0u8; nat_bits_blocks(segment_count_nat, geo) as usize * geo.block_size()];
         put_u64(&mut b, 0, self.cp_ver_crc);
         b[8..8 + bytes].copy_from_slice(&self.full);
         b[8 + bytes..8 + 2 * bytes].copy_from_slice(&self.empty);

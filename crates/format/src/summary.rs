@@ -152,44 +152,47 @@ impl Summary {
 
 /// Where entry `j` of the compacted area lives: (block, byte offset). Entries follow the
 /// two journals and run on into following blocks, never into a block's footer.
-fn compacted_slot(mut j: usize) -> (usize, usize) {
-    let first = (BLOCK_SIZE - SUM_FOOTER_SIZE - 2 * SUM_JOURNAL_SIZE) / SUMMARY_SIZE;
+fn compacted_slot(mut j: usize, geo: Geometry) -> (usize, usize) {
+    let (bs, js) = (geo.block_size(), geo.sum_journal_size());
+    let first = (bs - SUM_FOOTER_SIZE - 2 * js) / SUMMARY_SIZE;
     if j < first {
-        return (0, 2 * SUM_JOURNAL_SIZE + j * SUMMARY_SIZE);
+        return (0, 2 * js + j * SUMMARY_SIZE);
     }
     j -= first;
-    let per = (BLOCK_SIZE - SUM_FOOTER_SIZE) / SUMMARY_SIZE;
+    let per = (bs - SUM_FOOTER_SIZE) / SUMMARY_SIZE;
     (1 + j / per, (j % per) * SUMMARY_SIZE)
 }
 
-/// Blocks needed for compacted summaries holding `entries` summary entries in all.
-pub fn compacted_blocks(entries: usize) -> usize {
+/// Blocks of `geo`'s size needed for compacted summaries holding `entries` summary
+/// entries in all.
+pub fn compacted_blocks(entries: usize, geo: Geometry) -> usize {
     if entries == 0 {
         1
     } else {
-        compacted_slot(entries - 1).0 + 1
+        compacted_slot(entries - 1, geo).0 + 1
     }
 }
 
 /// Decodes the summary entries of the three active data logs from compacted summary
 /// blocks; `counts[i]` entries belong to log i (its next block offset, or 512 for a log
-/// in SSR mode).
-pub fn compacted_data_summaries(blocks: &[u8], counts: [usize; 3]) -> Result<[Vec<Summary>; 3]> {
+/// in SSR mode), in blocks of `geo`'s size.
+pub fn compacted_data_summaries(blocks: &[u8], counts: [usize; 3], geo: Geometry) -> Result<[Vec<Summary>; 3]> {
     const S: &str = "compacted summaries";
-    if counts.iter().any(|&c| c > ENTRIES_IN_SUM) {
+    let bs = geo.block_size();
+    if counts.iter().any(|&c| c > BLOCKS_PER_SEG as usize) {
         return Err(FormatError::invalid(
             S,
             format!("entry counts {counts:?} exceed a segment"),
         ));
     }
     let total: usize = counts.iter().sum();
-    FormatError::need(S, blocks, compacted_blocks(total) * BLOCK_SIZE)?;
+    FormatError::need(S, blocks, compacted_blocks(total, geo) * bs)?;
     let mut out: [Vec<Summary>; 3] = Default::default();
     let mut j = 0;
     for (log, &count) in counts.iter().enumerate() {
         for _ in 0..count {
-            let (blk, off) = compacted_slot(j);
-            out[log].push(Summary::decode(&blocks[blk * BLOCK_SIZE + off..])?);
+            let (blk, off) = compacted_slot(j, geo);
+            out[log].push(Summary::decode(&blocks[blk * bs + off..])?);
             j += 1;
         }
     }
@@ -197,11 +200,13 @@ pub fn compacted_data_summaries(blocks: &[u8], counts: [usize; 3]) -> Result<[Ve
 }
 
 impl SummaryBlock {
-    /// Encodes into a 4096-byte summary block: at most 512 entries (missing ones are
-    /// zero), a journal of at most `SUM_JOURNAL_SIZE` bytes (zero-padded), the footer
-    /// type. The footer checksum is left zero, as F2FS leaves it.
-    pub fn encode(&self) -> Result<Vec<u8>> {
-        if self.entries.len() > ENTRIES_IN_SUM || self.journal.len() > SUM_JOURNAL_SIZE {
+    /// Encodes into a summary block of `geo`'s size: at most
+    /// [`Geometry::entries_in_sum`] entries (missing ones are zero), a journal of at most
+    /// [`Geometry::sum_journal_size`] bytes (zero-padded), the footer type. The footer
+    /// checksum is left zero, as F2FS leaves it.
+    pub fn encode(&self, geo: Geometry) -> Result<Vec<u8>> {
+        let (bs, at) = (geo.block_size(), geo.sum_journal_offset());
+        if self.entries.len() > geo.entries_in_sum() || self.journal.len() > geo.sum_journal_size() {
             return Err(FormatError::invalid(
                 "summary block",
                 format!(
@@ -211,25 +216,26 @@ impl SummaryBlock {
                 ),
             ));
         }
-        let mut b = vec![0u8; BLOCK_SIZE];
+        let mut b = vec![0u8; bs];
         for (i, e) in self.entries.iter().enumerate() {
             e.encode(&mut b[i * SUMMARY_SIZE..]);
         }
-        b[SUM_JOURNAL_OFFSET..SUM_JOURNAL_OFFSET + self.journal.len()].copy_from_slice(&self.journal);
-        b[BLOCK_SIZE - SUM_FOOTER_SIZE] = self.entry_type;
+        b[at..at + self.journal.len()].copy_from_slice(&self.journal);
+        b[bs - SUM_FOOTER_SIZE] = self.entry_type;
         Ok(b)
     }
 }
 
-/// Encodes a NAT journal (`SUM_JOURNAL_SIZE` bytes) holding `entries`.
-pub fn encode_nat_journal(entries: &[(u32, NatEntry)]) -> Result<Vec<u8>> {
-    if entries.len() > NAT_JOURNAL_ENTRIES {
+/// Encodes a NAT journal ([`Geometry::sum_journal_size`] bytes) holding `entries`.
+pub fn encode_nat_journal(entries: &[(u32, NatEntry)], geo: Geometry) -> Result<Vec<u8>> {
+    let max = geo.nat_journal_entries();
+    if entries.len() > max {
         return Err(FormatError::invalid(
             "NAT journal",
-            format!("{} entries (at most {NAT_JOURNAL_ENTRIES})", entries.len()),
+            format!("{} entries (at most {max})", entries.len()),
         ));
     }
-    let mut j = vec![0u8; SUM_JOURNAL_SIZE];
+    let mut j = vec![0u8; geo.sum_journal_size()];
     put_u16(&mut j, 0, entries.len() as u16);
     for (i, (nid, e)) in entries.iter().enumerate() {
         let at = 2 + i * 13;
@@ -239,15 +245,16 @@ pub fn encode_nat_journal(entries: &[(u32, NatEntry)]) -> Result<Vec<u8>> {
     Ok(j)
 }
 
-/// Encodes a SIT journal (`SUM_JOURNAL_SIZE` bytes) holding `entries`.
-pub fn encode_sit_journal(entries: &[(u32, SitEntry)]) -> Result<Vec<u8>> {
-    if entries.len() > SIT_JOURNAL_ENTRIES {
+/// Encodes a SIT journal ([`Geometry::sum_journal_size`] bytes) holding `entries`.
+pub fn encode_sit_journal(entries: &[(u32, SitEntry)], geo: Geometry) -> Result<Vec<u8>> {
+    let max = geo.sit_journal_entries();
+    if entries.len() > max {
         return Err(FormatError::invalid(
             "SIT journal",
-            format!("{} entries (at most {SIT_JOURNAL_ENTRIES})", entries.len()),
+            format!("{} entries (at most {max})", entries.len()),
         ));
     }
-    let mut j = vec![0u8; SUM_JOURNAL_SIZE];
+    let mut j = vec![0u8; geo.sum_journal_size()];
     put_u16(&mut j, 0, entries.len() as u16);
     for (i, (segno, e)) in entries.iter().enumerate() {
         let at = 2 + i * 78;
@@ -264,20 +271,22 @@ pub fn encode_compacted_summaries(
     nat: &[(u32, NatEntry)],
     sit: &[(u32, SitEntry)],
     logs: [&[Summary]; 3],
+    geo: Geometry,
 ) -> Result<Vec<u8>> {
-    if logs.iter().any(|l| l.len() > ENTRIES_IN_SUM) {
+    let (bs, js) = (geo.block_size(), geo.sum_journal_size());
+    if logs.iter().any(|l| l.len() > BLOCKS_PER_SEG as usize) {
         return Err(FormatError::invalid(
             "compacted summaries",
             "more entries than a segment has blocks",
         ));
     }
     let total: usize = logs.iter().map(|l| l.len()).sum();
-    let mut b = vec![0u8; compacted_blocks(total) * BLOCK_SIZE];
-    b[..SUM_JOURNAL_SIZE].copy_from_slice(&encode_nat_journal(nat)?);
-    b[SUM_JOURNAL_SIZE..2 * SUM_JOURNAL_SIZE].copy_from_slice(&encode_sit_journal(sit)?);
+    let mut b = vec![0u8; compacted_blocks(total, geo) * bs];
+    b[..js].copy_from_slice(&encode_nat_journal(nat, geo)?);
+    b[js..2 * js].copy_from_slice(&encode_sit_journal(sit, geo)?);
     for (j, e) in logs.iter().flat_map(|l| l.iter()).enumerate() {
-        let (blk, off) = compacted_slot(j);
-        e.encode(&mut b[blk * BLOCK_SIZE + off..]);
+        let (blk, off) = compacted_slot(j, geo);
+        e.encode(&mut b[blk * bs + off..]);
     }
     Ok(b)
 }

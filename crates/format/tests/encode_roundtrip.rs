@@ -21,6 +21,7 @@ use uf2fs_format::summary::{
     nat_journal, sit_journal, Summary, SummaryBlock, SUM_TYPE_NODE,
 };
 use uf2fs_format::superblock::*;
+use uf2fs_format::Geometry;
 
 /// A geometry that passes `Superblock::validate`, from a few free choices.
 fn superblock() -> impl Strategy<Value = Superblock> {
@@ -265,12 +266,12 @@ proptest! {
 
     #[test]
     fn checkpoint_roundtrip((cp, payload) in checkpoint()) {
-        let b = cp.encode().unwrap();
+        let b = cp.encode(Geometry::DEFAULT).unwrap();
         prop_assert_eq!(Checkpoint::decode(&b).unwrap(), cp.clone());
         if bitmaps_fit(&cp, payload) {
             let nat: Vec<u8> = (0..cp.nat_ver_bitmap_bytesize).map(|i| (i * 7) as u8).collect();
             let sit: Vec<u8> = (0..cp.sit_ver_bitmap_bytesize).map(|i| (i * 13 + 1) as u8).collect();
-            let pack = cp.encode_with_bitmaps(&nat, &sit, payload).unwrap();
+            let pack = cp.encode_with_bitmaps(&nat, &sit, payload, Geometry::DEFAULT).unwrap();
             let back = Checkpoint::decode(&pack[..BLOCK_SIZE]).unwrap();
             prop_assert_eq!(&back, &cp);
             prop_assert_eq!(back.version_bitmaps(&pack, payload, Default::default()).unwrap(), (nat, sit));
@@ -278,7 +279,8 @@ proptest! {
     }
 
     #[test]
-    fn nat_bits_roundtrip(nat_pairs in 1u32..40, cp_ver: u64, crc: u32, seed: u8) {
+    fn nat_bits_roundtrip(nat_pairs in 1u32..40, cp_ver: u64, crc: u32, seed: u8, big: bool) {
+        let geo = if big { Geometry::BLOCK_16K } else { Geometry::DEFAULT };
         let segs = 2 * nat_pairs;
         let bytes = nat_bits_bytes(segs);
         let bits = NatBits {
@@ -286,18 +288,20 @@ proptest! {
             full: (0..bytes).map(|i| (i as u8).wrapping_mul(seed)).collect(),
             empty: (0..bytes).map(|i| !(i as u8).wrapping_add(seed)).collect(),
         };
-        let b = bits.encode(segs).unwrap();
-        prop_assert_eq!(b.len(), nat_bits_blocks(segs) as usize * BLOCK_SIZE);
-        prop_assert_eq!(NatBits::decode(&b, segs).unwrap(), bits);
+        let b = bits.encode(segs, geo).unwrap();
+        prop_assert_eq!(b.len(), nat_bits_blocks(segs, geo) as usize * geo.block_size());
+        prop_assert_eq!(NatBits::decode(&b, segs, geo).unwrap(), bits);
     }
 
     #[test]
-    fn orphan_block_roundtrip(inos in vec(any::<u32>(), 0..=1020), blk_count in 1u16..8, index in 0u16..8) {
+    fn orphan_block_roundtrip(inos in vec(any::<u32>(), 0..=4092), blk_count in 1u16..8, index in 0u16..8, big: bool) {
+        let geo = if big { Geometry::BLOCK_16K } else { Geometry::DEFAULT };
+        let inos = if inos.len() > geo.orphans_per_block() { inos[..geo.orphans_per_block()].to_vec() } else { inos };
         let blk_addr = 1 + index % blk_count;
         let entry_count = inos.len() as u32;
         let ob = OrphanBlock { inos, blk_addr, blk_count, entry_count };
-        let b = ob.encode().unwrap();
-        prop_assert_eq!(b.len(), BLOCK_SIZE);
+        let b = ob.encode(geo).unwrap();
+        prop_assert_eq!(b.len(), geo.block_size());
         prop_assert_eq!(OrphanBlock::decode(&b).unwrap(), ob);
     }
 
@@ -372,14 +376,16 @@ proptest! {
         entries in vec((any::<u32>(), any::<u8>(), any::<u16>()), 0..=ENTRIES_IN_SUM),
         journal in vec(any::<u8>(), 0..=SUM_JOURNAL_SIZE),
         node: bool,
+        big: bool,
     ) {
+        let geo = if big { Geometry::BLOCK_16K } else { Geometry::DEFAULT };
         let entries: Vec<Summary> = entries.into_iter().map(|(nid, version, ofs_in_node)| Summary { nid, version, ofs_in_node }).collect();
         let blk = SummaryBlock { entries: entries.clone(), journal: journal.clone(), entry_type: if node { SUM_TYPE_NODE } else { 0 } };
-        let back = SummaryBlock::decode(&blk.encode().unwrap()).unwrap();
+        let back = SummaryBlock::decode(&blk.encode(geo).unwrap()).unwrap();
         let mut full = entries;
-        full.resize(ENTRIES_IN_SUM, Summary::default());
+        full.resize(geo.entries_in_sum(), Summary::default());
         let mut j = journal;
-        j.resize(SUM_JOURNAL_SIZE, 0);
+        j.resize(geo.sum_journal_size(), 0);
         prop_assert_eq!(back, SummaryBlock { entries: full, journal: j, entry_type: blk.entry_type });
     }
 
@@ -389,24 +395,26 @@ proptest! {
         sits in vec((any::<u32>(), any::<[u8; 64]>(), 0u8..6, any::<u64>()), 0..=SIT_JOURNAL_ENTRIES),
         counts in proptest::array::uniform3(0usize..=ENTRIES_IN_SUM),
         seed: u32,
+        big: bool,
     ) {
+        let geo = if big { Geometry::BLOCK_16K } else { Geometry::DEFAULT };
         let nat: Vec<(u32, NatEntry)> = nats.into_iter().map(|(nid, version, ino, block_addr)| (nid, NatEntry { version, ino, block_addr })).collect();
         let sit: Vec<(u32, SitEntry)> = sits.into_iter().map(|(segno, valid_map, seg_type, mtime)| {
             let valid_blocks = valid_map.iter().map(|b| b.count_ones() as u16).sum();
             (segno, SitEntry { valid_blocks, seg_type, valid_map, mtime })
         }).collect();
-        prop_assert_eq!(nat_journal(&encode_nat_journal(&nat).unwrap(), Default::default()).unwrap(), nat.clone());
-        prop_assert_eq!(sit_journal(&encode_sit_journal(&sit).unwrap(), Default::default()).unwrap(), sit.clone());
+        prop_assert_eq!(nat_journal(&encode_nat_journal(&nat, geo).unwrap(), geo).unwrap(), nat.clone());
+        prop_assert_eq!(sit_journal(&encode_sit_journal(&sit, geo).unwrap(), geo).unwrap(), sit.clone());
         let mut k = seed;
         let logs: Vec<Vec<Summary>> = counts.iter().map(|&c| (0..c).map(|_| {
             k = k.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             Summary { nid: k, version: (k >> 8) as u8, ofs_in_node: (k >> 16) as u16 }
         }).collect()).collect();
-        let b = encode_compacted_summaries(&nat, &sit, [&logs[0], &logs[1], &logs[2]]).unwrap();
-        let j = checkpoint_journals(&b, true, Default::default()).unwrap();
+        let b = encode_compacted_summaries(&nat, &sit, [&logs[0], &logs[1], &logs[2]], geo).unwrap();
+        let j = checkpoint_journals(&b, true, geo).unwrap();
         prop_assert_eq!(j.nat, nat);
         prop_assert_eq!(j.sit, sit);
-        let back = compacted_data_summaries(&b, counts).unwrap();
+        let back = compacted_data_summaries(&b, counts, geo).unwrap();
         prop_assert_eq!(&back[..], &logs[..]);
     }
 }

@@ -10,6 +10,7 @@ use uf2fs_format::sit::SitEntry;
 use uf2fs_format::summary::{compacted_blocks, compacted_data_summaries, Summary, SummaryBlock};
 use uf2fs_format::superblock::Superblock;
 use uf2fs_format::xattr::{acl_to_xattr, parse_xattrs};
+use uf2fs_format::Geometry;
 
 proptest! {
     #[test]
@@ -34,7 +35,7 @@ proptest! {
     #[test]
     fn compacted_summaries_roundtrip(counts in proptest::array::uniform3(0usize..=512), seed: u32) {
         let total: usize = counts.iter().sum();
-        let nblocks = compacted_blocks(total);
+        let nblocks = compacted_blocks(total, Geometry::DEFAULT);
         let mut blocks = vec![0u8; nblocks * BLOCK_SIZE];
         // Lay entries out by hand: after the two journals, 7 bytes each, skipping footers.
         let mut want: [Vec<Summary>; 3] = Default::default();
@@ -53,7 +54,7 @@ proptest! {
                 }
             }
         }
-        prop_assert_eq!(compacted_data_summaries(&blocks, counts).unwrap(), want);
+        prop_assert_eq!(compacted_data_summaries(&blocks, counts, Geometry::DEFAULT).unwrap(), want);
     }
 
     #[test]

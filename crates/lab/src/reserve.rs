@@ -100,7 +100,7 @@ pub fn apply(report: &mut MkfsReport, writes: &mut [(u64, Vec<u8>)], reserve: Re
     let cp_start = sb.cp_blkaddr as u64;
     let pack_blocks = BLOCKS_PER_SEG as u64;
     let cp_end = cp_start + sb.segment_count_ckpt as u64 * pack_blocks;
-    let nat_bits = nat_bits_blocks(sb.segment_count_nat) as u64;
+    let nat_bits = nat_bits_blocks(sb.segment_count_nat, sb.geometry()) as u64;
     // (pack start, version, old checksum, new checksum) of each pack patched.
     let mut patched: Vec<(u64, u64, u32, u32)> = Vec::new();
     for (addr, block) in writes.iter_mut() {

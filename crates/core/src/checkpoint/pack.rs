@@ -18,7 +18,7 @@ use uf2fs_format::checkpoint::{
     nat_bits_blocks, Checkpoint, NatBits, OrphanBlock, CP_COMPACT_SUM_FLAG, CP_NAT_BITS_FLAG, CP_ORPHAN_PRESENT_FLAG,
     CP_UMOUNT_FLAG,
 };
-use uf2fs_format::consts::{BLOCKS_PER_SEG, F2FS_ORPHANS_PER_BLOCK, NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE};
 use uf2fs_format::le::u32_at;
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::sit::SitEntry;
@@ -26,6 +26,7 @@ use uf2fs_format::summary::{
     compacted_blocks, encode_compacted_summaries, encode_nat_journal, encode_sit_journal, Summary, SummaryBlock,
     SUM_TYPE_DATA, SUM_TYPE_NODE,
 };
+use uf2fs_format::Geometry;
 
 /// Everything a pack holds, in memory.
 pub struct PackSpec<'a> {
@@ -55,6 +56,8 @@ pub struct PackSpec<'a> {
     pub node_logs: Option<[&'a [Summary]; NR_CURSEG_NODE_TYPE]>,
     /// NAT bits to end the pack with, as (full, empty) bitmaps, when they are valid.
     pub nat_bits: Option<(&'a [u8], &'a [u8])>,
+    /// The volume's geometry (every block of the pack is one of its blocks).
+    pub geo: Geometry,
 }
 
 /// A pack ready to write, block offsets relative to the pack's first block.
@@ -75,9 +78,10 @@ fn encode<T>(r: uf2fs_format::Result<T>) -> Result<T> {
 
 /// Lays out and encodes a pack.
 pub fn build_pack(spec: &PackSpec) -> Result<Pack> {
-    let orphan_blocks = spec.orphans.len().div_ceil(F2FS_ORPHANS_PER_BLOCK) as u32;
+    let geo = spec.geo;
+    let orphan_blocks = spec.orphans.len().div_ceil(geo.orphans_per_block()) as u32;
     let in_use: usize = spec.data_logs.iter().map(|l| l.1).sum();
-    let compact_blocks = compacted_blocks(in_use) as u32;
+    let compact_blocks = compacted_blocks(in_use, geo) as u32;
     let compacted = compact_blocks < NR_CURSEG_DATA_TYPE as u32;
     let data_blocks = if compacted {
         compact_blocks
@@ -91,7 +95,7 @@ pub fn build_pack(spec: &PackSpec) -> Result<Pack> {
     };
     let start_sum = 1 + spec.cp_payload + orphan_blocks;
     let total = start_sum + data_blocks + node_blocks + 1;
-    let nat_bits_len = nat_bits_blocks(spec.segment_count_nat);
+    let nat_bits_len = nat_bits_blocks(spec.segment_count_nat, geo);
     let with_nat_bits = spec.nat_bits.is_some() && total + nat_bits_len <= BLOCKS_PER_SEG;
     let mut cp = spec.cp.clone();
     let flags = [
@@ -110,14 +114,14 @@ pub fn build_pack(spec: &PackSpec) -> Result<Pack> {
             "a checkpoint pack of {total} blocks does not fit its segment"
         )));
     }
-    let head = encode(cp.encode_with_bitmaps(spec.nat_bitmap, spec.sit_bitmap, spec.cp_payload))?;
-    let cp_block = head[..uf2fs_format::consts::BLOCK_SIZE].to_vec();
+    let head = encode(cp.encode_with_bitmaps(spec.nat_bitmap, spec.sit_bitmap, spec.cp_payload, geo))?;
+    let cp_block = head[..geo.block_size()].to_vec();
     let mut body: Vec<(u32, Vec<u8>)> = head
-        .chunks(uf2fs_format::consts::BLOCK_SIZE)
+        .chunks(geo.block_size())
         .enumerate()
         .map(|(i, b)| (i as u32, b.to_vec()))
         .collect();
-    for (i, b) in orphan_blocks_of(spec.orphans)?.into_iter().enumerate() {
+    for (i, b) in orphan_blocks_of(spec.orphans, geo)?.into_iter().enumerate() {
         body.push((1 + spec.cp_payload + i as u32, b));
     }
     for (i, b) in data_summaries(spec, compacted)?.into_iter().enumerate() {
@@ -125,12 +129,12 @@ pub fn build_pack(spec: &PackSpec) -> Result<Pack> {
     }
     if let Some(logs) = spec.node_logs {
         for (i, entries) in logs.iter().enumerate() {
-            let blk = summary_block(entries, Vec::new(), SUM_TYPE_NODE)?;
+            let blk = summary_block(entries, Vec::new(), SUM_TYPE_NODE, geo)?;
             body.push((start_sum + data_blocks + i as u32, blk));
         }
     }
     if let (true, Some(bits)) = (with_nat_bits, spec.nat_bits) {
-        body.extend(nat_bits(spec.segment_count_nat, bits, &cp, &cp_block)?);
+        body.extend(nat_bits(spec.segment_count_nat, bits, &cp, &cp_block, geo)?);
     }
     Ok(Pack {
         cp,
@@ -147,6 +151,7 @@ fn nat_bits(
     (full, empty): (&[u8], &[u8]),
     cp: &Checkpoint,
     cp_block: &[u8],
+    geo: Geometry,
 ) -> Result<Vec<(u32, Vec<u8>)>> {
     let crc = u32_at(cp_block, cp.checksum_offset as usize);
     let bits = NatBits {
@@ -154,30 +159,31 @@ fn nat_bits(
         full: full.to_vec(),
         empty: empty.to_vec(),
     };
-    let first = BLOCKS_PER_SEG - nat_bits_blocks(segment_count_nat);
-    let blocks = encode(bits.encode(segment_count_nat))?;
+    let first = BLOCKS_PER_SEG - nat_bits_blocks(segment_count_nat, geo);
+    let blocks = encode(bits.encode(segment_count_nat, geo))?;
     Ok(blocks
-        .chunks(uf2fs_format::consts::BLOCK_SIZE)
+        .chunks(geo.block_size())
         .enumerate()
         .map(|(i, b)| (first + i as u32, b.to_vec()))
         .collect())
 }
 
 /// A summary block of up to 512 entries with a journal area.
-fn summary_block(entries: &[Summary], journal: Vec<u8>, entry_type: u8) -> Result<Vec<u8>> {
+fn summary_block(entries: &[Summary], journal: Vec<u8>, entry_type: u8, geo: Geometry) -> Result<Vec<u8>> {
     encode(
         SummaryBlock {
             entries: entries.to_vec(),
             journal,
             entry_type,
         }
-        .encode(),
+        .encode(geo),
     )
 }
 
 /// Data summaries: one or two compacted blocks, or the three logs' blocks with the NAT
 /// journal in the hot one and the SIT journal in the cold one.
 fn data_summaries(spec: &PackSpec, compacted: bool) -> Result<Vec<Vec<u8>>> {
+    let geo = spec.geo;
     let [hot, warm, cold] = spec.data_logs;
     let in_use = |(entries, n): (&[Summary], usize)| -> Result<Vec<Summary>> {
         if n > 512 {
@@ -193,24 +199,33 @@ fn data_summaries(spec: &PackSpec, compacted: bool) -> Result<Vec<Vec<u8>>> {
             spec.nat_journal,
             spec.sit_journal,
             [&h, &w, &c],
+            geo,
         ))?;
-        return Ok(all
-            .chunks(uf2fs_format::consts::BLOCK_SIZE)
-            .map(<[u8]>::to_vec)
-            .collect());
+        return Ok(all.chunks(geo.block_size()).map(<[u8]>::to_vec).collect());
     }
     Ok(vec![
-        summary_block(hot.0, encode(encode_nat_journal(spec.nat_journal))?, SUM_TYPE_DATA)?,
-        summary_block(warm.0, Vec::new(), SUM_TYPE_DATA)?,
-        summary_block(cold.0, encode(encode_sit_journal(spec.sit_journal))?, SUM_TYPE_DATA)?,
+        summary_block(
+            hot.0,
+            encode(encode_nat_journal(spec.nat_journal, geo))?,
+            SUM_TYPE_DATA,
+            geo,
+        )?,
+        summary_block(warm.0, Vec::new(), SUM_TYPE_DATA, geo)?,
+        summary_block(
+            cold.0,
+            encode(encode_sit_journal(spec.sit_journal, geo))?,
+            SUM_TYPE_DATA,
+            geo,
+        )?,
     ])
 }
 
-/// Orphan blocks holding `orphans`, 1020 to a block.
-fn orphan_blocks_of(orphans: &[u32]) -> Result<Vec<Vec<u8>>> {
-    let count = orphans.len().div_ceil(F2FS_ORPHANS_PER_BLOCK);
+/// Orphan blocks holding `orphans`, 1020 (4092 with 16 KiB blocks) to a block.
+fn orphan_blocks_of(orphans: &[u32], geo: Geometry) -> Result<Vec<Vec<u8>>> {
+    let per = geo.orphans_per_block();
+    let count = orphans.len().div_ceil(per);
     orphans
-        .chunks(F2FS_ORPHANS_PER_BLOCK)
+        .chunks(per)
         .enumerate()
         .map(|(i, inos)| {
             encode(
@@ -220,7 +235,7 @@ fn orphan_blocks_of(orphans: &[u32]) -> Result<Vec<Vec<u8>>> {
                     blk_count: count as u16,
                     entry_count: inos.len() as u32,
                 }
-                .encode(),
+                .encode(geo),
             )
         })
         .collect()

@@ -308,6 +308,7 @@ fn packs_read_back_as_written() {
             data_logs: std::array::from_fn(|i| (&logs[i][..], counts[i])),
             node_logs: umount.then(|| std::array::from_fn(|i| &logs[3 + i][..])),
             nat_bits: None,
+            geo: uf2fs_format::Geometry::DEFAULT,
         };
         let pack = put_pack(&dev, &sb, 1, &spec);
         let what = format!("{counts:?}, {orphan_count} orphans, umount {umount}");

@@ -242,6 +242,7 @@ impl CheckpointWriter {
             data_logs,
             node_logs: umount.then(|| std::array::from_fn(|i| logs[NR_CURSEG_DATA_TYPE + i].summaries())),
             nat_bits: nat.bits.as_ref().map(|b| (&b.full[..], &b.empty[..])),
+            geo: sb.geometry(),
         };
         let pack = build_pack(&spec)?;
         let new_pack = 1 - self.last.pack;

@@ -1,10 +1,9 @@
 //! `fallocate(2)` (F2FS's `f2fs_fallocate`): allocate, keep size, punch hole and zero
 //! range, each in chunks of one operation (see the module notes of [`crate::file`]).
 
-use super::{blocks, data_log, drop_extent, inline, range_need, touch, ALLOC_CHUNK_BLOCKS, B, PUNCH_CHUNK_BLOCKS};
+use super::{blocks, data_log, drop_extent, inline, range_need, touch, ALLOC_CHUNK_BLOCKS, PUNCH_CHUNK_BLOCKS};
 use crate::ops::{need, Op};
 use crate::{Error, Fs, Ino, Result};
-use uf2fs_format::consts::BLOCK_SIZE;
 use uf2fs_format::node::FADVISE_KEEP_SIZE_BIT;
 
 /// `fallocate` mode bit: do not change the file size (Linux's `FALLOC_FL_KEEP_SIZE`).
@@ -78,11 +77,12 @@ impl Fs {
 
     /// fallocate modes 0 and `KEEP_SIZE` over bytes `offset..end`, in chunks.
     fn allocate(&self, ino: Ino, offset: u64, end: u64, keep_size: bool) -> Result<()> {
-        let (first, last) = (offset / B, end.div_ceil(B));
+        let bsz = self.block_bytes();
+        let (first, last) = (offset / bsz, end.div_ceil(bsz));
         let mut index = first;
         while index < last {
             let stop = last.min(index + ALLOC_CHUNK_BLOCKS);
-            let size_to = if keep_size { 0 } else { end.min(stop * B) };
+            let size_to = if keep_size { 0 } else { end.min(stop * bsz) };
             self.with_room(|fs| {
                 let mut op = fs.begin_op()?;
                 let r = op.allocate_chunk(ino, index, stop, size_to, end);
@@ -173,6 +173,7 @@ impl Op<'_> {
     /// partial blocks at both ends, and returns the whole blocks still to clear
     /// (`None`: the range starts at or past the end of file, nothing to do).
     fn punch_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Option<(u64, u64)>> {
+        let bsz = self.fs.block_bytes();
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
         // Direct nodes may be freed: recovery would find the checkpoint's still there
@@ -190,19 +191,19 @@ impl Op<'_> {
         self.ensure_room_as(extra, 0, true)?;
         self.commit();
         inline::convert(&mut self.t, &mut i, log)?;
-        let (first, last) = (offset.div_ceil(B), end / B);
-        let (head, tail) = (offset / B, end / B);
+        let (first, last) = (offset.div_ceil(bsz), end / bsz);
+        let (head, tail) = (offset / bsz, end / bsz);
         if head == tail {
-            self.zero_in_block(&i, head, (offset % B) as usize, (end % B) as usize, log)?;
+            self.zero_in_block(&i, head, (offset % bsz) as usize, (end % bsz) as usize, log)?;
         } else {
-            if offset % B != 0 {
-                self.zero_in_block(&i, head, (offset % B) as usize, BLOCK_SIZE, log)?;
+            if offset % bsz != 0 {
+                self.zero_in_block(&i, head, (offset % bsz) as usize, bsz as usize, log)?;
             }
-            if end % B != 0 {
-                self.zero_in_block(&i, tail, 0, (end % B) as usize, log)?;
+            if end % bsz != 0 {
+                self.zero_in_block(&i, tail, 0, (end % bsz) as usize, log)?;
             }
         }
-        drop_extent(&mut i, head, end.div_ceil(B));
+        drop_extent(&mut i, head, end.div_ceil(bsz));
         touch(&mut i);
         self.t.store_inode(i)?;
         Ok((first < last).then_some((first, last)))
@@ -213,6 +214,7 @@ impl Op<'_> {
     /// F2FS's `fill_zero`, which allocates a hole's block); returns the whole blocks
     /// still to zero (possibly none).
     fn zero_start(&mut self, ino: Ino, offset: u64, end: u64) -> Result<(u64, u64)> {
+        let bsz = self.fs.block_bytes();
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
         // Direct nodes may be freed: recovery would find the checkpoint's still there
@@ -225,15 +227,15 @@ impl Op<'_> {
                 i.inode.max_file_bytes()
             )));
         }
-        let (head, tail) = (offset / B, end / B);
-        let (off_head, off_tail) = ((offset % B) as usize, (end % B) as usize);
+        let (head, tail) = (offset / bsz, end / bsz);
+        let (off_head, off_tail) = ((offset % bsz) as usize, (end % bsz) as usize);
         // The partial blocks: (index, from, to).
         let mut parts = Vec::new();
         if head == tail {
             parts.push((head, off_head, off_tail));
         } else {
             if off_head != 0 {
-                parts.push((head, off_head, BLOCK_SIZE));
+                parts.push((head, off_head, bsz as usize));
             }
             if off_tail != 0 {
                 parts.push((tail, 0, off_tail));
@@ -255,13 +257,13 @@ impl Op<'_> {
         inline::convert(&mut self.t, &mut i, log)?;
         for (index, from, to) in parts {
             blocks::reserve_range(&mut self.t, &mut i, index, index + 1)?;
-            let mut b = self.t.read_block(&i, index)?.unwrap_or_else(|| vec![0; BLOCK_SIZE]);
+            let mut b = self.t.read_block(&i, index)?.unwrap_or_else(|| vec![0; bsz as usize]);
             b[from..to].fill(0);
             self.t.pages.put(ino, index, b, log);
         }
-        drop_extent(&mut i, head, end.div_ceil(B));
+        drop_extent(&mut i, head, end.div_ceil(bsz));
         self.t.store_inode(i)?;
-        let first = offset.div_ceil(B);
+        let first = offset.div_ceil(bsz);
         Ok((first, tail.max(first)))
     }
 

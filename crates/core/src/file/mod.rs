@@ -38,7 +38,7 @@ use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
-use uf2fs_format::consts::{BLOCK_SIZE, NULL_ADDR};
+use uf2fs_format::consts::NULL_ADDR;
 
 /// Blocks one write operation dirties at most (1 MiB).
 pub const WRITE_CHUNK_BLOCKS: u64 = 256;
@@ -46,10 +46,6 @@ pub const WRITE_CHUNK_BLOCKS: u64 = 256;
 pub const ALLOC_CHUNK_BLOCKS: u64 = 8192;
 /// Blocks one punch operation clears at most (64 direct nodes of 4 KiB blocks).
 pub const PUNCH_CHUNK_BLOCKS: u64 = 64 * uf2fs_format::consts::ADDRS_PER_BLOCK as u64;
-
-/// Bytes of a block where the write side runs: 4 KiB volumes only (`Fs::open`
-/// refuses others read-write; reads take the volume's `Geometry`).
-const B: u64 = BLOCK_SIZE as u64;
 
 /// The data log class of a regular file's blocks: cold or hot by its advise bits (hot
 /// only with six active logs, see [`crate::segment::ActiveLogs::file_data_class`]).
@@ -97,6 +93,7 @@ impl Fs {
     /// fewer when space ran out midway (see the module notes), or fewer when the write
     /// reaches past the largest F2FS file ([`Error::FileTooBig`] when it starts there).
     pub fn write(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        let bsz = self.block_bytes();
         let rw = self.rw()?;
         rw.check_failed()?;
         let max_bytes = self.live_inode(ino)?.inode.max_file_bytes();
@@ -112,13 +109,13 @@ impl Fs {
         while done < data.len() {
             self.balance_dirty_pages(ino)?;
             let pos = offset + done as u64;
-            let room = (B - pos % B) + (chunk_blocks - 1) * B;
+            let room = (bsz - pos % bsz) + (chunk_blocks - 1) * bsz;
             let len = (data.len() - done).min(room as usize);
             let mut op = self.begin_op()?;
             let r = op.write_chunk(ino, pos, &data[done..done + len]);
             match op.end(r) {
                 Ok(()) => {
-                    let blocks = (pos + len as u64).div_ceil(B) - pos / B;
+                    let blocks = (pos + len as u64).div_ceil(bsz) - pos / bsz;
                     rw.count_user_blocks(blocks);
                     done += len;
                     reclaims = 0;
@@ -214,6 +211,7 @@ impl Op<'_> {
 
     /// One chunk of [`Fs::write`]: bytes `data` at `pos`, within one chunk of blocks.
     fn write_chunk(&mut self, ino: Ino, pos: u64, data: &[u8]) -> Result<()> {
+        let bsz = self.fs.block_bytes();
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load_file(ino)?;
@@ -227,7 +225,7 @@ impl Op<'_> {
             return self.t.store_inode(i);
         }
         let log = data_log(&i, self.t.segs);
-        let (first, last) = (pos / B, end.div_ceil(B));
+        let (first, last) = (pos / bsz, end.div_ceil(bsz));
         let view = inline::converted_view(&i);
         let plan = blocks::plan_range(&self.t, &view, first, last)?;
         let block0 = u64::from(inline::conversion_makes_block(&i) && first > 0);
@@ -237,13 +235,13 @@ impl Op<'_> {
         inline::convert(&mut self.t, &mut i, log)?;
         blocks::reserve_range(&mut self.t, &mut i, first, last)?;
         for index in first..last {
-            let start = index * B;
-            let (lo, hi) = (pos.max(start), end.min(start + B));
+            let start = index * bsz;
+            let (lo, hi) = (pos.max(start), end.min(start + bsz));
             let bytes = &data[(lo - pos) as usize..(hi - pos) as usize];
-            let block = if hi - lo == B {
+            let block = if hi - lo == bsz {
                 bytes.to_vec()
             } else {
-                let mut b = self.t.read_block(&i, index)?.unwrap_or_else(|| vec![0; BLOCK_SIZE]);
+                let mut b = self.t.read_block(&i, index)?.unwrap_or_else(|| vec![0; bsz as usize]);
                 b[(lo - start) as usize..(hi - start) as usize].copy_from_slice(bytes);
                 b
             };
@@ -308,8 +306,9 @@ impl Op<'_> {
     /// Truncate down of a file with blocks: the partial last block's tail zeroed
     /// (rewritten) when it holds data, every block from the next one on freed.
     fn shrink(&mut self, i: &mut InodeMut, size: u64) -> Result<()> {
+        let bsz = self.fs.block_bytes();
         let log = data_log(i, self.t.segs);
-        let from = size.div_ceil(B);
+        let from = size.div_ceil(bsz);
         // The last block rewritten, the nodes across the cut and the inode.
         let mut extra = need([0, 0, 0, 0, 4, 2], 0);
         extra.per_log[log as usize] += 1;
@@ -317,9 +316,9 @@ impl Op<'_> {
         self.commit();
         self.t.pages.remove_range(i.ino, from..u64::MAX);
         blocks::truncate_blocks(&self.t, i, from)?;
-        drop_extent(i, size / B, u64::MAX);
-        if size % B != 0 {
-            self.zero_in_block(i, size / B, (size % B) as usize, BLOCK_SIZE, log)?;
+        drop_extent(i, size / bsz, u64::MAX);
+        if size % bsz != 0 {
+            self.zero_in_block(i, size / bsz, (size % bsz) as usize, bsz as usize, log)?;
         }
         Ok(())
     }
@@ -327,6 +326,7 @@ impl Op<'_> {
     /// Zeroes bytes `from..to` of file block `index` when it holds data (a dirty page
     /// or a written block); holes and reserved blocks read as zeros already.
     fn zero_in_block(&mut self, i: &InodeMut, index: u64, from: usize, to: usize, log: LogType) -> Result<()> {
+        let bsz = self.fs.block_bytes();
         let dirty = self.t.pages.get(i.ino, index);
         let written = match self.t.locate(i, index)? {
             Some(l) => l.addr != NULL_ADDR && l.addr != uf2fs_format::consts::NEW_ADDR,
@@ -335,7 +335,7 @@ impl Op<'_> {
         if dirty.is_none() && !written {
             return Ok(());
         }
-        let mut b = self.t.read_block(i, index)?.unwrap_or_else(|| vec![0; BLOCK_SIZE]);
+        let mut b = self.t.read_block(i, index)?.unwrap_or_else(|| vec![0; bsz as usize]);
         b[from..to].fill(0);
         self.t.pages.put(i.ino, index, b, log);
         Ok(())

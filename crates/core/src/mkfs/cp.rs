@@ -160,6 +160,7 @@ pub fn checkpoint_packs(p: &Params) -> Result<(Checkpoint, Vec<BlockWrite>)> {
         data_logs: [(&hot_data, hot_data.len()), (&[], 0), (&[], 0)],
         node_logs: Some([&hot_node, &[], &[]]),
         nat_bits: Some((&full, &empty)),
+        geo: uf2fs_format::Geometry::DEFAULT,
     };
     let pack = build_pack(&spec)?;
     let cp = pack.cp;
@@ -170,7 +171,7 @@ pub fn checkpoint_packs(p: &Params) -> Result<(Checkpoint, Vec<BlockWrite>)> {
         checkpoint_ver: 0,
         ..cp.clone()
     };
-    let old_block = encode(old.encode())?;
+    let old_block = encode(old.encode(uf2fs_format::Geometry::DEFAULT))?;
     let start1 = start + BLOCKS_PER_SEG as u64;
     writes.push((start1, old_block.clone()));
     for i in 0..p.layout.cp_payload as u64 {

@@ -9,7 +9,7 @@
 //! does) and invalidating its block.
 
 use super::{lock, NodeBlock, NodeManager};
-use crate::device::{BlockDevice, WriteKind, BLOCK};
+use crate::device::{BlockDevice, WriteKind};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -132,7 +132,7 @@ impl NodeManager {
 
     /// Stores a changed node block (footer already set) to be written to `log`.
     pub(crate) fn store_dirty(&self, nid: u32, block: Vec<u8>, log: LogType) {
-        debug_assert_eq!(block.len(), BLOCK);
+        debug_assert_eq!(block.len(), self.geometry.block_size());
         lock(&self.dirty).insert(
             nid,
             DirtyNode {
@@ -159,7 +159,7 @@ impl NodeManager {
         log: LogType,
         edit: impl FnOnce(&mut [u8]),
     ) {
-        debug_assert_eq!(block.len(), BLOCK);
+        debug_assert_eq!(block.len(), self.geometry.block_size());
         // Out of the clean cache first, so that `block` is likely the only holder.
         lock(&self.node_cache).pop(nid);
         // The dirty map, then the NAT: the order `write_dirty_nodes` takes them in.

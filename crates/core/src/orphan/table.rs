@@ -4,7 +4,7 @@
 use crate::{Error, Ino, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use uf2fs_format::consts::{F2FS_ORPHANS_PER_BLOCK, NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE};
+use uf2fs_format::consts::{NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE};
 use uf2fs_format::superblock::Superblock;
 
 /// Checkpoint packs per volume (both live in the checkpoint area).
@@ -14,15 +14,15 @@ const CP_PACKS: u64 = 2;
 /// a pack segment left after the two checkpoint blocks, the six logs' summary blocks
 /// and the payload, 1020 inode numbers each.
 pub fn max_orphans(sb: &Superblock) -> usize {
-    orphan_capacity(sb.blocks_per_seg(), sb.cp_payload)
+    orphan_capacity(sb.blocks_per_seg(), sb.cp_payload, sb.geometry().orphans_per_block())
 }
 
-/// [`max_orphans`] for segments of `blocks_per_seg` blocks and `cp_payload` payload
-/// blocks.
-fn orphan_capacity(blocks_per_seg: u32, cp_payload: u32) -> usize {
+/// [`max_orphans`] for segments of `blocks_per_seg` blocks, `cp_payload` payload
+/// blocks and `per_block` orphans to a block (1020, 4092 with 16 KiB blocks).
+fn orphan_capacity(blocks_per_seg: u32, cp_payload: u32, per_block: usize) -> usize {
     let logs = (NR_CURSEG_DATA_TYPE + NR_CURSEG_NODE_TYPE) as u64;
     let blocks = (blocks_per_seg as u64).saturating_sub(CP_PACKS + logs + cp_payload as u64);
-    blocks as usize * F2FS_ORPHANS_PER_BLOCK
+    blocks as usize * per_block
 }
 
 /// Open handles per inode and the orphan list of a read-write file system.
@@ -200,8 +200,9 @@ mod tests {
 
     #[test]
     fn the_bound_is_the_kernels() {
-        assert_eq!(orphan_capacity(512, 0), (512 - 2 - 6) * 1020);
-        assert_eq!(orphan_capacity(512, 3), (512 - 2 - 6 - 3) * 1020);
-        assert_eq!(orphan_capacity(4, 0), 0);
+        assert_eq!(orphan_capacity(512, 0, 1020), (512 - 2 - 6) * 1020);
+        assert_eq!(orphan_capacity(512, 3, 1020), (512 - 2 - 6 - 3) * 1020);
+        assert_eq!(orphan_capacity(512, 0, 4092), (512 - 2 - 6) * 4092);
+        assert_eq!(orphan_capacity(4, 0, 1020), 0);
     }
 }

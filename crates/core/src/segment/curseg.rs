@@ -2,7 +2,7 @@
 //! block it fills, loaded from the checkpoint.
 
 use crate::checkpoint::{read_blocks, CheckpointState};
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::{Error, Result};
 use uf2fs_format::checkpoint::{CP_COMPACT_SUM_FLAG, CP_UMOUNT_FLAG};
 use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM, NR_CURSEG_DATA_TYPE, NR_CURSEG_NODE_TYPE};
@@ -123,7 +123,7 @@ pub fn load_logs(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) 
             return Err(bad(format!("two active logs share segment {segno}")));
         }
     }
-    let data = data_summaries(dev, cps, &pos)?;
+    let data = data_summaries(dev, cps, &pos, sb.geometry())?;
     let mut out: Vec<CurSeg> = Vec::with_capacity(NR_LOGS);
     for (i, sum) in data.into_iter().enumerate() {
         let (segno, next_blkoff, alloc_type) = pos[i];
@@ -157,6 +157,7 @@ fn data_summaries(
     dev: &dyn BlockDevice,
     cps: &CheckpointState,
     pos: &[(u32, u16, u8); NR_LOGS],
+    geo: uf2fs_format::Geometry,
 ) -> Result<Vec<Vec<Summary>>> {
     let cp = &cps.cp;
     let start = cps.pack_blkaddr + cp.cp_pack_start_sum as u64;
@@ -169,7 +170,7 @@ fn data_summaries(
                 pos[i].1 as usize
             }
         });
-        let n = compacted_blocks(counts.iter().sum()) as u64;
+        let n = compacted_blocks(counts.iter().sum(), geo) as u64;
         if start + n > last {
             return Err(Error::corrupt(
                 "checkpoint",
@@ -178,7 +179,7 @@ fn data_summaries(
             ));
         }
         let blocks = read_blocks(dev, start, n)?;
-        let logs = compacted_data_summaries(&blocks, counts)
+        let logs = compacted_data_summaries(&blocks, counts, geo)
             .map_err(|e| Error::corrupt("compacted summaries", Some(start), e.to_string()))?;
         return Ok(logs
             .into_iter()
@@ -238,7 +239,7 @@ fn node_summary(
     let start = sb.main_blkaddr as u64 + segno as u64 * BLOCKS_PER_SEG as u64;
     let blocks = read_blocks(dev, start, used)?;
     let mut sum = vec![Summary::default(); ENTRIES_IN_SUM];
-    for (entry, block) in sum.iter_mut().zip(blocks.chunks(BLOCK)) {
+    for (entry, block) in sum.iter_mut().zip(blocks.chunks(dev.block_size())) {
         let footer = uf2fs_format::node::NodeFooter::decode(block)
             .map_err(|e| Error::corrupt("node block", Some(start), e.to_string()))?;
         entry.nid = footer.nid;
@@ -247,7 +248,7 @@ fn node_summary(
 }
 
 fn summary_entries(dev: &dyn BlockDevice, at: u64, want_type: Option<u8>, what: &str) -> Result<Vec<Summary>> {
-    let mut b = vec![0u8; BLOCK];
+    let mut b = vec![0u8; dev.block_size()];
     dev.read_blocks(at, &mut b)?;
     let blk = SummaryBlock::decode(&b).map_err(|e| Error::corrupt(what, Some(at), e.to_string()))?;
     if want_type.is_some_and(|t| t != blk.entry_type) {

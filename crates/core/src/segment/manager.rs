@@ -11,7 +11,7 @@ use crate::device::BlockDevice;
 use crate::{Error, Result};
 use std::collections::BTreeSet;
 use std::time::Instant;
-use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM, SIT_ENTRY_PER_BLOCK, SIT_JOURNAL_ENTRIES};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM};
 use uf2fs_format::sit::SitEntry;
 use uf2fs_format::summary::{Summary, SummaryBlock};
 use uf2fs_format::superblock::Superblock;
@@ -39,6 +39,8 @@ struct Geometry {
     secs_per_zone: u32,
     ssa_blkaddr: u64,
     sit: SitArea,
+    /// The volume's block geometry (summary blocks are whole blocks).
+    blocks: uf2fs_format::Geometry,
 }
 
 /// The file system's age clock: the checkpoint's `elapsed_time` at open plus the time
@@ -147,6 +149,7 @@ impl SegmentManager {
             secs_per_zone: sb.secs_per_zone.max(1),
             ssa_blkaddr: sb.ssa_blkaddr as u64,
             sit: area,
+            blocks: sb.geometry(),
         };
         let mut m = SegmentManager {
             geo,
@@ -514,7 +517,7 @@ impl SegmentManager {
             journal: Vec::new(),
             entry_type: Self::log_type(li).sum_type(),
         }
-        .encode()
+        .encode(self.geo.blocks)
         .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
         dev.write_blocks(self.geo.ssa_blkaddr + log.segno as u64, &block)
     }
@@ -650,11 +653,15 @@ impl SegmentManager {
     pub(crate) fn flush_sit(&mut self, dev: &dyn BlockDevice, journal_allowed: bool) -> Result<SitFlush> {
         let joining = self.dirty.iter().filter(|s| !self.sit_journal.contains(s)).count();
         let mut blocks_written = 0;
-        if journal_allowed && self.sit_journal.len() + joining <= SIT_JOURNAL_ENTRIES {
+        if journal_allowed && self.sit_journal.len() + joining <= self.geo.blocks.sit_journal_entries() {
             self.sit_journal.extend(self.dirty.iter().copied());
         } else {
             self.dirty.append(&mut self.sit_journal);
-            let blocks: BTreeSet<u32> = self.dirty.iter().map(|s| s / SIT_ENTRY_PER_BLOCK as u32).collect();
+            let blocks: BTreeSet<u32> = self
+                .dirty
+                .iter()
+                .map(|s| s / self.geo.blocks.sit_entries_per_block() as u32)
+                .collect();
             blocks_written = write_sit_blocks(dev, &self.geo.sit, &mut self.sit_bitmap, &self.sit, &blocks)?;
         }
         self.dirty.clear();

@@ -94,7 +94,7 @@ impl SitArea {
     }
 
     /// SIT entries per SIT block.
-    fn per_block(&self) -> u32 {
+    pub(crate) fn per_block(&self) -> u32 {
         self.geometry.sit_entries_per_block() as u32
     }
 

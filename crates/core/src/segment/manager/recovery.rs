@@ -11,7 +11,7 @@
 //! all, by a kernel that may have lost it in the power cut.
 
 use super::{kind_of, SegmentManager};
-use crate::device::{BlockDevice, BLOCK};
+use crate::device::BlockDevice;
 use crate::segment::curseg::ALLOC_LFS;
 use crate::segment::sit::SegEntry;
 use crate::segment::LogType;
@@ -120,7 +120,7 @@ impl SegmentManager {
                 entry_type: SUM_TYPE_DATA,
             };
             if !r.fresh {
-                let mut b = vec![0u8; BLOCK];
+                let mut b = vec![0u8; dev.block_size()];
                 dev.read_blocks(at, &mut b)?;
                 if let Ok(old) = SummaryBlock::decode(&b) {
                     block.entries = old.entries;
@@ -131,7 +131,7 @@ impl SegmentManager {
                 block.entries[off as usize] = sum;
             }
             let bytes = block
-                .encode()
+                .encode(self.geo.blocks)
                 .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
             dev.write_blocks(at, &bytes)?;
         }
