@@ -5,7 +5,7 @@ use crate::compress::ClusterCache;
 use crate::device::BlockDevice;
 use crate::inode::InodeRef;
 use crate::node::{node_path, NodeBlock, NodeManager};
-use crate::{Error, Result};
+use crate::{Error, FileKind, Fs, Ino, Result};
 use std::sync::Arc;
 use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{node_slot, Compression, F2FS_INLINE_DATA};
@@ -570,5 +570,96 @@ impl Mapper<'_> {
             k += run;
         }
         Ok(pos)
+    }
+}
+
+impl Fs {
+    /// Read file data at `offset` into `buf`; returns bytes read, short only at end of file.
+    /// Read-write, a read holds `cp_lock` shared and the inode's lock (writes wait for
+    /// it): no writeback moves a block from the page cache to the device under it.
+    pub fn read(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let _held = self.rw.as_ref().map(|rw| (rw.cp_shared(), rw.lock_inodes(&[ino])));
+        let i = self.inode(ino)?;
+        match i.kind()? {
+            FileKind::Dir => return Err(Error::IsDir(format!("inode {ino}"))),
+            FileKind::File | FileKind::Symlink => {}
+            _ => return Ok(0),
+        }
+        i.check_decodable()?;
+        self.mapper(&i).read(offset, buf)
+    }
+
+    /// `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE` (`whence`) from `offset` in regular
+    /// file `ino`, as Linux F2FS's `f2fs_seek_block` answers it: a block with an address
+    /// is data, and so is a reserved one (`NEW_ADDR`) with a dirty page; only a block
+    /// without an address is a hole, so a preallocated block never written is neither.
+    /// Inline files are all data, and so (for now) are compressed ones. Returns the
+    /// offset found (at least `offset`), or `None` for `ENXIO` (at or past the end of the
+    /// file, or no data after `offset`). Other kinds of inode are [`Error::Invalid`].
+    pub fn seek(&self, ino: Ino, offset: u64, whence: Seek) -> Result<Option<u64>> {
+        let _held = self.rw.as_ref().map(|rw| (rw.cp_shared(), rw.lock_inodes(&[ino])));
+        let i = self.inode(ino)?;
+        if i.kind()? != FileKind::File {
+            return Err(Error::Invalid(format!(
+                "SEEK_DATA/SEEK_HOLE on inode {ino}: not a regular file"
+            )));
+        }
+        i.check_decodable()?;
+        self.mapper(&i).seek(offset, whence)
+    }
+
+    /// How a compressed file is stored (its algorithm, cluster size, and how many of
+    /// its clusters are compressed); `None` for any other inode.
+    pub fn compression(&self, ino: Ino) -> Result<Option<crate::compress::FileCompression>> {
+        let i = self.inode(ino)?;
+        if !i.inode.is_compressed() {
+            return Ok(None);
+        }
+        i.check_decodable()?;
+        let end = i.inode.size.div_ceil(i.inode.geometry.block_size() as u64);
+        self.mapper(&i).cluster_census(end)
+    }
+
+    /// Where a file's blocks lie: runs of consecutive file blocks at consecutive
+    /// device blocks, as `(first file block, first device block, blocks)`, in file
+    /// order (FIEMAP's view; holes and `NEW_ADDR` reservations are not listed). For a
+    /// compressed file, plain clusters only. Blocks still in the page cache are listed
+    /// where the device holds them (if anywhere).
+    pub fn extents(&self, ino: Ino) -> Result<Vec<(u64, u64, u64)>> {
+        let i = self.inode(ino)?;
+        if i.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA) || i.inode.is_compressed() {
+            return Ok(Vec::new());
+        }
+        let end = i.inode.size.div_ceil(i.inode.geometry.block_size() as u64);
+        let mut out: Vec<(u64, u64, u64)> = Vec::new();
+        self.mapper(&i).for_each_block(end, |fb, addr| {
+            match out.last_mut() {
+                Some((f, a, n)) if *f + *n == fb && *a + *n == addr => *n += 1,
+                _ => out.push((fb, addr, 1)),
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Target of a symbolic link.
+    pub fn read_link(&self, ino: Ino) -> Result<Vec<u8>> {
+        let i = self.inode(ino)?;
+        if i.kind()? != FileKind::Symlink {
+            return Err(Error::NotSymlink(format!("inode {ino}")));
+        }
+        i.check_decodable()?;
+        let size = i.inode.size;
+        if size == 0 || size >= i.inode.geometry.block_size() as u64 {
+            return Err(Error::corrupt(
+                format!("symlink inode {ino}"),
+                None,
+                format!("target length {size}"),
+            ));
+        }
+        let mut buf = vec![0u8; size as usize];
+        let n = self.mapper(&i).read(0, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
     }
 }

@@ -2,7 +2,8 @@
 
 use crate::data::Mapper;
 use crate::device::read_block;
-use crate::{DirEntry, Error, FileKind, Ino, Result};
+use crate::inode::InodeRef;
+use crate::{DirEntry, Error, FileKind, Fs, Ino, Result};
 use uf2fs_format::casefold::DirName;
 use uf2fs_format::consts::{F2FS_NAME_LEN, MAX_DIR_HASH_DEPTH};
 use uf2fs_format::dentry::{bucket_blocks, dir_block_index, dir_buckets, ft, DentryArea, RawDentry};
@@ -216,5 +217,93 @@ impl Mapper<'_> {
             .find_name(name, true)
             .map_err(|e| self.dir_err(Some(addr), e))?
             .map(|d| d.ino))
+    }
+}
+
+/// Symlinks followed while resolving one path, as Linux's MAXSYMLINKS.
+const MAX_SYMLINKS: usize = 40;
+
+impl Fs {
+    /// Directory inode `ino` ([`Error::NotDir`] for any other kind).
+    pub(crate) fn dir_inode(&self, ino: Ino) -> Result<InodeRef> {
+        let i = self.inode(ino)?;
+        if i.kind()? != FileKind::Dir {
+            return Err(Error::NotDir(format!("inode {ino}")));
+        }
+        Ok(i)
+    }
+
+    /// Look `name` up in directory `dir` ("." and ".." work too). `Error::NotFound` if absent.
+    pub fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        let d = self.dir_inode(dir)?;
+        if name == b"." {
+            return Ok(dir);
+        }
+        match self.mapper(&d).lookup(name)? {
+            Some(ino) => Ok(ino),
+            None if name == b".." && dir == self.root() => Ok(dir),
+            None => Err(Error::NotFound(crate::error::show_name(name))),
+        }
+    }
+
+    /// Resolve an absolute path inside the image ("/" is the root). Intermediate symlinks
+    /// are followed (relative to the image's root); the last component is followed only
+    /// when `follow_last` is true.
+    pub fn resolve(&self, path: &[u8], follow_last: bool) -> Result<Ino> {
+        let shown = || crate::error::show_name(path);
+        // Components still to walk, last first; symlink targets are spliced in.
+        let mut todo: Vec<Vec<u8>> = path
+            .split(|&c| c == b'/')
+            .filter(|c| !c.is_empty())
+            .rev()
+            .map(<[u8]>::to_vec)
+            .collect();
+        let mut stack: Vec<Ino> = vec![self.root()];
+        let mut links = 0;
+        while let Some(comp) = todo.pop() {
+            let cur = *stack.last().unwrap_or(&self.root());
+            if comp == b"." {
+                continue;
+            }
+            if comp == b".." {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+                continue;
+            }
+            let ino = match self.lookup(cur, &comp) {
+                Err(Error::NotDir(_)) => return Err(Error::NotDir(shown())),
+                Err(Error::NotFound(_)) => return Err(Error::NotFound(shown())),
+                r => r?,
+            };
+            let is_last = todo.is_empty();
+            let st = self.stat(ino)?;
+            if st.kind == FileKind::Symlink && (!is_last || follow_last) {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Error::Loop(shown()));
+                }
+                let target = self.read_link(ino)?;
+                if target.first() == Some(&b'/') {
+                    stack.truncate(1);
+                }
+                todo.extend(
+                    target
+                        .split(|&c| c == b'/')
+                        .filter(|c| !c.is_empty())
+                        .rev()
+                        .map(<[u8]>::to_vec),
+                );
+                continue;
+            }
+            stack.push(ino);
+        }
+        Ok(*stack.last().unwrap_or(&self.root()))
+    }
+
+    /// All entries of a directory except "." and "..", in on-disk order.
+    pub fn read_dir(&self, dir: Ino) -> Result<Vec<DirEntry>> {
+        let d = self.dir_inode(dir)?;
+        self.mapper(&d).read_dir()
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::checkpoint::{CheckpointState, SuperblockChoice};
 use crate::segment::SegmentUsage;
+use crate::{Fs, Result, StatFs};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -141,4 +142,63 @@ pub fn report(paths: &[PathBuf], sbc: &SuperblockChoice, cps: &CheckpointState, 
         cps.sit_journal.len()
     );
     s
+}
+
+/// Summary of an image for `uf2fs info`: its `Display` is the human-readable report.
+#[derive(Debug, Clone)]
+pub struct FsInfo {
+    /// The report, one `key: value` per line.
+    pub text: String,
+}
+
+impl std::fmt::Display for FsInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Fs {
+    /// Geometry, features, active checkpoint and counts.
+    pub fn info(&self) -> Result<FsInfo> {
+        if let Some(rw) = &self.rw {
+            let writer = rw.cp_shared();
+            let usage = rw.segs().usage();
+            return Ok(FsInfo {
+                text: crate::info::report(&self.paths, &self.sbc, writer.last(), &usage),
+            });
+        }
+        let usage = crate::segment::segment_usage(self.dev.as_ref(), &self.sbc.sb, &self.cps)?;
+        let mut text = crate::info::report(&self.paths, &self.sbc, &self.cps, &usage);
+        if self.replayed {
+            text.push_str(
+                "roll-forward:       fsync'd data after the last checkpoint, replayed in memory (the image is \
+                 unchanged; a read-write mount replays it on the image)\n",
+            );
+        }
+        Ok(FsInfo { text })
+    }
+
+    /// File system statistics: of the opened checkpoint when read-only, of the live
+    /// state (blocks reserved for pending writes counted as used) when read-write.
+    pub fn statfs(&self) -> Result<StatFs> {
+        let cp = &self.cps.cp;
+        let blocks = cp.user_block_count;
+        let (free, nodes) = match &self.rw {
+            Some(rw) => {
+                let segs = rw.segs();
+                (segs.free_user_blocks(), self.nodes.counts().valid_node_count)
+            }
+            None => (blocks.saturating_sub(cp.valid_block_count), cp.valid_node_count),
+        };
+        let files = self.nodes.max_nid().saturating_sub(3);
+        Ok(StatFs {
+            block_size: self.sbc.sb.block_size() as u32,
+            blocks,
+            blocks_free: free,
+            blocks_avail: free,
+            files,
+            files_free: files.saturating_sub(nodes as u64),
+            name_max: uf2fs_format::consts::F2FS_NAME_LEN as u32,
+        })
+    }
 }

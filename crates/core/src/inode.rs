@@ -1,7 +1,7 @@
 //! Inodes: reading, validating, and turning them into [`Stat`].
 
 use crate::node::NodeBlock;
-use crate::{Error, FileKind, Ino, Result, Stat, Timestamp};
+use crate::{Error, FileKind, Fs, Ino, Result, Stat, Timestamp};
 use uf2fs_format::node::Inode;
 
 mod write;
@@ -119,5 +119,73 @@ impl InodeRef {
             crate::compress::check_supported(self.ino, &c)?;
         }
         Ok(())
+    }
+}
+
+impl Fs {
+    /// Reads and validates inode `ino`.
+    ///
+    /// On a read-write file system an inode number whose NAT entry is free names an
+    /// inode that an unlink freed (a caller holding the number raced it): that is
+    /// [`Error::NotFound`], not damage. A directory entry naming a free inode is
+    /// damage; those who found the number through an entry tell the two apart.
+    pub(crate) fn inode(&self, ino: Ino) -> Result<InodeRef> {
+        let block = match self.nodes.read(self.dev.as_ref(), ino, ino) {
+            Ok(b) => b,
+            Err(e @ Error::Corrupt { .. }) if self.rw.is_some() => {
+                let freed = self
+                    .nodes
+                    .nat_entry(self.dev.as_ref(), ino)
+                    .is_ok_and(|n| n.block_addr == uf2fs_format::consts::NULL_ADDR);
+                return Err(if freed {
+                    Error::NotFound(format!("inode {ino} (removed)"))
+                } else {
+                    e
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let f = uf2fs_format::node::NodeFooter::decode(&block)
+            .map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+        if f.offset() != 0 {
+            return Err(Error::corrupt(
+                format!("inode {ino}"),
+                None,
+                format!("node offset {} (not an inode block)", f.offset()),
+            ));
+        }
+        let sb = &self.sbc.sb;
+        let err = |e: uf2fs_format::FormatError| Error::corrupt(format!("inode {ino}"), None, e.to_string());
+        let inode = Inode::decode(&block, sb).map_err(err)?;
+        if inode.size > inode.max_file_bytes() {
+            return Err(Error::corrupt(
+                format!("inode {ino}"),
+                self.node_blkaddr(ino).ok(),
+                format!(
+                    "size {} exceeds the largest F2FS file ({})",
+                    inode.size,
+                    inode.max_file_bytes()
+                ),
+            ));
+        }
+        if inode.has_checksum(sb) {
+            let computed = uf2fs_format::node::inode_checksum(self.checksum_seed, &block).map_err(err)?;
+            if computed != inode.inode_checksum {
+                return Err(Error::corrupt(
+                    format!("inode {ino}"),
+                    self.node_blkaddr(ino).ok(),
+                    format!(
+                        "checksum mismatch (stored {:#010x}, computed {computed:#010x})",
+                        inode.inode_checksum
+                    ),
+                ));
+            }
+        }
+        Ok(InodeRef { ino, inode, block })
+    }
+
+    /// Attributes of an inode.
+    pub fn stat(&self, ino: Ino) -> Result<Stat> {
+        self.inode(ino)?.stat()
     }
 }

@@ -22,6 +22,7 @@ mod info;
 mod inode;
 mod label;
 pub mod mkfs;
+mod mount;
 mod namei;
 mod node;
 mod ops;
@@ -43,12 +44,14 @@ pub use checkpoint::write::CheckpointReport;
 pub use data::Seek;
 pub use error::{show_name, Error, Result};
 pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
-pub use fs::{Fs, FsInfo, OpenOptions};
+pub use fs::Fs;
 pub use gc::{
     Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcStats, PacingSettings, PacingStats,
 };
+pub use info::FsInfo;
 pub use label::FSLABEL_MAX;
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
+pub use mount::OpenOptions;
 pub use namei::{flags, Creator};
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

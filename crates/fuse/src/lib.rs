@@ -32,7 +32,6 @@
 //! ```
 
 mod adapter;
-mod atime;
 mod attr;
 mod caller;
 mod dir_handles;
@@ -43,10 +42,10 @@ mod kernel;
 mod lookups;
 pub mod mountinfo;
 mod open_files;
-mod protect;
 mod read_buf;
 mod readahead;
 mod remount;
+mod times;
 mod xattr;
 
 use std::io;
@@ -158,7 +157,7 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     let config = session_config(opts);
     let fs = Arc::new(fs);
     let mut adapter = adapter::F2fsFuse::new(Arc::clone(&fs), !opts.read_only);
-    adapter.atime = Arc::new(atime::LivePolicy::new(atime::Policy {
+    adapter.atime = Arc::new(adapter::atime::LivePolicy::new(adapter::atime::Policy {
         mode: opts.atime,
         dirs: opts.dir_atime,
         read_only: false,

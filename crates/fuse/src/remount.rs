@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::atime::{LivePolicy, Policy};
+use crate::adapter::atime::{LivePolicy, Policy};
 use crate::mountinfo::{entries, Entry, MOUNTINFO_PATH};
 use crate::AtimeMode;
 

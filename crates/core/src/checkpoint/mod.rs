@@ -4,6 +4,7 @@
 //! ([`roll_forward`]), the checkpoint writer ([`mod@write`]) and the pack layout it shares
 //! with mkfs ([`pack`]).
 
+mod driver;
 pub mod pack;
 pub mod periodic;
 pub mod roll_forward;

@@ -14,7 +14,9 @@ mod overlay;
 pub(crate) mod probe;
 pub mod sparse;
 mod wide;
+mod zero_skip;
 mod zoned;
+mod zoned_mem;
 
 pub use counting::{counting, Areas, CountingDevice, WriteCounter, WriteCounts};
 pub use crash::CrashDevice;
@@ -24,7 +26,8 @@ pub use overlay::OverlayDevice;
 pub(crate) use overlay::SharedDevice;
 pub use sparse::SparseDevice;
 pub use wide::WideDevice;
-pub use zoned::{ZonedDevice, ZonedMemDevice, ZonedMemOptions, Zones};
+pub use zoned::{ZonedDevice, Zones};
+pub use zoned_mem::{ZonedMemDevice, ZonedMemOptions};
 
 use crate::{Error, Result};
 use std::fs::File;

@@ -132,3 +132,23 @@ impl Op<'_> {
         self.t.store_inode(i)
     }
 }
+
+impl Fs {
+    /// All extended attributes of an inode. Read-write, the read holds `cp_lock` shared
+    /// and the inode's lock, so that it never sees an inode and an xattr node from
+    /// different changes.
+    pub fn list_xattrs(&self, ino: Ino) -> Result<Vec<Xattr>> {
+        let _held = self.rw.as_ref().map(|rw| (rw.cp_shared(), rw.lock_inodes(&[ino])));
+        let i = self.inode(ino)?;
+        self.mapper(&i).xattrs()
+    }
+
+    /// One extended attribute by full name, `None` when absent.
+    pub fn get_xattr(&self, ino: Ino, name: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .list_xattrs(ino)?
+            .into_iter()
+            .find(|x| x.name == name)
+            .map(|x| x.value))
+    }
+}

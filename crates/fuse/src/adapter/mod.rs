@@ -1,5 +1,17 @@
 //! `fuser::Filesystem` on top of `uf2fs_core::Fs`: every request is one or two core calls
 //! and a reply. Node ids go through [`InoMap`], errors through [`crate::errors`].
+//!
+//! This file holds [`F2fsFuse`] and the dispatch; what the requests share lives in its
+//! submodules, which extend `F2fsFuse`: [`lookup`] (the kernel's lookup counts and
+//! entry replies), [`readdir`] (directory streams), [`requests`] (the helpers of the
+//! other requests), [`atime`] (access times) and [`protect`] (immutable and
+//! append-only). Time conversions are [`crate::times`]'.
+
+pub(crate) mod atime;
+mod lookup;
+mod protect;
+mod readdir;
+mod requests;
 
 use std::ffi::OsStr;
 use std::io;
@@ -14,21 +26,20 @@ use fuser::{
     ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyStatfs,
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use uf2fs_core::{Creator, DirEntry, FileKind, Fs, Ino, Seek, SetAttr, Stat, Timestamp};
+use uf2fs_core::{Creator, Fs, Ino, Seek, SetAttr, Stat};
 
-use crate::attr::{access_allowed, file_attr, file_type, placeholder_attr};
-use crate::dir_handles::{DirHandles, DirSnapshot, OPEN_DIRS_MAX};
+use crate::attr::{file_attr, placeholder_attr};
+use crate::dir_handles::{DirHandles, OPEN_DIRS_MAX};
 use crate::errors::OrErrno;
 use crate::inode_map::InoMap;
 use crate::lookups::Lookups;
 use crate::open_files::OpenFiles;
-use crate::protect::AttrChange;
-use crate::{caller, kernel, read_buf, xattr};
+use crate::times::{timestamp, timestamp_or_now};
+use crate::{caller, kernel, xattr};
+use protect::AttrChange;
 
 /// Most bytes one COPY_FILE_RANGE copies (its reply counts in 32 bits).
 const COPY_MAX: u64 = 1 << 30;
-/// Bytes read and written at a time by a copy.
-const COPY_CHUNK: u64 = 1 << 20;
 
 /// How long the kernel may cache attributes and names. Every change goes through the
 /// kernel (which updates or drops what it cached), so this only bounds staleness if
@@ -69,7 +80,7 @@ pub(crate) struct F2fsFuse {
     /// once the session exists: [`F2fsFuse::notifier_slot`]).
     notifier: Arc<OnceLock<Notifier>>,
     /// When reads and listings update access times (changed by remounts).
-    pub(crate) atime: Arc<crate::atime::LivePolicy>,
+    pub(crate) atime: Arc<atime::LivePolicy>,
 }
 
 impl F2fsFuse {
@@ -110,15 +121,6 @@ impl F2fsFuse {
         (attr, Generation(u64::from(stat.generation)))
     }
 
-    /// unlink: the core keeps an open inode losing its last name as an orphan until
-    /// its last handle goes.
-    fn remove_file(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
-        self.writable()?;
-        let dir = self.inos.to_core(parent)?;
-        self.may_remove_name(dir, name.as_bytes())?;
-        self.fs.unlink(dir, name.as_bytes()).or_errno()
-    }
-
     /// Takes a core handle on `ino` for a FUSE open, create or opendir (read-write
     /// mounts only: nothing can be unlinked under a read-only one).
     fn take_handle(&self, ino: Ino) -> Result<(), Errno> {
@@ -139,111 +141,6 @@ impl F2fsFuse {
         }
     }
 
-    /// Make a name in directory `parent` with `op` (create, mkdir, mknod, symlink).
-    fn make(
-        &self,
-        parent: INodeNo,
-        op: impl FnOnce(&Fs, Ino) -> uf2fs_core::Result<Stat>,
-    ) -> Result<(FileAttr, Generation), Errno> {
-        self.writable()?;
-        let dir = self.inos.to_core(parent)?;
-        self.may_add_name(dir)?;
-        let stat = op(&self.fs, dir).or_errno()?;
-        Ok(self.hand_out(&stat))
-    }
-
-    /// Entry reply contents for `stat`, counted as one more lookup the kernel holds
-    /// (see [`crate::lookups`]); only for replies that give the kernel a node id.
-    fn hand_out(&self, stat: &Stat) -> (FileAttr, Generation) {
-        self.remember(stat.ino);
-        self.entry(stat)
-    }
-
-    /// [`Self::attr`] of an inode about to be handed to the kernel, counted as a
-    /// lookup (and held in the core) before it is read; an error takes the count back.
-    fn held_attr(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
-        self.remember(ino);
-        let attr = self.attr(ino);
-        if attr.is_err() {
-            self.forget_lookups(ino, 1);
-        }
-        attr
-    }
-
-    /// The kernel forgot `n` lookups of `ino`.
-    fn forget_lookups(&self, ino: Ino, n: u64) {
-        if ino != self.fs.root() {
-            self.lookups.forget(&self.fs, ino, n);
-        }
-    }
-
-    /// One more lookup of `ino` handed to the kernel (the root is never counted).
-    fn remember(&self, ino: Ino) {
-        if ino != self.fs.root() {
-            self.lookups.remember(&self.fs, ino);
-        }
-    }
-
-    /// setattr: the size through the core's truncate, then the other attributes.
-    fn set_attr(
-        &self,
-        req: &Request,
-        node: INodeNo,
-        size: Option<u64>,
-        change: &AttrChange,
-    ) -> Result<FileAttr, Errno> {
-        self.writable()?;
-        let ino = self.inos.to_core(node)?;
-        self.may_setattr(ino, change)?;
-        let attrs = change.attrs;
-        let mut attrs = attrs.clone();
-        if let Some(size) = size {
-            // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
-            // older rule); take Linux's from what it would leave.
-            let stat = self.fs.stat(ino).or_errno()?;
-            let mode = attrs.mode.unwrap_or(stat.mode) & 0o7777;
-            if stat.kind == FileKind::File {
-                if let Some(kept) = caller::mode_after_modify(req, mode, stat.gid) {
-                    attrs.mode = Some(kept);
-                }
-            }
-            self.fs.truncate(ino, size).or_errno()?;
-        }
-        let attrs = &attrs;
-        let stat = if *attrs == SetAttr::default() {
-            self.fs.stat(ino).or_errno()?
-        } else {
-            self.fs.setattr(ino, attrs).or_errno()?
-        };
-        Ok(self.entry(&stat).0)
-    }
-
-    /// Drops the set-ID bits of regular file `ino` that Linux drops before the caller of
-    /// `req` changes its data (a write, fallocate or hole punch: the VFS's
-    /// `file_remove_privs`). The kernel asks for this itself, but by the rule FUSE keeps
-    /// (set-group-ID only on group-executable files), not the one F2FS gets from the VFS
-    /// (also when the caller is outside the file's group); this makes up the difference,
-    /// and has the kernel drop the attributes of `node` it cached (it refreshes only the
-    /// size and times after such a request).
-    fn drop_privs(&self, req: &Request, node: INodeNo, ino: Ino) -> Result<(), Errno> {
-        if req.uid() == 0 {
-            return Ok(());
-        }
-        let stat = self.fs.stat(ino).or_errno()?;
-        if stat.kind != FileKind::File {
-            return Ok(());
-        }
-        if let Some(kept) = caller::mode_after_modify(req, stat.mode & 0o7777, stat.gid) {
-            let attrs = SetAttr {
-                mode: Some(kept),
-                ..SetAttr::default()
-            };
-            self.fs.setattr(ino, &attrs).or_errno()?;
-            self.attrs_changed(node);
-        }
-        Ok(())
-    }
-
     /// Has the kernel drop the attributes of `node` it cached, for a change it did not
     /// ask for. Attributes only (a negative offset): the kernel may hold the pages of a
     /// write in progress locked. A failure leaves the cache stale until its TTL.
@@ -253,239 +150,10 @@ impl F2fsFuse {
         }
     }
 
-    /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then a checkpoint).
-    fn sync(&self, node: INodeNo, datasync: bool) -> Result<(), Errno> {
-        if !self.writable {
-            return Ok(());
-        }
-        let ino = self.inos.to_core(node)?;
-        self.fs.fsync(ino, datasync).or_errno()
-    }
-
     /// Attributes and generation of core inode `ino`.
     fn attr(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
         let stat = self.fs.stat(ino).or_errno()?;
         Ok(self.entry(&stat))
-    }
-
-    /// Look `name` up in `parent`: `Ok(None)` when it does not exist.
-    fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<Option<(FileAttr, Generation)>, Errno> {
-        let dir = self.inos.to_core(parent)?;
-        if name.as_bytes() == b"." {
-            return self.lookup_self(dir).map(Some);
-        }
-        match self.fs.lookup(dir, name.as_bytes()) {
-            Ok(ino) => match self.held_attr(ino) {
-                // Freed between the lookup and the stat: gone, unless the name still
-                // names it, which is an entry naming a free inode (damage).
-                Err(Errno::ENOENT) if self.fs.lookup(dir, name.as_bytes()).ok() == Some(ino) => {
-                    eprintln!(
-                        "uf2fs: directory inode {dir}: entry {:?} names inode {ino}, which is not allocated",
-                        uf2fs_core::show_name(name.as_bytes())
-                    );
-                    Err(Errno::from_i32(libc::EUCLEAN))
-                }
-                Err(Errno::ENOENT) => Ok(None),
-                r => r.map(Some),
-            },
-            Err(uf2fs_core::Error::NotFound(_)) => Ok(None),
-            Err(err) => Err(crate::errors::errno(&err)),
-        }
-    }
-
-    /// LOOKUP of "." in node `ino`, whatever its type: how the kernel finds an inode
-    /// by a file handle (`open_by_handle_at`, NFS export) once it has forgotten it
-    /// (`fuse_get_dentry`). Node ids are inode numbers, so a handle stays good as long
-    /// as its inode lives, across unmounts too; the kernel compares the generation. An
-    /// id that names no inode (freed, or a node of another kind) is stale.
-    fn lookup_self(&self, ino: Ino) -> Result<(FileAttr, Generation), Errno> {
-        match self.fs.stat(ino) {
-            Ok(_) => self.held_attr(ino),
-            Err(uf2fs_core::Error::NotFound(_) | uf2fs_core::Error::Corrupt { .. }) => Err(Errno::ESTALE),
-            Err(err) => Err(crate::errors::errno(&err)),
-        }
-    }
-
-    /// Snapshot directory `node` into a new directory handle, with a core handle on
-    /// the directory (a directory removed while open stays until closed, as in Linux).
-    fn open_dir(&self, node: INodeNo) -> Result<FileHandle, Errno> {
-        let dir = self.inos.to_core(node)?;
-        self.take_handle(dir)?;
-        let snapshot = || self.dirs.insert(self.snapshot(dir)?);
-        snapshot().inspect_err(|_| self.give_back_handle(dir))
-    }
-
-    /// The listing of directory `dir` now.
-    fn snapshot(&self, dir: Ino) -> Result<DirSnapshot, Errno> {
-        let entries = self.fs.read_dir(dir).or_errno()?;
-        let parent = self.fs.lookup(dir, b"..").or_errno()?;
-        Ok(DirSnapshot::new(dir, parent, entries))
-    }
-
-    /// The snapshot of handle `fh` to read from `offset`: taken again when the stream
-    /// starts over (offset 0: the first read, or a `rewinddir`), so that names made
-    /// since `opendir` are listed, as POSIX requires after a rewind.
-    fn listing(&self, fh: FileHandle, offset: u64) -> Result<std::sync::Arc<DirSnapshot>, Errno> {
-        let snapshot = self.dirs.get(fh)?;
-        if offset != 0 {
-            return Ok(snapshot);
-        }
-        let fresh = self.snapshot(snapshot.dir())?;
-        self.dirs.replace(fh, fresh)
-    }
-
-    /// Fill `reply` with the entries of handle `fh` from `offset` on.
-    fn fill_dir(&self, fh: FileHandle, offset: u64, reply: &mut ReplyDirectory) -> Result<(), Errno> {
-        let snapshot = self.listing(fh, offset)?;
-        for (next, entry) in snapshot.entries_from(offset) {
-            let node = self.inos.to_fuse(entry.ino);
-            let name = OsStr::from_bytes(&entry.name);
-            if reply.add(node, next, file_type(entry.kind), name) {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// Fill `reply` with the entries of handle `fh` from `offset` on, with attributes.
-    /// An entry whose inode cannot be read is still listed, with placeholder attributes
-    /// the kernel must not cache, so that one bad inode does not hide its siblings.
-    fn fill_dir_plus(&self, fh: FileHandle, offset: u64, reply: &mut ReplyDirectoryPlus) -> Result<(), Errno> {
-        let snapshot = self.listing(fh, offset)?;
-        for (next, entry) in snapshot.entries_from(offset) {
-            // The kernel counts a lookup for every entry but "." and "..".
-            let counted = entry.name != b"." && entry.name != b"..";
-            // The kernel makes a dentry of each entry: one renamed or removed since
-            // the snapshot must not be handed out under its old name (the kernel
-            // would move a directory's only dentry back there).
-            if counted && self.fs.lookup(snapshot.dir(), &entry.name).ok() != Some(entry.ino) {
-                continue;
-            }
-            let (attr, generation, ttl) = match self.entry_attr(entry, counted) {
-                Some(a) => a,
-                None => continue,
-            };
-            let name = OsStr::from_bytes(&entry.name);
-            if reply.add(attr.ino, next, name, &ttl, &attr, generation) {
-                if counted {
-                    self.forget_lookups(entry.ino, 1);
-                }
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// Attributes for a readdirplus entry, with the TTL they may be cached for;
-    /// `counted` when the reply counts as a lookup (held in the core, see
-    /// [`crate::lookups`]). `None` for an inode removed since the directory was
-    /// opened (Linux lists only what is there); an inode that cannot be read is still
-    /// listed, with placeholder attributes the kernel must not cache, so that one bad
-    /// inode does not hide its siblings.
-    fn entry_attr(&self, entry: &DirEntry, counted: bool) -> Option<(FileAttr, Generation, Duration)> {
-        let attr = if counted {
-            self.held_attr(entry.ino)
-        } else {
-            self.attr(entry.ino)
-        };
-        match attr {
-            Ok((attr, generation)) => Some((attr, generation, TTL)),
-            Err(Errno::ENOENT) => None,
-            Err(_) => {
-                if counted {
-                    self.remember(entry.ino);
-                }
-                let attr = placeholder_attr(self.inos.to_fuse(entry.ino), entry.kind);
-                Some((attr, Generation(0), Duration::ZERO))
-            }
-        }
-    }
-
-    /// Serve a READ of `size` bytes at `offset` through a descriptor opened with
-    /// `flags`. The access time changes (when due) before the reply: once the reply is
-    /// in, the kernel drops the access time it cached and may ask for it at once.
-    fn read_data(&self, node: INodeNo, offset: u64, size: u32, flags: OpenFlags, reply: ReplyData) {
-        let ino = match self.inos.to_core(node) {
-            Ok(ino) => ino,
-            Err(errno) => return reply.error(errno),
-        };
-        read_buf::with_buffer(size as usize, |buf| match self.fs.read(ino, offset, buf).or_errno() {
-            Ok(len) => {
-                self.accessed(ino, flags);
-                reply.data(&buf[..len]);
-            }
-            Err(errno) => reply.error(errno),
-        });
-    }
-
-    /// `access(2)`: by mode bits; write never on a read-only mount.
-    fn check_access(&self, req: &Request, node: INodeNo, mask: AccessFlags) -> Result<(), Errno> {
-        let ino = self.inos.to_core(node)?;
-        let stat = self.fs.stat(ino).or_errno()?;
-        if mask.contains(AccessFlags::W_OK) {
-            self.writable()?;
-        }
-        if access_allowed(&stat, req.uid(), req.gid(), mask) {
-            Ok(())
-        } else {
-            Err(Errno::EACCES)
-        }
-    }
-
-    /// Copies up to `len` bytes (at most [`COPY_MAX`]) of `src` from `offset_in` to
-    /// `dst` at `offset_out`, a chunk at a time; stops at the source's end. The bytes
-    /// copied; an error only when nothing was.
-    fn copy_range(&self, src: Ino, offset_in: u64, dst: Ino, offset_out: u64, len: u64) -> Result<u64, Errno> {
-        let len = len.min(COPY_MAX);
-        let mut done = 0u64;
-        let mut buf = vec![0u8; COPY_CHUNK.min(len) as usize];
-        while done < len {
-            let want = (len - done).min(COPY_CHUNK) as usize;
-            let step = self
-                .fs
-                .read(src, offset_in + done, &mut buf[..want])
-                .and_then(|n| Ok((n, self.fs.write(dst, offset_out + done, &buf[..n])?)));
-            match step {
-                Ok((0, _)) => break,
-                Ok((n, written)) => {
-                    done += written as u64;
-                    if written < n {
-                        break;
-                    }
-                }
-                Err(err) if done == 0 => return Err(crate::errors::errno(&err)),
-                Err(_) => break,
-            }
-        }
-        Ok(done)
-    }
-
-    /// Directory `node` was listed: its access time changes when the rule says so
-    /// (before the reply, as for a read).
-    fn listed(&self, node: INodeNo) {
-        if let Ok(dir) = self.inos.to_core(node) {
-            self.accessed(dir, OpenFlags(0));
-        }
-    }
-
-    /// Extended attribute `name` of `node`.
-    fn xattr_value(&self, node: INodeNo, name: &OsStr) -> Result<Vec<u8>, Errno> {
-        // The mount's status, asked for by `uf2fs status` on the mount's root (a name
-        // in no xattr namespace, so no stored attribute can have it; never listed).
-        if node == INodeNo::ROOT && name.as_bytes() == crate::STATUS_XATTR.as_bytes() {
-            return self.fs.status_report().map(String::into_bytes).or_errno();
-        }
-        let ino = self.inos.to_core(node)?;
-        self.fs
-            .get_xattr(ino, name.as_bytes())
-            .or_errno()?
-            .ok_or(Errno::NO_XATTR)
-    }
-
-    /// NUL-separated names of the extended attributes of `node`.
-    fn xattr_names(&self, node: INodeNo) -> Result<Vec<u8>, Errno> {
-        let ino = self.inos.to_core(node)?;
-        Ok(xattr::name_list(&self.fs.list_xattrs(ino).or_errno()?))
     }
 }
 
@@ -979,11 +647,10 @@ impl Filesystem for F2fsFuse {
         }
     }
 
-    /// Copies in the file system, as the kernel's fallback would through the page
-    /// cache (F2FS has no copy_file_range of its own: the VFS splices): the data of the
-    /// source range, up to its end of file, written at the target offset. The VFS
-    /// checked the flags (none), the ranges (no overlap within a file) and the target's
-    /// `O_APPEND`.
+    /// Copies in the file system (the core's [`Fs::copy_file_range`], at most
+    /// [`COPY_MAX`] bytes): the data of the source range, up to its end of file, written
+    /// at the target offset. The VFS checked the flags (none), the ranges (no overlap
+    /// within a file) and the target's `O_APPEND`.
     fn copy_file_range(
         &self,
         req: &Request,
@@ -1002,7 +669,10 @@ impl Filesystem for F2fsFuse {
             let dst = self.inos.to_core(ino_out)?;
             self.may_write(dst)?;
             self.drop_privs(req, ino_out, dst)?;
-            let copied = self.copy_range(src, offset_in, dst, offset_out, len)?;
+            let copied = self
+                .fs
+                .copy_file_range(src, offset_in, dst, offset_out, len.min(COPY_MAX))
+                .or_errno()?;
             self.accessed(src, OpenFlags(0));
             Ok(copied)
         });
@@ -1052,56 +722,6 @@ fn split_rdev(rdev: u32) -> (u32, u32) {
     (major, minor)
 }
 
-/// A core timestamp for a system time; times before 1970 are clamped to it (F2FS
-/// stores unsigned seconds).
-fn timestamp(t: SystemTime) -> Timestamp {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(since) => Timestamp {
-            secs: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
-            nsecs: since.subsec_nanos(),
-        },
-        // Before 1970: whole seconds down, nanoseconds up (as `struct timespec`).
-        Err(e) => {
-            let before = e.duration();
-            let secs = i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
-            match before.subsec_nanos() {
-                0 => Timestamp { secs: -secs, nsecs: 0 },
-                n => Timestamp {
-                    secs: -secs - 1,
-                    nsecs: 1_000_000_000 - n,
-                },
-            }
-        }
-    }
-}
-
-/// A core timestamp for a `utimensat` time, `UTIME_NOW` being the current time.
-fn timestamp_or_now(t: TimeOrNow) -> Timestamp {
-    match t {
-        TimeOrNow::SpecificTime(t) => request_timestamp(t),
-        TimeOrNow::Now => timestamp(SystemTime::now()),
-    }
-}
-
-/// The time a SETATTR request carried, from fuser's `SystemTime` of it. fuser 0.18
-/// builds that as `UNIX_EPOCH - (|secs| s + nsecs ns)` for negative seconds, where the
-/// kernel's `(secs, nsecs)` means `secs + nsecs ns` (`struct timespec`): a time half a
-/// second before 1970, `(-1, 500000000)`, arrives as 1.5 s before. Undone here; whole
-/// seconds are unaffected. (The mount test `times_before_1970_survive` notices when
-/// fuser changes this.)
-fn request_timestamp(t: SystemTime) -> Timestamp {
-    let ts = timestamp(t);
-    if ts.secs < 0 && ts.nsecs != 0 {
-        // timestamp() gave (-S - 1, 1e9 - n) for what the kernel sent as (-S, n).
-        Timestamp {
-            secs: ts.secs + 1,
-            nsecs: 1_000_000_000 - ts.nsecs,
-        }
-    } else {
-        ts
-    }
-}
-
 /// Attributes of a negative lookup reply (node id 0; only the TTL matters).
 fn negative_attr() -> FileAttr {
     placeholder_attr(INodeNo(0), uf2fs_core::FileKind::File)
@@ -1110,27 +730,6 @@ fn negative_attr() -> FileAttr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_before_1970_keep_their_sign() {
-        let at = |t: SystemTime| {
-            let ts = timestamp(t);
-            (ts.secs, ts.nsecs)
-        };
-        let epoch = SystemTime::UNIX_EPOCH;
-        assert_eq!(at(epoch + Duration::new(5, 7)), (5, 7));
-        assert_eq!(at(epoch), (0, 0));
-        assert_eq!(at(epoch - Duration::from_secs(315_619_140)), (-315_619_140, 0));
-        assert_eq!(at(epoch - Duration::from_millis(1500)), (-2, 500_000_000));
-        // And back, as the attributes show them.
-        let t = epoch - Duration::from_millis(1500);
-        assert_eq!(crate::attr::system_time(timestamp(t)), t);
-        // A request's (-1, 500000000), which fuser hands over as 1.5 s before 1970.
-        let ts = request_timestamp(epoch - Duration::from_millis(1500));
-        assert_eq!((ts.secs, ts.nsecs), (-1, 500_000_000));
-        let ts = request_timestamp(epoch - Duration::from_secs(7));
-        assert_eq!((ts.secs, ts.nsecs), (-7, 0));
-    }
 
     #[test]
     fn only_plain_read_opens_are_allowed() {

@@ -22,7 +22,7 @@ use fuser::OpenFlags;
 use uf2fs_core::flags::FS_NOATIME_FL;
 use uf2fs_core::{Ino, Stat, Timestamp};
 
-use crate::adapter::F2fsFuse;
+use super::F2fsFuse;
 use crate::AtimeMode;
 
 /// Seconds after which `relatime` updates an access time anyway (a day).

@@ -21,7 +21,7 @@ use fuser::{Errno, OpenFlags, TimeOrNow};
 use uf2fs_core::flags::{FS_APPEND_FL, FS_IMMUTABLE_FL};
 use uf2fs_core::{Ino, SetAttr};
 
-use crate::adapter::F2fsFuse;
+use super::F2fsFuse;
 use crate::errors::OrErrno;
 
 /// Whether `flags` holds `FS_IMMUTABLE_FL`.

@@ -1,0 +1,159 @@
+//! What the dispatch's requests share beyond one core call: names made and removed,
+//! SETATTR with a size, set-ID bits dropped before a data change, fsync, READ with its
+//! access time, `access(2)` and the xattr replies.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use fuser::{AccessFlags, Errno, FileAttr, Generation, INodeNo, OpenFlags, ReplyData, Request};
+use uf2fs_core::{FileKind, Fs, Ino, SetAttr, Stat};
+
+use super::protect::AttrChange;
+use super::F2fsFuse;
+use crate::attr::access_allowed;
+use crate::errors::OrErrno;
+use crate::{caller, read_buf, xattr};
+
+impl F2fsFuse {
+    /// unlink: the core keeps an open inode losing its last name as an orphan until
+    /// its last handle goes.
+    pub(super) fn remove_file(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
+        self.writable()?;
+        let dir = self.inos.to_core(parent)?;
+        self.may_remove_name(dir, name.as_bytes())?;
+        self.fs.unlink(dir, name.as_bytes()).or_errno()
+    }
+
+    /// Make a name in directory `parent` with `op` (create, mkdir, mknod, symlink).
+    pub(super) fn make(
+        &self,
+        parent: INodeNo,
+        op: impl FnOnce(&Fs, Ino) -> uf2fs_core::Result<Stat>,
+    ) -> Result<(FileAttr, Generation), Errno> {
+        self.writable()?;
+        let dir = self.inos.to_core(parent)?;
+        self.may_add_name(dir)?;
+        let stat = op(&self.fs, dir).or_errno()?;
+        Ok(self.hand_out(&stat))
+    }
+
+    /// setattr: the size through the core's truncate, then the other attributes.
+    pub(super) fn set_attr(
+        &self,
+        req: &Request,
+        node: INodeNo,
+        size: Option<u64>,
+        change: &AttrChange,
+    ) -> Result<FileAttr, Errno> {
+        self.writable()?;
+        let ino = self.inos.to_core(node)?;
+        self.may_setattr(ino, change)?;
+        let attrs = change.attrs;
+        let mut attrs = attrs.clone();
+        if let Some(size) = size {
+            // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
+            // older rule); take Linux's from what it would leave.
+            let stat = self.fs.stat(ino).or_errno()?;
+            let mode = attrs.mode.unwrap_or(stat.mode) & 0o7777;
+            if stat.kind == FileKind::File {
+                if let Some(kept) = caller::mode_after_modify(req, mode, stat.gid) {
+                    attrs.mode = Some(kept);
+                }
+            }
+            self.fs.truncate(ino, size).or_errno()?;
+        }
+        let attrs = &attrs;
+        let stat = if *attrs == SetAttr::default() {
+            self.fs.stat(ino).or_errno()?
+        } else {
+            self.fs.setattr(ino, attrs).or_errno()?
+        };
+        Ok(self.entry(&stat).0)
+    }
+
+    /// Drops the set-ID bits of regular file `ino` that Linux drops before the caller of
+    /// `req` changes its data (a write, fallocate or hole punch: the VFS's
+    /// `file_remove_privs`). The kernel asks for this itself, but by the rule FUSE keeps
+    /// (set-group-ID only on group-executable files), not the one F2FS gets from the VFS
+    /// (also when the caller is outside the file's group); this makes up the difference,
+    /// and has the kernel drop the attributes of `node` it cached (it refreshes only the
+    /// size and times after such a request).
+    pub(super) fn drop_privs(&self, req: &Request, node: INodeNo, ino: Ino) -> Result<(), Errno> {
+        if req.uid() == 0 {
+            return Ok(());
+        }
+        let stat = self.fs.stat(ino).or_errno()?;
+        if stat.kind != FileKind::File {
+            return Ok(());
+        }
+        if let Some(kept) = caller::mode_after_modify(req, stat.mode & 0o7777, stat.gid) {
+            let attrs = SetAttr {
+                mode: Some(kept),
+                ..SetAttr::default()
+            };
+            self.fs.setattr(ino, &attrs).or_errno()?;
+            self.attrs_changed(node);
+        }
+        Ok(())
+    }
+
+    /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then a checkpoint).
+    pub(super) fn sync(&self, node: INodeNo, datasync: bool) -> Result<(), Errno> {
+        if !self.writable {
+            return Ok(());
+        }
+        let ino = self.inos.to_core(node)?;
+        self.fs.fsync(ino, datasync).or_errno()
+    }
+
+    /// Serve a READ of `size` bytes at `offset` through a descriptor opened with
+    /// `flags`. The access time changes (when due) before the reply: once the reply is
+    /// in, the kernel drops the access time it cached and may ask for it at once.
+    pub(super) fn read_data(&self, node: INodeNo, offset: u64, size: u32, flags: OpenFlags, reply: ReplyData) {
+        let ino = match self.inos.to_core(node) {
+            Ok(ino) => ino,
+            Err(errno) => return reply.error(errno),
+        };
+        read_buf::with_buffer(size as usize, |buf| match self.fs.read(ino, offset, buf).or_errno() {
+            Ok(len) => {
+                self.accessed(ino, flags);
+                reply.data(&buf[..len]);
+            }
+            Err(errno) => reply.error(errno),
+        });
+    }
+
+    /// `access(2)`: by mode bits; write never on a read-only mount.
+    pub(super) fn check_access(&self, req: &Request, node: INodeNo, mask: AccessFlags) -> Result<(), Errno> {
+        let ino = self.inos.to_core(node)?;
+        let stat = self.fs.stat(ino).or_errno()?;
+        if mask.contains(AccessFlags::W_OK) {
+            self.writable()?;
+        }
+        if access_allowed(&stat, req.uid(), req.gid(), mask) {
+            Ok(())
+        } else {
+            Err(Errno::EACCES)
+        }
+    }
+
+    /// Extended attribute `name` of `node`.
+    pub(super) fn xattr_value(&self, node: INodeNo, name: &OsStr) -> Result<Vec<u8>, Errno> {
+        // The mount's status, asked for by `uf2fs status` on the mount's root (a name
+        // in no xattr namespace, so no stored attribute can have it; never listed).
+        if node == INodeNo::ROOT && name.as_bytes() == crate::STATUS_XATTR.as_bytes() {
+            return self.fs.status_report().map(String::into_bytes).or_errno();
+        }
+        let ino = self.inos.to_core(node)?;
+        self.fs
+            .get_xattr(ino, name.as_bytes())
+            .or_errno()?
+            .ok_or(Errno::NO_XATTR)
+    }
+
+    /// NUL-separated names of the extended attributes of `node`.
+    pub(super) fn xattr_names(&self, node: INodeNo) -> Result<Vec<u8>, Errno> {
+        let ino = self.inos.to_core(node)?;
+        Ok(xattr::name_list(&self.fs.list_xattrs(ino).or_errno()?))
+    }
+}
