@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use uf2fs_core::{GcPacing, GcPolicy};
-use uf2fs_lab::latency::{self, LatencyModel, LatencyResult, LatencyRun, Load};
+use uf2fs_lab::latency::{self, LatencyModel, LatencyResult, LatencyRun, Load, Resets};
 use uf2fs_lab::size::parse_size;
 use uf2fs_lab::Preset;
 
@@ -48,6 +48,11 @@ pub struct LatencyArgs {
     /// Device model: µs to erase (reset, discard) a 4 KiB block.
     #[arg(long, value_name = "US", default_value_t = LatencyModel::default().erase_us)]
     pub erase_us: f64,
+    /// Device model: what a zone reset occupies. `serial` (the default): the device,
+    /// so every I/O after a reset waits for it. `parallel-resets`: only its zone, as on
+    /// zoned SSDs; I/O to other zones goes on beside it, I/O to the zone waits for it.
+    #[arg(long, value_name = "MODEL", default_value = "serial", value_parser = |s: &str| s.parse::<Resets>())]
+    pub device_model: Resets,
     /// Also write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -111,6 +116,7 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         read_us: args.read_us,
         write_us: args.write_us,
         erase_us: args.erase_us,
+        resets: args.device_model,
     };
     let run_for = |pacing, rate| LatencyRun {
         policy: args.policy,
@@ -161,6 +167,12 @@ pub fn latency(args: &LatencyArgs) -> anyhow::Result<()> {
         model.write_us,
         model.erase_us
     );
+    if model.resets != Resets::Serial {
+        println!(
+            "device model: {} (a zone reset occupies its zone, not the device)",
+            model.resets
+        );
+    }
     if let Some(shard) = args.shard {
         let helper = if picked.len() > owned.len() {
             " (and off at full speed, for the fixed rates)"

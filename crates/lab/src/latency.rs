@@ -19,8 +19,9 @@ use crate::volume::{SharedDevice, Volume};
 use crate::workload::{Generator, Op, Phase, Shape, Workload, CHUNK_BLOCKS};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uf2fs_core::clock::{Clock, ManualClock};
 use uf2fs_core::device::{BlockDevice, SharedBlock, WriteKind};
@@ -39,6 +40,55 @@ pub struct LatencyModel {
     pub write_us: f64,
     /// Erasing (discarding, resetting the zone of) a 4 KiB block.
     pub erase_us: f64,
+    /// What a zone reset occupies: the whole device (the default, [`Resets::Serial`])
+    /// or only its zone ([`Resets::Parallel`]). Left out of the JSON when serial, so
+    /// the figures of runs without it stay comparable.
+    #[serde(skip_serializing_if = "Resets::is_serial")]
+    pub resets: Resets,
+}
+
+/// What a zone reset occupies in the device model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resets {
+    /// One device queue: a reset moves the clock on by its cost, so every I/O after
+    /// it waits for it, whichever zone it goes to.
+    #[default]
+    Serial,
+    /// As on zoned SSDs: a reset occupies its zone for its cost, beside I/O to other
+    /// zones; a read or write of the resetting zone (and a later reset of it) waits
+    /// until the reset ends.
+    Parallel,
+}
+
+impl Resets {
+    /// The names `--device-model` takes.
+    pub const NAMES: &'static str = "serial, parallel-resets";
+
+    fn is_serial(&self) -> bool {
+        *self == Resets::Serial
+    }
+}
+
+impl std::str::FromStr for Resets {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Resets, String> {
+        match s {
+            "serial" => Ok(Resets::Serial),
+            "parallel-resets" => Ok(Resets::Parallel),
+            _ => Err(format!("unknown device model '{s}' (known: {})", Resets::NAMES)),
+        }
+    }
+}
+
+impl std::fmt::Display for Resets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Resets::Serial => "serial",
+            Resets::Parallel => "parallel-resets",
+        })
+    }
 }
 
 impl Default for LatencyModel {
@@ -49,6 +99,7 @@ impl Default for LatencyModel {
             read_us: 80.0,
             write_us: 20.0,
             erase_us: 3.0,
+            resets: Resets::Serial,
         }
     }
 }
@@ -59,6 +110,13 @@ struct TimedDevice {
     clock: Arc<ManualClock>,
     model: LatencyModel,
     on: Arc<AtomicBool>,
+    /// Blocks per zone (zones are aligned to block 0: the lab's sequential zones
+    /// start at a zone boundary).
+    zone_blocks: u64,
+    /// Under [`Resets::Parallel`]: the time each zone being reset is busy until.
+    busy: Mutex<HashMap<u64, Duration>>,
+    /// Under [`Resets::Parallel`]: nanoseconds I/O has waited for zone resets, in all.
+    reset_wait_ns: Arc<AtomicU64>,
 }
 
 impl TimedDevice {
@@ -69,6 +127,51 @@ impl TimedDevice {
         }
     }
 
+    /// Under [`Resets::Parallel`], waits until no zone of `blocks` blocks at each of
+    /// `starts` is being reset.
+    fn wait_for_zones(&self, starts: &[u64], blocks: u64) {
+        if self.model.resets == Resets::Serial || !self.on.load(Ordering::Relaxed) || blocks == 0 {
+            return;
+        }
+        let now = self.clock.now();
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        busy.retain(|_, until| *until > now);
+        let until = starts
+            .iter()
+            .flat_map(|&a| a / self.zone_blocks..=(a + blocks - 1) / self.zone_blocks)
+            .filter_map(|z| busy.get(&z).copied())
+            .max();
+        if let Some(until) = until.filter(|&u| u > now) {
+            self.clock.advance(until - now);
+            self.reset_wait_ns
+                .fetch_add((until - now).as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// A reset of `blocks` blocks at `blkaddr`: under [`Resets::Serial`] it occupies
+    /// the device; under [`Resets::Parallel`] each zone it covers is busy for its
+    /// share of the cost, from when the zone is free (a reset of a zone being reset
+    /// queues behind it).
+    fn reset(&self, blkaddr: u64, blocks: u64) {
+        if self.model.resets == Resets::Serial {
+            return self.charge(blocks, self.model.erase_us);
+        }
+        if !self.on.load(Ordering::Relaxed) || blocks == 0 {
+            return;
+        }
+        let now = self.clock.now();
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut addr, end) = (blkaddr, blkaddr + blocks);
+        while addr < end {
+            let zone = addr / self.zone_blocks;
+            let next = ((zone + 1) * self.zone_blocks).min(end);
+            let cost = Duration::from_nanos(((next - addr) as f64 * self.model.erase_us * 1000.0).round() as u64);
+            let from = busy.get(&zone).copied().unwrap_or(now).max(now);
+            busy.insert(zone, from + cost);
+            addr = next;
+        }
+    }
+
     fn blocks(buf_len: usize) -> u64 {
         (buf_len as u64).div_ceil(BLOCK_BYTES)
     }
@@ -76,6 +179,7 @@ impl TimedDevice {
 
 impl BlockDevice for TimedDevice {
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> uf2fs_core::Result<()> {
+        self.wait_for_zones(&[blkaddr], Self::blocks(buf.len()));
         self.charge(Self::blocks(buf.len()), self.model.read_us);
         self.inner.read_blocks(blkaddr, buf)
     }
@@ -85,6 +189,7 @@ impl BlockDevice for TimedDevice {
     }
 
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> uf2fs_core::Result<()> {
+        self.wait_for_zones(&[blkaddr], Self::blocks(buf.len()));
         self.charge(Self::blocks(buf.len()), self.model.write_us);
         self.inner.write_blocks(blkaddr, buf)
     }
@@ -94,11 +199,13 @@ impl BlockDevice for TimedDevice {
     }
 
     fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.wait_for_zones(&[blkaddr], Self::blocks(buf.len()));
         self.charge(Self::blocks(buf.len()), self.model.write_us);
         self.inner.write_kind(blkaddr, buf, kind)
     }
 
     fn write_blocks_from(&self, blkaddr: u64, blocks: &[&[u8]], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.wait_for_zones(&[blkaddr], blocks.len() as u64);
         self.charge(blocks.len() as u64, self.model.write_us);
         self.inner.write_blocks_from(blkaddr, blocks, kind)
     }
@@ -108,22 +215,26 @@ impl BlockDevice for TimedDevice {
     }
 
     fn read_shared(&self, blkaddr: u64) -> uf2fs_core::Result<SharedBlock> {
+        self.wait_for_zones(&[blkaddr], 1);
         self.charge(1, self.model.read_us);
         self.inner.read_shared(blkaddr)
     }
 
     fn write_shared(&self, blkaddr: u64, blocks: &[SharedBlock], kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.wait_for_zones(&[blkaddr], blocks.len() as u64);
         self.charge(blocks.len() as u64, self.model.write_us);
         self.inner.write_shared(blkaddr, blocks, kind)
     }
 
     fn copy_blocks(&self, sources: &[u64], dst: u64, kind: WriteKind) -> uf2fs_core::Result<()> {
+        self.wait_for_zones(sources, 1);
+        self.wait_for_zones(&[dst], sources.len() as u64);
         self.charge(sources.len() as u64, self.model.read_us + self.model.write_us);
         self.inner.copy_blocks(sources, dst, kind)
     }
 
     fn discard(&self, blkaddr: u64, blocks: u64) -> uf2fs_core::Result<()> {
-        self.charge(blocks, self.model.erase_us);
+        self.reset(blkaddr, blocks);
         self.inner.discard(blkaddr, blocks)
     }
 }
@@ -320,14 +431,19 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
     let started = std::time::Instant::now();
     let clock = Arc::new(ManualClock::new());
     let on = Arc::new(AtomicBool::new(false));
+    let reset_wait_ns = Arc::new(AtomicU64::new(0));
     let vol = {
-        let (clock, on, model) = (clock.clone(), on.clone(), r.model);
+        let (clock, on, model, waited) = (clock.clone(), on.clone(), r.model, reset_wait_ns.clone());
+        let zone_blocks = setup.zone_blocks();
         Volume::create_with(setup, move |inner| {
             Box::new(TimedDevice {
                 inner,
                 clock,
                 model,
                 on,
+                zone_blocks,
+                busy: Mutex::new(HashMap::new()),
+                reset_wait_ns: waited,
             })
         })?
     };
@@ -429,6 +545,7 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         }
         let started = clock.now();
         let p_before = fs.pacing_stats().map_err(err)?;
+        let reset_wait_before = reset_wait_ns.load(Ordering::Relaxed);
         fs.write(ino, block * BLOCK_BYTES, &ZEROS[..BLOCK_BYTES as usize])
             .map_err(err)?;
         fs.writeback().map_err(err)?;
@@ -438,7 +555,13 @@ pub fn run(setup: &Setup, r: &LatencyRun, load: Load, advance: &(dyn Fn(u64) + S
         let fg = us_of(p_after.writer_gc_time.saturating_sub(p_before.writer_gc_time));
         parts.cp_us = cp;
         parts.fg_gc_us = (fg - cp).max(0.0);
-        parts.own_us = (us_of(end.saturating_sub(started)) - fg.max(cp)).max(0.0);
+        // Under parallel resets, the write's own wait for the reset of a zone it wrote
+        // to counts as waiting for discards (serial resets are the cleaner's steps').
+        let reset_wait = (reset_wait_ns.load(Ordering::Relaxed) - reset_wait_before) as f64 / 1000.0;
+        let own = (us_of(end.saturating_sub(started)) - fg.max(cp)).max(0.0);
+        let reset_wait = reset_wait.min(own);
+        parts.discard_us += reset_wait;
+        parts.own_us = own - reset_wait;
         let lat = end.saturating_sub(arrival);
         clat.record(end.saturating_sub(ready).as_nanos().max(1) as u64)
             .map_err(|e| e.to_string())?;
@@ -666,6 +789,86 @@ mod tests {
         );
         assert!(a.p50_us >= LatencyModel::default().write_us * 0.99, "{}", a.p50_us);
         assert!(a.sections_freed > 0 && a.paced_steps > 0, "{a:?}");
+    }
+
+    /// A timed device of four 16-block zones (the first conventional) under `resets`.
+    fn timed(resets: Resets) -> TimedDevice {
+        use uf2fs_core::device::{ZonedMemDevice, ZonedMemOptions};
+        let dev = ZonedMemDevice::new(ZonedMemOptions {
+            blocks: 64,
+            seq_start: 16,
+            zone_blocks: 16,
+            forget_moved: false,
+        })
+        .unwrap();
+        TimedDevice {
+            inner: SharedDevice(Arc::new(dev)),
+            clock: Arc::new(ManualClock::new()),
+            model: LatencyModel {
+                resets,
+                ..LatencyModel::default()
+            },
+            on: Arc::new(AtomicBool::new(true)),
+            zone_blocks: 16,
+            busy: Mutex::new(HashMap::new()),
+            reset_wait_ns: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The time a call to `f` moves the device's clock on by.
+    fn took(dev: &TimedDevice, f: impl FnOnce(&TimedDevice)) -> Duration {
+        let before = dev.clock.now();
+        f(dev);
+        dev.clock.now() - before
+    }
+
+    /// Serial resets occupy the device: the reset itself takes its cost, and a write
+    /// to another zone after it is not delayed further (it already waited).
+    /// Parallel resets occupy only their zone: the reset returns at once, a write to
+    /// another zone takes only its own time, one to the resetting zone waits for the
+    /// reset to end, and one after the reset ended is not delayed.
+    #[test]
+    fn parallel_resets_occupy_their_zone_not_the_device() {
+        let block = [7u8; BLOCK_BYTES as usize];
+        let model = LatencyModel::default();
+        let write = Duration::from_nanos((model.write_us * 1000.0) as u64);
+        let reset = Duration::from_nanos((16.0 * model.erase_us * 1000.0) as u64);
+        let fill = |d: &TimedDevice| {
+            for b in 16..32 {
+                d.write_blocks(b, &block).unwrap();
+            }
+        };
+
+        let serial = timed(Resets::Serial);
+        fill(&serial);
+        assert_eq!(took(&serial, |d| d.discard(16, 16).unwrap()), reset);
+        assert_eq!(took(&serial, |d| d.write_blocks(32, &block).unwrap()), write);
+
+        let parallel = timed(Resets::Parallel);
+        fill(&parallel);
+        assert_eq!(took(&parallel, |d| d.discard(16, 16).unwrap()), Duration::ZERO);
+        // Another zone: only the write's own time, while the reset still runs.
+        assert_eq!(took(&parallel, |d| d.write_blocks(32, &block).unwrap()), write);
+        // The resetting zone: the rest of the reset, then the write.
+        assert_eq!(
+            took(&parallel, |d| d.write_blocks(16, &block).unwrap()),
+            reset - write + write
+        );
+        assert_eq!(
+            parallel.reset_wait_ns.load(Ordering::Relaxed),
+            (reset - write).as_nanos() as u64
+        );
+        // The reset is over: no wait.
+        assert_eq!(took(&parallel, |d| d.write_blocks(17, &block).unwrap()), write);
+        // A read of a zone being reset waits too; a second reset of it queues behind.
+        assert_eq!(took(&parallel, |d| d.discard(32, 16).unwrap()), Duration::ZERO);
+        assert_eq!(took(&parallel, |d| d.discard(32, 16).unwrap()), Duration::ZERO);
+        let mut buf = [0u8; BLOCK_BYTES as usize];
+        let read = Duration::from_nanos((model.read_us * 1000.0) as u64);
+        assert_eq!(
+            took(&parallel, |d| d.read_blocks(33, &mut buf).unwrap()),
+            reset * 2 + read
+        );
     }
 
     /// Under a pacer the zone resets of freed sections wait for the cleaner, which
