@@ -17,11 +17,15 @@
 //! `cp_lock` exclusively). An abort drops the staged blocks: nothing of them reached
 //! the file.
 
-use super::{data_log, drop_extent, range_need, touch, B};
+use super::{data_log, drop_extent, range_need, touch};
 use crate::ops::need;
 use crate::{Error, Fs, Ino, Result};
 use std::collections::BTreeMap;
 use uf2fs_format::consts::BLOCK_SIZE;
+
+/// The staging unit: atomic writes are staged in 4 KiB blocks, so they are taken only
+/// on 4 KiB-block volumes (see [`Fs::atomic_start`]).
+const B: u64 = BLOCK_SIZE as u64;
 
 /// Blocks an atomic write may stage (64 MiB): the staged data is held in memory until
 /// the commit, and the commit is one operation.
@@ -91,6 +95,12 @@ impl Fs {
             return Err(Error::Unsupported {
                 feature: "compression",
                 detail: format!("atomic write to compressed file {ino}"),
+            });
+        }
+        if self.block_bytes() != B {
+            return Err(Error::Unsupported {
+                feature: "block size",
+                detail: format!("atomic writes on a volume of {}-byte blocks", self.block_bytes()),
             });
         }
         Ok(AtomicWrite {
