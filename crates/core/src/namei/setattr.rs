@@ -10,7 +10,7 @@ use uf2fs_format::node::RawTime;
 /// `t` as an inode stores it: F2FS's time fields are 64-bit seconds that Linux reads
 /// as signed, so times before 1970 are stored in two's complement, as Linux writes
 /// them.
-fn raw(t: Timestamp) -> Result<RawTime> {
+pub(super) fn raw(t: Timestamp) -> Result<RawTime> {
     if t.nsecs >= 1_000_000_000 {
         return Err(Error::Invalid(format!(
             "time {}.{:09} cannot be stored",

@@ -4,7 +4,7 @@
 //! fixed, so that the same tree gives the same bytes.
 
 use super::Op;
-use crate::{Error, Fs, Ino, Result, Timestamp};
+use crate::{Fs, Ino, Result, Timestamp};
 use uf2fs_format::node::RawTime;
 
 /// The times and generation [`Fs::set_stamp`] writes.
@@ -22,15 +22,7 @@ pub struct Stamp {
     pub generation: u32,
 }
 
-fn raw(t: Timestamp) -> Result<RawTime> {
-    if t.nsecs >= 1_000_000_000 {
-        return Err(Error::Invalid(format!(
-            "time {}.{:09} cannot be stored",
-            t.secs, t.nsecs
-        )));
-    }
-    Ok((t.secs as u64, t.nsecs))
-}
+use super::setattr::raw;
 
 impl Fs {
     /// Sets the times and generation of inode `ino` to `s`, nothing else.
