@@ -73,9 +73,11 @@ impl Mapper<'_> {
         self.nodes.read(self.dev, nid, self.inode.ino)
     }
 
+    /// Address slot `i` of node block `b`: `i` is uf2fs's own arithmetic over a block
+    /// whose footer was checked when read, so a slot outside it is uf2fs's bug.
     fn slot(&self, b: &NodeBlock, i: u64) -> Result<u32> {
         node_slot(b, i as usize)
-            .map_err(|e| Error::corrupt(format!("node of inode {}", self.inode.ino), None, e.to_string()))
+            .map_err(|e| Error::bug(format!("address slot {i} of a node of inode {}: {e}", self.inode.ino)))
     }
 
     /// Bytes of a block.
@@ -267,7 +269,7 @@ impl Mapper<'_> {
             if size > r.len() as u64 {
                 return Err(Error::corrupt(
                     format!("inode {}", self.inode.ino),
-                    None,
+                    self.inode.blkaddr,
                     format!("inline file of {size} bytes"),
                 ));
             }
@@ -414,11 +416,14 @@ impl Mapper<'_> {
         let ino = self.inode.ino;
         let (lo, hi) = self.nodes.main_area();
         let bad = |why: String| {
-            Error::corrupt(
-                format!("inode {ino}"),
-                None,
-                format!("compressed cluster {index}: {why}"),
-            )
+            // The cluster's addresses are in `node` (the inode itself when `in_inode`).
+            let at = if in_inode {
+                self.inode.blkaddr
+            } else {
+                let nid = uf2fs_format::node::NodeFooter::decode(node).map_or(0, |f| f.nid);
+                self.nodes.blkaddr_of(self.dev, nid)
+            };
+            Error::corrupt(format!("inode {ino}"), at, format!("compressed cluster {index}: {why}"))
         };
         let mut addrs: Vec<u64> = Vec::with_capacity(cluster);
         let mut ended = false;
@@ -653,7 +658,7 @@ impl Fs {
         if size == 0 || size >= i.inode.geometry.block_size() as u64 {
             return Err(Error::corrupt(
                 format!("symlink inode {ino}"),
-                None,
+                i.blkaddr,
                 format!("target length {size}"),
             ));
         }

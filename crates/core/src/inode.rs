@@ -16,6 +16,9 @@ pub struct InodeRef {
     pub inode: Inode,
     /// The inode's node block.
     pub block: NodeBlock,
+    /// The block it was read from, for naming it in errors (`None` while only the
+    /// in-memory copy exists).
+    pub blkaddr: Option<u64>,
 }
 
 fn ts((secs, nsecs): (u64, u32)) -> Timestamp {
@@ -31,7 +34,7 @@ impl InodeRef {
         FileKind::from_mode(self.inode.mode as u32).ok_or_else(|| {
             Error::corrupt(
                 format!("inode {}", self.ino),
-                None,
+                self.blkaddr,
                 format!("mode {:#o} has no file type", self.inode.mode),
             )
         })
@@ -95,7 +98,7 @@ impl InodeRef {
             let Some(c) = self.inode.compress else {
                 return Err(Error::corrupt(
                     format!("inode {}", self.ino),
-                    None,
+                    self.blkaddr,
                     format!(
                         "compressed file whose extra attributes ({} bytes) do not hold its compression settings",
                         self.inode.extra_isize
@@ -105,14 +108,14 @@ impl InodeRef {
             if self.inode.cluster_blocks().is_none() {
                 return Err(Error::corrupt(
                     format!("inode {}", self.ino),
-                    None,
+                    self.blkaddr,
                     format!("compressed file with clusters of 2^{} blocks", c.log_cluster_size),
                 ));
             }
             if self.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA) {
                 return Err(Error::corrupt(
                     format!("inode {}", self.ino),
-                    None,
+                    self.blkaddr,
                     "compressed file with inline data",
                 ));
             }
@@ -145,22 +148,23 @@ impl Fs {
             }
             Err(e) => return Err(e),
         };
+        let blkaddr = self.nodes.blkaddr_of(self.dev.as_ref(), ino);
         let f = uf2fs_format::node::NodeFooter::decode(&block)
-            .map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+            .map_err(|e| Error::corrupt(format!("inode {ino}"), blkaddr, e.to_string()))?;
         if f.offset() != 0 {
             return Err(Error::corrupt(
                 format!("inode {ino}"),
-                None,
+                blkaddr,
                 format!("node offset {} (not an inode block)", f.offset()),
             ));
         }
         let sb = &self.sbc.sb;
-        let err = |e: uf2fs_format::FormatError| Error::corrupt(format!("inode {ino}"), None, e.to_string());
+        let err = |e: uf2fs_format::FormatError| Error::corrupt(format!("inode {ino}"), blkaddr, e.to_string());
         let inode = Inode::decode(&block, sb).map_err(err)?;
         if inode.size > inode.max_file_bytes() {
             return Err(Error::corrupt(
                 format!("inode {ino}"),
-                self.node_blkaddr(ino).ok(),
+                blkaddr,
                 format!(
                     "size {} exceeds the largest F2FS file ({})",
                     inode.size,
@@ -173,7 +177,7 @@ impl Fs {
             if computed != inode.inode_checksum {
                 return Err(Error::corrupt(
                     format!("inode {ino}"),
-                    self.node_blkaddr(ino).ok(),
+                    blkaddr,
                     format!(
                         "checksum mismatch (stored {:#010x}, computed {computed:#010x})",
                         inode.inode_checksum
@@ -181,7 +185,12 @@ impl Fs {
                 ));
             }
         }
-        Ok(InodeRef { ino, inode, block })
+        Ok(InodeRef {
+            ino,
+            inode,
+            block,
+            blkaddr,
+        })
     }
 
     /// Attributes of an inode.

@@ -207,7 +207,7 @@ impl Fs {
         }
         let cps = load_checkpoint(dev.as_ref(), sb)?;
         if options.read_write {
-            check_writable(sb, &cps.cp)?;
+            check_writable(sb, &cps)?;
         }
         let nodes = NodeManager::new(sb, &cps.cp, cps.nat_bitmap.clone(), &cps.nat_journal);
         let rw = if options.read_write {
@@ -234,7 +234,7 @@ impl Fs {
         };
         let root = fs.inode(fs.root())?;
         if root.kind()? != FileKind::Dir {
-            return Err(Error::corrupt("root inode", None, "is not a directory"));
+            return Err(Error::corrupt("root inode", root.blkaddr, "is not a directory"));
         }
         if fs.rw.is_some() && !fs.cps.orphans.is_empty() {
             fs.reclaim_orphans(&fs.cps.orphans.clone())?;

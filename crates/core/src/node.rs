@@ -204,6 +204,14 @@ impl NodeManager {
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
     }
 
+    /// The block node `nid` was last written to, for naming it in an error: `None`
+    /// when it has none (never written, freed, or out of range) or its NAT entry cannot
+    /// be read.
+    pub fn blkaddr_of(&self, dev: &dyn BlockDevice, nid: u32) -> Option<u64> {
+        let addr = self.nat_entry(dev, nid).ok()?.block_addr as u64;
+        (addr >= self.main.0 && addr < self.main.1).then_some(addr)
+    }
+
     /// Where the NAT entry of `nid` comes from, for error messages: the checkpoint's
     /// journal (or memory, when dirty), or the live NAT block and its address.
     fn nat_entry_location(&self, nid: u32) -> (String, Option<u64>) {
@@ -249,10 +257,10 @@ impl NodeManager {
         let mut attempt = 0;
         loop {
             if let Some(b) = self.dirty_block(nid) {
-                return self.check_owner(b, nid, ino, None);
+                return self.check_owner(b, nid, ino, || None);
             }
             if let Some(b) = get_cached(&self.node_cache, nid) {
-                return self.check_owner(b, nid, ino, None);
+                return self.check_owner(b, nid, ino, || self.blkaddr_of(dev, nid));
             }
             let e = self.nat_entry(dev, nid)?;
             let addr = self.checked_node_addr(nid, ino, e)?;
@@ -308,12 +316,17 @@ impl NodeManager {
         Ok(addr)
     }
 
-    fn check_owner(&self, b: NodeBlock, nid: u32, ino: u32, addr: Option<u64>) -> Result<NodeBlock> {
-        let f = NodeFooter::decode(&b).map_err(|x| Error::corrupt("node", addr, x.to_string()))?;
+    /// Checks that node block `b` of `nid` belongs to inode `ino`; `addr` names the
+    /// block in an error (asked only then).
+    fn check_owner(&self, b: NodeBlock, nid: u32, ino: u32, addr: impl FnOnce() -> Option<u64>) -> Result<NodeBlock> {
+        let f = match NodeFooter::decode(&b) {
+            Ok(f) => f,
+            Err(x) => return Err(Error::corrupt(format!("node {nid}"), addr(), x.to_string())),
+        };
         if f.ino != ino {
             return Err(Error::corrupt(
                 format!("node {nid}"),
-                addr,
+                addr(),
                 format!("belongs to inode {}, expected {ino}", f.ino),
             ));
         }

@@ -45,14 +45,23 @@ pub fn node_log(geo: Geometry, offset: u32, dir: bool) -> LogType {
     }
 }
 
-/// Slot `i` of direct or indirect node block `b` (an address or a node id).
+/// Slot `i` of direct or indirect node block `b` (an address or a node id). The
+/// index is uf2fs's own arithmetic over a block checked when read: one outside the
+/// block is uf2fs's bug, not damage.
 pub(crate) fn slot_of(b: &[u8], i: usize) -> Result<u32> {
-    uf2fs_format::node::node_slot(b, i).map_err(|e| Error::corrupt("node block", None, e.to_string()))
+    uf2fs_format::node::node_slot(b, i).map_err(|e| Error::bug(format!("node block slot {i}: {e}")))
 }
 
-/// Sets slot `i` of direct or indirect node block `b`.
+/// Sets slot `i` of direct or indirect node block `b` (an index outside it is a bug,
+/// as for [`slot_of`]).
 pub(crate) fn set_slot(b: &mut [u8], i: usize, v: u32) -> Result<()> {
-    uf2fs_format::node::set_node_slot(b, i, v).map_err(|e| Error::corrupt("node block", None, e.to_string()))
+    uf2fs_format::node::set_node_slot(b, i, v).map_err(|e| Error::bug(format!("node block slot {i}: {e}")))
+}
+
+/// The footer of node block `b` of node `nid`, which the node manager checked when it
+/// read or made the block: one that no longer decodes is uf2fs's bug.
+pub(crate) fn footer_of(b: &[u8], nid: u32) -> Result<NodeFooter> {
+    NodeFooter::decode(b).map_err(|e| Error::bug(format!("footer of node {nid} in memory: {e}")))
 }
 
 /// An empty node block of `geo`'s size: footer naming node `nid` of inode `ino` at
@@ -94,8 +103,13 @@ impl Tree<'_> {
     /// path has its own).
     pub fn load_inode(&self, ino: Ino) -> Result<InodeMut> {
         let block = self.nodes.read(self.dev, ino, ino)?;
-        let inode =
-            Inode::decode(&block, self.sb).map_err(|e| Error::corrupt(format!("inode {ino}"), None, e.to_string()))?;
+        let inode = Inode::decode(&block, self.sb).map_err(|e| {
+            Error::corrupt(
+                format!("inode {ino}"),
+                self.nodes.blkaddr_of(self.dev, ino),
+                e.to_string(),
+            )
+        })?;
         Ok(InodeMut {
             ino,
             inode,
@@ -299,9 +313,7 @@ impl Tree<'_> {
         }
         let mut b = self.nodes.read(self.dev, loc.nid, inode.ino)?.to_vec();
         set_slot(&mut b, loc.slot, addr)?;
-        let offset = NodeFooter::decode(&b)
-            .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
-            .offset();
+        let offset = footer_of(&b, loc.nid)?.offset();
         self.nodes
             .store_dirty(loc.nid, b, node_log(inode.inode.geometry, offset, inode.is_dir()));
         Ok(())

@@ -51,7 +51,8 @@ const KEPT_FLAGS: u32 = CP_LARGE_NAT_BITMAP_FLAG | CP_CRC_RECOVERY_FLAG | CP_NOC
 /// [`WRITABLE_FEATURES`], checkpoints marked for fsck, and checkpoints written with
 /// checkpoints disabled. Whatever fsync left after a checkpoint not written by a clean
 /// unmount is replayed at open (`crate::recovery`).
-pub fn check_writable(sb: &Superblock, cp: &Checkpoint) -> Result<()> {
+pub fn check_writable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
+    let cp = &cps.cp;
     for &(bit, name) in FEATURES {
         if sb.feature & bit != 0 && WRITABLE_FEATURES & bit == 0 {
             return Err(Error::Unsupported {
@@ -81,7 +82,7 @@ pub fn check_writable(sb: &Superblock, cp: &Checkpoint) -> Result<()> {
     if cp.ckpt_flags & marked != 0 {
         return Err(Error::corrupt(
             "checkpoint",
-            None,
+            Some(cps.pack_blkaddr),
             format!(
                 "marked as needing repair (flags: {}); run fsck.f2fs, or open the image read-only",
                 cp.flag_names().join(", ")

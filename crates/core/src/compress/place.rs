@@ -29,7 +29,7 @@ use crate::tree::{node_log, set_slot, slot_of, Loc, Tree};
 use crate::{Error, Result};
 use std::sync::PoisonError;
 use uf2fs_format::consts::{BLOCK_SIZE, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
-use uf2fs_format::node::{NodeFooter, F2FS_COMPRESS_RELEASED};
+use uf2fs_format::node::F2FS_COMPRESS_RELEASED;
 use uf2fs_format::summary::Summary;
 
 /// What one cluster is to hold.
@@ -228,9 +228,7 @@ pub(crate) fn place_cluster(
         Tree::drop_extent_over(inode, first + k);
     }
     if let Some(b) = s.node {
-        let offset = NodeFooter::decode(&b)
-            .map_err(|e| Error::corrupt(format!("node {}", s.loc.nid), None, e.to_string()))?
-            .offset();
+        let offset = crate::tree::footer_of(&b, s.loc.nid)?.offset();
         t.nodes
             .store_dirty(s.loc.nid, b, node_log(inode.inode.geometry, offset, inode.is_dir()));
     }

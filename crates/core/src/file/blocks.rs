@@ -17,7 +17,6 @@ use crate::node::{node_path, NodeBlock, NodePath, TreeShape};
 use crate::tree::{node_log, set_slot, slot_of as slot, Tree};
 use crate::{Error, Ino, Result};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
-use uf2fs_format::node::NodeFooter;
 
 /// The shape of `inode`'s node tree.
 fn shape(inode: &InodeMut) -> TreeShape {
@@ -149,9 +148,7 @@ pub fn plan_range(t: &Tree, inode: &InodeMut, first: u64, end: u64) -> Result<Ra
 
 /// Stores a changed node block, to the log its footer offset says.
 fn store_node(t: &Tree, nid: u32, block: Vec<u8>, dir: bool) -> Result<()> {
-    let offset = NodeFooter::decode(&block)
-        .map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?
-        .offset();
+    let offset = crate::tree::footer_of(&block, nid)?.offset();
     t.nodes.store_dirty(nid, block, node_log(t.sb.geometry(), offset, dir));
     Ok(())
 }

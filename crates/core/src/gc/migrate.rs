@@ -150,7 +150,7 @@ fn corrupt(addr: u64, detail: String) -> Error {
 
 /// The log a node block goes to, from its footer, on a volume of geometry `geo`.
 fn log_of_node(geo: Geometry, block: &[u8], nid: u32) -> Result<LogType> {
-    let f = NodeFooter::decode(block).map_err(|e| Error::corrupt(format!("node {nid}"), None, e.to_string()))?;
+    let f = crate::tree::footer_of(block, nid)?;
     Ok(log_of_footer(geo, &f))
 }
 

@@ -41,8 +41,32 @@ pub struct Entry {
     pub name_len: usize,
 }
 
-fn corrupt(dir: Ino, e: impl ToString) -> Error {
-    Error::corrupt(format!("directory inode {dir}"), None, e.to_string())
+/// Damage in the inline dentries of directory `dir`, named with the inode's block.
+fn corrupt_inline(t: &Tree, dir: Ino, e: impl ToString) -> Error {
+    Error::corrupt(
+        format!("inline dentries of directory inode {dir}"),
+        t.nodes.blkaddr_of(t.dev, dir),
+        e.to_string(),
+    )
+}
+
+/// Damage in dentry block `index` of `dir`, named with the block's address (none while
+/// only its dirty copy exists).
+fn corrupt_block(t: &Tree, dir: &InodeMut, index: u64, e: impl ToString) -> Error {
+    let at = t.locate(dir, index).ok().flatten().map(|l| l.addr as u64);
+    let (lo, hi) = t.nodes.main_area();
+    Error::corrupt(
+        format!("dentry block {index} of directory inode {}", dir.ino),
+        at.filter(|a| (lo..hi).contains(a)),
+        e.to_string(),
+    )
+}
+
+/// An entry found under the directory's lock whose dentry block is gone: uf2fs's bug.
+fn vanished(dir: Ino, index: u64) -> Error {
+    Error::bug(format!(
+        "dentry block {index} of directory inode {dir} vanished under its lock"
+    ))
 }
 
 fn slots_for(name: &[u8]) -> usize {
@@ -82,7 +106,7 @@ fn find_in(t: &Tree, dir: &mut InodeMut, name: &DirName<'_>, use_hash: bool) -> 
         let area = DentryArea::inline(dir.inline_area());
         return Ok(area
             .find_name(name, use_hash)
-            .map_err(|e| corrupt(ino, e))?
+            .map_err(|e| corrupt_inline(t, ino, e))?
             .map(|d| to_entry(d, Place::Inline)));
     }
     let size_blocks = dir.inode.size.div_ceil(dir.inode.geometry.block_size() as u64);
@@ -90,10 +114,10 @@ fn find_in(t: &Tree, dir: &mut InodeMut, name: &DirName<'_>, use_hash: bool) -> 
         let Some(b) = t.read_block(dir, index)? else {
             return Ok(None);
         };
-        let area = DentryArea::block(&b).map_err(|e| corrupt(dir.ino, e))?;
+        let area = DentryArea::block(&b).map_err(|e| corrupt_block(t, dir, index, e))?;
         Ok(area
             .find_name(name, use_hash)
-            .map_err(|e| corrupt(dir.ino, e))?
+            .map_err(|e| corrupt_block(t, dir, index, e))?
             .map(|d| to_entry(d, Place::Block(index))))
     };
     if !use_hash {
@@ -129,7 +153,7 @@ pub fn add(t: &mut Tree, dir: &mut InodeMut, name: &[u8], ino: Ino, file_type: u
         let mut area = DentryAreaMut::inline(dir.inline_area());
         if let Some(slot) = area.find_free(slots_for(name)) {
             area.insert_at(slot, hash, name, ino, file_type)
-                .map_err(|e| corrupt(dir_ino, e))?;
+                .map_err(|e| corrupt_inline(t, dir_ino, e))?;
             // An inline directory's depth is 0 once it holds an entry.
             dir.inode.current_depth = 0;
             return Ok(());
@@ -160,12 +184,12 @@ fn add_regular(t: &mut Tree, dir: &mut InodeMut, name: &[u8], hash: u32, ino: In
             let mut b = t
                 .read_block(dir, index)?
                 .unwrap_or_else(|| vec![0u8; dir.inode.geometry.block_size()]);
-            let mut area = DentryAreaMut::block(&mut b).map_err(|e| corrupt(dir.ino, e))?;
+            let mut area = DentryAreaMut::block(&mut b).map_err(|e| corrupt_block(t, dir, index, e))?;
             let Some(slot) = area.find_free(slots_for(name)) else {
                 continue;
             };
             area.insert_at(slot, hash, name, ino, file_type)
-                .map_err(|e| corrupt(dir.ino, e))?;
+                .map_err(|e| corrupt_block(t, dir, index, e))?;
             t.put_block(dir, index, b, LogType::HotData)?;
             let end = (index + 1) * dir.inode.geometry.block_size() as u64;
             dir.inode.size = dir.inode.size.max(end);
@@ -185,8 +209,9 @@ fn convert_inline(t: &mut Tree, dir: &mut InodeMut) -> Result<()> {
     let mut entries = Vec::new();
     {
         let area = DentryArea::inline(dir.inline_area());
-        area.copy_into_block(&mut block).map_err(|e| corrupt(dir_ino, e))?;
-        for d in area.entries().map_err(|e| corrupt(dir_ino, e))? {
+        area.copy_into_block(&mut block)
+            .map_err(|e| corrupt_inline(t, dir_ino, e))?;
+        for d in area.entries().map_err(|e| corrupt_inline(t, dir_ino, e))? {
             entries.push((d.name.to_vec(), d.hash, d.ino, d.file_type));
         }
     }
@@ -211,13 +236,12 @@ pub fn remove(t: &mut Tree, dir: &mut InodeMut, e: &Entry) -> Result<()> {
     match e.place {
         Place::Inline => DentryAreaMut::inline(dir.inline_area())
             .remove(e.slot, e.name_len)
-            .map_err(|x| corrupt(dir_ino, x)),
+            .map_err(|x| corrupt_inline(t, dir_ino, x)),
         Place::Block(index) => {
-            let mut b = t
-                .read_block(dir, index)?
-                .ok_or_else(|| corrupt(dir_ino, format!("dentry block {index} vanished")))?;
-            let mut area = DentryAreaMut::block(&mut b).map_err(|x| corrupt(dir_ino, x))?;
-            area.remove(e.slot, e.name_len).map_err(|x| corrupt(dir_ino, x))?;
+            let mut b = t.read_block(dir, index)?.ok_or_else(|| vanished(dir_ino, index))?;
+            let mut area = DentryAreaMut::block(&mut b).map_err(|x| corrupt_block(t, dir, index, x))?;
+            area.remove(e.slot, e.name_len)
+                .map_err(|x| corrupt_block(t, dir, index, x))?;
             if area.is_empty_from(0) {
                 t.free_block(dir, index)?;
                 return Ok(());
@@ -233,15 +257,13 @@ pub fn retarget(t: &mut Tree, dir: &mut InodeMut, e: &Entry, ino: Ino, file_type
     match e.place {
         Place::Inline => DentryAreaMut::inline(dir.inline_area())
             .set_target(e.slot, ino, file_type)
-            .map_err(|x| corrupt(dir_ino, x)),
+            .map_err(|x| corrupt_inline(t, dir_ino, x)),
         Place::Block(index) => {
-            let mut b = t
-                .read_block(dir, index)?
-                .ok_or_else(|| corrupt(dir_ino, format!("dentry block {index} vanished")))?;
+            let mut b = t.read_block(dir, index)?.ok_or_else(|| vanished(dir_ino, index))?;
             DentryAreaMut::block(&mut b)
-                .map_err(|x| corrupt(dir_ino, x))?
+                .map_err(|x| corrupt_block(t, dir, index, x))?
                 .set_target(e.slot, ino, file_type)
-                .map_err(|x| corrupt(dir_ino, x))?;
+                .map_err(|x| corrupt_block(t, dir, index, x))?;
             t.put_block(dir, index, b, LogType::HotData)
         }
     }
@@ -257,7 +279,7 @@ pub fn is_empty(t: &Tree, dir: &mut InodeMut) -> Result<bool> {
         let Some(mut b) = t.read_block(dir, index)? else {
             continue;
         };
-        let area = DentryAreaMut::block(&mut b).map_err(|e| corrupt(dir.ino, e))?;
+        let area = DentryAreaMut::block(&mut b).map_err(|e| corrupt_block(t, dir, index, e))?;
         if !area.is_empty_from(if index == 0 { 2 } else { 0 }) {
             return Ok(false);
         }

@@ -263,7 +263,13 @@ impl<'a> Op<'a> {
             }
             let mut d = self.load_dir(cur)?;
             cur = dentry::find(&self.t, &mut d, b"..")?
-                .ok_or_else(|| Error::corrupt(format!("directory inode {cur}"), None, "no \"..\" entry"))?
+                .ok_or_else(|| {
+                    Error::corrupt(
+                        format!("directory inode {cur}"),
+                        self.t.nodes.blkaddr_of(self.t.dev, cur),
+                        "no \"..\" entry",
+                    )
+                })?
                 .ino;
         }
         Err(Error::Invalid(format!("directory tree above inode {dir} is too deep")))
@@ -317,7 +323,10 @@ impl<'a> Op<'a> {
             dentry::find(&self.t, &mut sd, n.src_name)?
                 .filter(|e| e.ino == s)
                 .ok_or_else(|| {
-                    Error::corrupt(format!("directory inode {}", n.src_dir), None, "renamed entry vanished")
+                    Error::bug(format!(
+                        "the entry being renamed vanished from directory inode {} while locked",
+                        n.src_dir
+                    ))
                 })?
         } else {
             found.src.clone()
@@ -376,8 +385,13 @@ impl<'a> Op<'a> {
     /// Points directory `d`'s ".." at `parent` (its times change, as F2FS's
     /// `f2fs_set_link` changes them).
     fn set_dotdot(&mut self, d: &mut InodeMut, parent: Ino, t: (u64, u32)) -> Result<()> {
-        let e = dentry::find(&self.t, d, b"..")?
-            .ok_or_else(|| Error::corrupt(format!("directory inode {}", d.ino), None, "no \"..\" entry"))?;
+        let e = dentry::find(&self.t, d, b"..")?.ok_or_else(|| {
+            Error::corrupt(
+                format!("directory inode {}", d.ino),
+                self.t.nodes.blkaddr_of(self.t.dev, d.ino),
+                "no \"..\" entry",
+            )
+        })?;
         dentry::retarget(&mut self.t, d, &e, parent, uf2fs_format::dentry::ft::DIR)?;
         d.inode.mtime = t;
         d.inode.ctime = t;

@@ -211,9 +211,10 @@ impl NodeManager {
         let mut dirty = lock(&self.dirty);
         let e = self.nat_entry(dev, nid)?;
         if e.block_addr != NULL_ADDR {
+            let (place, at) = self.nat_entry_location(nid);
             return Err(Error::corrupt(
-                format!("NAT entry of node {nid}"),
-                None,
+                format!("NAT entry of node {nid} in {place}"),
+                at,
                 format!("handed out as free but points at {:#x}", e.block_addr),
             ));
         }
@@ -253,11 +254,12 @@ impl NodeManager {
         let mut version = e.version;
         match e.block_addr {
             NULL_ADDR => {
+                let (place, at) = self.nat_entry_location(nid);
                 return Err(Error::corrupt(
-                    format!("node {nid}"),
-                    None,
-                    "freeing a node that is not allocated",
-                ))
+                    format!("NAT entry of node {nid} in {place}"),
+                    at,
+                    "a node being freed is not allocated",
+                ));
             }
             NEW_ADDR => lock_segs(segs).release_new_blocks(1),
             addr => {

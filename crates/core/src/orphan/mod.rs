@@ -87,8 +87,8 @@ impl Fs {
             self.check_allocated(ino).map_err(|_| {
                 Error::corrupt(
                     shown(),
-                    None,
-                    "is on the checkpoint's orphan list but not allocated; run fsck.f2fs",
+                    Some(self.cps.pack_blkaddr),
+                    "is on the orphan list of the checkpoint pack at this block but not allocated; run fsck.f2fs",
                 )
             })?;
             let mut op = self.begin_op()?;
@@ -171,7 +171,7 @@ impl<'a> Op<'a> {
         if i.inode.links != 0 {
             return Err(Error::corrupt(
                 format!("orphan inode {ino}"),
-                None,
+                self.t.nodes.blkaddr_of(self.t.dev, ino),
                 format!(
                     "is on the checkpoint's orphan list but has {} links; run fsck.f2fs",
                     i.inode.links

@@ -33,7 +33,6 @@ use crate::tree::{node_log, Loc, Tree};
 use crate::{Error, Fs, Ino, Result};
 use std::sync::PoisonError;
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
-use uf2fs_format::node::NodeFooter;
 use uf2fs_format::summary::Summary;
 
 /// Most writeback contexts a file system takes (`-o writeback_contexts=`).
@@ -212,9 +211,7 @@ fn write_group<'a>(
         }
         return Ok(true);
     };
-    let offset = NodeFooter::decode(&b)
-        .map_err(|e| Error::corrupt(format!("node {}", loc.nid), None, e.to_string()))?
-        .offset();
+    let offset = crate::tree::footer_of(&b, loc.nid)?.offset();
     t.nodes.update_dirty(
         t.dev,
         loc.nid,

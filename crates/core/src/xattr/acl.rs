@@ -101,7 +101,13 @@ pub fn after_chmod(t: &Tree, i: &InodeMut, mode: u32) -> Result<Option<Rewrite>>
     else {
         return Ok(None);
     };
-    let corrupt = |e: FormatError| Error::corrupt(format!("access ACL of inode {}", i.ino), None, e.to_string());
+    let corrupt = |e: FormatError| {
+        Error::corrupt(
+            format!("access ACL of inode {}", i.ino),
+            t.nodes.blkaddr_of(t.dev, i.ino),
+            e.to_string(),
+        )
+    };
     let entries = acl_chmod(&parse_acl(&old.value).map_err(corrupt)?, mode);
     let value = (!acl_mode(&entries).1).then(|| encode_acl(&entries));
     let mut list = std::mem::take(&mut loaded.list);
@@ -132,7 +138,13 @@ pub fn inherit(t: &Tree, dir: &InodeMut, kind: FileKind, mode: u32, umask: u32) 
     else {
         return Ok((mode & !(umask & 0o777), Vec::new()));
     };
-    let corrupt = |e: FormatError| Error::corrupt(format!("default ACL of inode {}", dir.ino), None, e.to_string());
+    let corrupt = |e: FormatError| {
+        Error::corrupt(
+            format!("default ACL of inode {}", dir.ino),
+            t.nodes.blkaddr_of(t.dev, dir.ino),
+            e.to_string(),
+        )
+    };
     let entries = parse_acl(&default.value).map_err(corrupt)?;
     let (access, bits, equivalent) = acl_create_masq(&entries, mode);
     let mut list = Vec::new();

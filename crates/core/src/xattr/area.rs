@@ -52,9 +52,9 @@ pub fn gather(inode: &Inode, block: &[u8], node: Option<&[u8]>) -> Vec<u8> {
 }
 
 /// The entries of `area` (from [`gather`]) of inode `ino`; a damaged list is
-/// [`Error::Corrupt`].
-pub fn parse(ino: Ino, area: &[u8]) -> Result<Vec<RawXattr>> {
-    parse_xattrs(area).map_err(|e| Error::corrupt(format!("xattrs of inode {ino}"), None, e.to_string()))
+/// [`Error::Corrupt`], naming the inode's block (`at`, asked only then).
+pub fn parse(ino: Ino, at: impl FnOnce() -> Option<u64>, area: &[u8]) -> Result<Vec<RawXattr>> {
+    parse_xattrs(area).map_err(|e| Error::corrupt(format!("xattrs of inode {ino}"), at(), e.to_string()))
 }
 
 #[cfg(test)]

@@ -45,11 +45,16 @@ impl Mapper<'_> {
         };
         let area = area::gather(i, &self.inode.block, node.as_ref().map(|b| b.as_slice()));
         let mut out = Vec::new();
-        for x in area::parse(self.inode.ino, &area)? {
+        for x in area::parse(self.inode.ino, || self.inode.blkaddr, &area)? {
             let Some(name) = x.full_name() else { continue };
             let value = if x.index == INDEX_POSIX_ACL_ACCESS || x.index == INDEX_POSIX_ACL_DEFAULT {
-                acl_to_xattr(&x.value)
-                    .map_err(|e| Error::corrupt(format!("xattrs of inode {}", self.inode.ino), None, e.to_string()))?
+                acl_to_xattr(&x.value).map_err(|e| {
+                    Error::corrupt(
+                        format!("xattrs of inode {}", self.inode.ino),
+                        self.inode.blkaddr,
+                        e.to_string(),
+                    )
+                })?
             } else {
                 x.value
             };

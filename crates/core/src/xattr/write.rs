@@ -35,7 +35,7 @@ pub fn load(t: &Tree, i: &InodeMut) -> Result<Loaded> {
     };
     let area = gather(&i.inode, &i.block, node.as_ref().map(|(_, b)| b.as_slice()));
     Ok(Loaded {
-        list: parse(i.ino, &area)?,
+        list: parse(i.ino, || t.nodes.blkaddr_of(t.dev, i.ino), &area)?,
         node,
     })
 }
