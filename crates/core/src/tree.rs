@@ -100,16 +100,16 @@ impl Tree<'_> {
     }
 
     /// Reads inode `ino` for changing (dirty copy first; no checksum check: the read
-    /// path has its own).
+    /// path has its own). A mode with no file type is refused here, naming the block,
+    /// so that [`InodeMut::kind`] holds for every inode loaded.
     pub fn load_inode(&self, ino: Ino) -> Result<InodeMut> {
         let block = self.nodes.read(self.dev, ino, ino)?;
-        let inode = Inode::decode(&block, self.sb).map_err(|e| {
-            Error::corrupt(
-                format!("inode {ino}"),
-                self.nodes.blkaddr_of(self.dev, ino),
-                e.to_string(),
-            )
-        })?;
+        let corrupt =
+            |detail: String| Error::corrupt(format!("inode {ino}"), self.nodes.blkaddr_of(self.dev, ino), detail);
+        let inode = Inode::decode(&block, self.sb).map_err(|e| corrupt(e.to_string()))?;
+        if crate::FileKind::from_mode(inode.mode as u32).is_none() {
+            return Err(corrupt(format!("mode {:#o} has no file type", inode.mode)));
+        }
         Ok(InodeMut {
             ino,
             inode,
