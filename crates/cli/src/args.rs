@@ -137,8 +137,8 @@ pub enum Command {
     /// Mount the image with FUSE, read-write unless -o ro.
     ///
     /// A read-write mount writes a checkpoint every cp_interval seconds while something
-    /// changed, and the final one when unmounted (fusermount3 -u MOUNTPOINT). fsync, and
-    /// `sync MOUNTPOINT` (an fsync of the root directory), make everything durable at
+    /// changed, and the final one when unmounted (fusermount3 -u MOUNTPOINT). fsync makes
+    /// a file durable, `sync MOUNTPOINT` (an fsync of the root directory) everything at
     /// once; `sync -f` and a bare `sync` do not reach FUSE file systems.
     Mount {
         /// Comma-separated mount options (repeatable); unknown ones are refused.
