@@ -137,8 +137,8 @@ pub enum Command {
     /// Mount the image with FUSE, read-write unless -o ro.
     ///
     /// A read-write mount writes a checkpoint every cp_interval seconds while something
-    /// changed, and the final one when unmounted (fusermount3 -u MOUNTPOINT). fsync, and
-    /// `sync MOUNTPOINT` (an fsync of the root directory), make everything durable at
+    /// changed, and the final one when unmounted (fusermount3 -u MOUNTPOINT). fsync makes
+    /// a file durable, `sync MOUNTPOINT` (an fsync of the root directory) everything at
     /// once; `sync -f` and a bare `sync` do not reach FUSE file systems.
     Mount {
         /// Comma-separated mount options (repeatable); unknown ones are refused.
@@ -205,8 +205,8 @@ pub enum Command {
         /// Volume label.
         #[arg(short = 'l', long, value_name = "LABEL", default_value = "")]
         label: String,
-        /// Block size in bytes, as mkfs.f2fs -b: 4096. (uf2fs reads 16384-byte-block
-        /// volumes but does not make or write them yet: 16384 is refused with a hint.)
+        /// Block size in bytes, as mkfs.f2fs -b: 4096. (uf2fs reads and writes
+        /// 16384-byte-block volumes but does not make them yet: 16384 is refused with a hint.)
         #[arg(short = 'b', long, value_name = "BYTES", default_value_t = 4096)]
         block_size: u32,
         /// Replace an existing file, or overwrite an existing file system.

@@ -315,14 +315,14 @@ fn print_summary(image: &Path, r: &MkfsReport) -> anyhow::Result<()> {
 }
 
 /// `uf2fs mkfs -b BYTES`: 4096 is what uf2fs makes; 16384 (Android's 16 KiB-page
-/// devices) it reads but does not write yet, which is said with a way to make one;
-/// anything else is no F2FS block size.
+/// devices) it reads and writes but does not make yet, which is said with a way to
+/// make one; anything else is no F2FS block size.
 pub fn check_block_size(bytes: u32) -> Result<(), crate::errors::UsageError> {
     match bytes {
         4096 => Ok(()),
         16384 => Err(crate::errors::UsageError(
-            "mkfs -b 16384: uf2fs reads volumes with 16384-byte blocks but does not make or write them yet; \
-             make one with mkfs.f2fs -b 16384 (f2fs-tools 1.16 or later) and read it with uf2fs"
+            "mkfs -b 16384: uf2fs reads volumes with 16384-byte blocks but does not make them yet (it writes \
+             them once made); make one with mkfs.f2fs -b 16384 (f2fs-tools 1.16 or later) and open it with uf2fs"
                 .into(),
         )),
         other => Err(crate::errors::UsageError(format!(

@@ -71,7 +71,7 @@ pub(crate) struct ReadWrite {
     open: crate::orphan::table::OpenInodes,
     /// Garbage-collection settings, state and counters.
     gc: Mutex<crate::gc::state::GcState>,
-    /// 4 KiB blocks the users' writes covered (the WAF's denominator).
+    /// Volume blocks the users' writes covered (the WAF's denominator).
     user_blocks: std::sync::atomic::AtomicU64,
     /// The flusher threads' control block ([`crate::writeback::flusher`]).
     flush: crate::writeback::flusher::FlushControl,
@@ -312,12 +312,12 @@ impl ReadWrite {
         &self.fsync
     }
 
-    /// Counts `blocks` 4 KiB blocks written by users (the WAF's denominator).
+    /// Counts `blocks` volume blocks written by users (the WAF's denominator).
     pub(crate) fn count_user_blocks(&self, blocks: u64) {
         self.user_blocks.fetch_add(blocks, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// 4 KiB blocks written by users since open.
+    /// Volume blocks written by users since open.
     pub(crate) fn user_blocks(&self) -> u64 {
         self.user_blocks.load(std::sync::atomic::Ordering::Relaxed)
     }

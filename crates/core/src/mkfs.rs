@@ -280,7 +280,7 @@ pub(crate) fn mem_image(opts: &MkfsOptions, bytes: u64) -> Vec<u8> {
     let (_, writes) = mkfs_blocks(opts, bytes).unwrap();
     let mut image = vec![0u8; bytes as usize];
     for (addr, data) in writes {
-        let at = addr as usize * 4096;
+        let at = addr as usize * BLOCK_SIZE;
         image[at..at + data.len()].copy_from_slice(&data);
     }
     image

@@ -97,8 +97,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Looks nodes up by id, and (read-write) keeps dirty node blocks and free node ids.
 /// Locks, outermost first: `dirty`, `free_nids`, `nat`, `nat_cache`, `node_cache`,
 /// `counts`. No NodeManager lock is held while the SegmentManager is locked, except
-/// `dirty` while dirty nodes are written out (NodeManager -> SegmentManager, the order
-/// in fs.rs).
+/// `dirty` while dirty nodes are written out or moved, and in `free_node`
+/// (NodeManager -> SegmentManager, the order of `crate::lockrank`).
 pub struct NodeManager {
     geometry: uf2fs_format::Geometry,
     nat_blkaddr: u32,

@@ -11,9 +11,10 @@
 //! context, chosen by the [`Writeback`] policy when its first page gets dirty, and
 //! contexts list their inodes oldest-dirtied first.
 //!
-//! Bounds (blocks of 4 KiB):
+//! Bounds (in the volume's blocks):
 //! - [`DIRTY_PAGES_PER_INODE_MAX`]: a file write that leaves more dirty pages than this
-//!   in its inode writes that inode's pages back before it returns;
+//!   in its inode writes that inode's pages back before it returns (with flusher
+//!   threads, wakes them instead);
 //! - [`DIRTY_PAGES_MAX`]: an operation that finds more dirty pages than this in all
 //!   first has the writeback contexts write them back (file data) or runs a checkpoint
 //!   (namespace operations). No operation dirties more than

@@ -109,8 +109,9 @@ fn first_index_of(offset: u32, per_inode: u64, per_block: u64, n: u64) -> Option
 
 impl Fs {
     /// Replays what fsync wrote after the opened checkpoint (see the module notes) and
-    /// writes a checkpoint when anything was replayed. Runs once, at a read-write open
-    /// of an image not cleanly unmounted, before anything else changes it.
+    /// writes a checkpoint when anything was replayed. Runs once at every read-write
+    /// open (also after an unmount checkpoint: a mount writes none before its first
+    /// fsync), before anything else changes the volume.
     pub(crate) fn recover_fsync_data(&self) -> Result<RecoveryReport> {
         let rw = self.rw()?;
         let dev = self.device();

@@ -13,8 +13,10 @@
 //! `cp_interval`), stopped before the unmount checkpoint. FUSE has no request by which
 //! `syncfs(2)` (`sync -f`, `sync` without arguments) reaches the file system: the
 //! kernel sends `FUSE_SYNCFS` only to fuseblk and virtiofs mounts, and fuser 0.18 does
-//! not know the opcode. `fsync` and `fsync` on a directory (`sync FILE`,
-//! `sync MOUNTPOINT`) write a checkpoint, which makes everything durable.
+//! not know the opcode. `fsync` of a directory (`sync MOUNTPOINT`) writes a
+//! checkpoint, which makes everything durable; `fsync` of a file (`sync FILE`) makes
+//! that file durable (roll-forward records, or a checkpoint: see
+//! [`uf2fs_core::Fs::fsync`]).
 //!
 //! Sequential reads are the common case, so the connection asks for the largest READs the
 //! kernel allows, worker threads serve requests in parallel, and (when run as root) the
@@ -105,8 +107,9 @@ pub struct MountOptions {
     pub exec: Option<bool>,
     /// Time between periodic checkpoints of a read-write mount: one is written when
     /// something changed and this much time passed since the last checkpoint (see
-    /// [`uf2fs_core::Fs::checkpoint_if_due`]). `None`: only fsync and the unmount
-    /// write checkpoints. Default [`DEFAULT_CHECKPOINT_INTERVAL`].
+    /// [`uf2fs_core::Fs::checkpoint_if_due`]). `None`: no periodic checkpoints (fsync's,
+    /// the core's own and the unmount's are still written). Default
+    /// [`DEFAULT_CHECKPOINT_INTERVAL`].
     pub checkpoint_interval: Option<Duration>,
     /// When access times change (`relatime`, `strictatime`, `noatime`). Default
     /// [`AtimeMode::Relative`], as Linux.

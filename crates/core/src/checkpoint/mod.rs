@@ -88,12 +88,13 @@ pub fn load_superblock(dev: &dyn BlockDevice) -> Result<SuperblockChoice> {
                 try_at(at + off)
             }
         }
-        Err(_) => [4096u64, 16384]
+        Err(_) => [uf2fs_format::Geometry::DEFAULT, uf2fs_format::Geometry::BLOCK_16K]
+            .map(|g| g.block_size() as u64)
             .into_iter()
             .filter(|&at| dev.block_count() * unit >= 2 * at)
             .map(|at| try_at(at + off).and_then(|sb| found_where_it_says(sb, at)))
             .find(|r| r.is_ok())
-            .unwrap_or_else(|| try_at(4096 + off)),
+            .unwrap_or_else(|| try_at(uf2fs_format::Geometry::DEFAULT.block_size() as u64 + off)),
     };
     match (first, second) {
         (Ok(sb), other) => Ok(SuperblockChoice {
@@ -123,7 +124,7 @@ fn found_where_it_says(sb: Superblock, at: u64) -> Result<Superblock> {
             Some(1),
             format!(
                 "copy at byte {} says its blocks are {} bytes",
-                at + 1024,
+                at + F2FS_SUPER_OFFSET as u64,
                 sb.block_size()
             ),
         ));

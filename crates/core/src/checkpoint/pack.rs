@@ -186,7 +186,7 @@ fn data_summaries(spec: &PackSpec, compacted: bool) -> Result<Vec<Vec<u8>>> {
     let geo = spec.geo;
     let [hot, warm, cold] = spec.data_logs;
     let in_use = |(entries, n): (&[Summary], usize)| -> Result<Vec<Summary>> {
-        if n > 512 {
+        if n > BLOCKS_PER_SEG as usize {
             return Err(Error::Invalid(format!("a data log with {n} summaries in use")));
         }
         let mut v: Vec<Summary> = entries.iter().take(n).copied().collect();

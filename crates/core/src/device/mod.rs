@@ -47,9 +47,10 @@ pub const BLOCK: usize = uf2fs_format::consts::BLOCK_SIZE;
 /// `Arc::make_mut` copies it first.
 pub type SharedBlock = Arc<Vec<u8>>;
 
-/// A device addressed in 4 KiB blocks.
+/// A device addressed in blocks of [`BlockDevice::block_size`] bytes (4 KiB, but for a
+/// [`WideDevice`] and the devices over one).
 pub trait BlockDevice: Send + Sync {
-    /// Reads `buf.len() / 4096` blocks starting at `blkaddr`.
+    /// Reads `buf.len() / block_size()` blocks starting at `blkaddr`.
     fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> Result<()>;
     /// Size in blocks.
     fn block_count(&self) -> u64;
@@ -58,7 +59,7 @@ pub trait BlockDevice: Send + Sync {
     fn block_size(&self) -> usize {
         BLOCK
     }
-    /// Writes `buf.len() / 4096` whole blocks starting at `blkaddr`. Not durable until
+    /// Writes `buf.len() / block_size()` whole blocks starting at `blkaddr`. Not durable until
     /// [`BlockDevice::flush`]. Devices opened read-only refuse (the default).
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         let _ = buf;

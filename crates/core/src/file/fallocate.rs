@@ -16,11 +16,11 @@ pub const FALLOC_FL_ZERO_RANGE: u32 = 0x10;
 
 /// Names of the Linux `fallocate` mode bits, for refusals.
 const FALLOC_NAMES: [(u32, &str); 7] = [
-    (0x01, "KEEP_SIZE"),
-    (0x02, "PUNCH_HOLE"),
+    (FALLOC_FL_KEEP_SIZE, "KEEP_SIZE"),
+    (FALLOC_FL_PUNCH_HOLE, "PUNCH_HOLE"),
     (0x04, "NO_HIDE_STALE"),
     (0x08, "COLLAPSE_RANGE"),
-    (0x10, "ZERO_RANGE"),
+    (FALLOC_FL_ZERO_RANGE, "ZERO_RANGE"),
     (0x20, "INSERT_RANGE"),
     (0x40, "UNSHARE_RANGE"),
 ];

@@ -8,8 +8,8 @@
 //!   version must match and the slot must hold the block. The contents are copied to
 //!   the cold data log (F2FS's destination for moved data) by device-side copies
 //!   ([`crate::device::BlockDevice::copy_blocks`]), the old block invalidated
-//!   and the slot repointed; the changed node is stored dirty and written out with the
-//!   rest of the section's nodes. An inode whose extent hint covers a moved block loses
+//!   and the slot repointed; the changed node is stored dirty and written out at the
+//!   next node write-out (a checkpoint's at the latest). An inode whose extent hint covers a moved block loses
 //!   the hint.
 //!
 //! A block the SIT calls valid that no owner points at is corruption: the move stops

@@ -26,13 +26,13 @@ use uf2fs_format::node::{
 };
 use uf2fs_format::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_INODE_CRTIME};
 
-const SYNC_FL: u32 = 0x0000_0008;
-const NODUMP_FL: u32 = 0x0000_0040;
-const NOATIME_FL: u32 = 0x0000_0080;
-const INDEX_FL: u32 = 0x0000_1000;
-const DIRSYNC_FL: u32 = 0x0001_0000;
-const PROJINHERIT_FL: u32 = 0x2000_0000;
-const CASEFOLD_FL: u32 = 0x4000_0000;
+const SYNC_FL: u32 = super::flags::FS_SYNC_FL;
+const NODUMP_FL: u32 = super::flags::FS_NODUMP_FL;
+const NOATIME_FL: u32 = super::flags::FS_NOATIME_FL;
+const INDEX_FL: u32 = super::flags::FS_INDEX_FL;
+const DIRSYNC_FL: u32 = super::flags::FS_DIRSYNC_FL;
+const PROJINHERIT_FL: u32 = super::flags::FS_PROJINHERIT_FL;
+const CASEFOLD_FL: u32 = super::flags::FS_CASEFOLD_FL;
 /// Flags a new inode takes from its parent (`F2FS_FL_INHERITED`).
 const INHERITED: u32 = SYNC_FL | NODUMP_FL | NOATIME_FL | DIRSYNC_FL | PROJINHERIT_FL | CASEFOLD_FL;
 /// Inherited flags a regular file keeps (`F2FS_REG_FLMASK`).
@@ -187,7 +187,10 @@ mod tests {
         assert!(!extension_matches(b"mp4", b"mp4"));
         assert!(extension_matches(b"anything", b"*"));
         assert_eq!(
-            inherited_flags(FileKind::File, DIRSYNC_FL | NOATIME_FL | 0x10),
+            inherited_flags(
+                FileKind::File,
+                DIRSYNC_FL | NOATIME_FL | super::super::flags::FS_IMMUTABLE_FL
+            ),
             NOATIME_FL
         );
         assert_eq!(inherited_flags(FileKind::Dir, DIRSYNC_FL), DIRSYNC_FL | INDEX_FL);

@@ -111,7 +111,8 @@ fn positions(cps: &CheckpointState) -> [(u32, u16, u8); NR_LOGS] {
 
 /// Loads the six logs: positions from the checkpoint, data summaries from the pack
 /// (compacted or one block per log), node summaries from the pack on a clean unmount or
-/// else from the SSA.
+/// else rebuilt from the footers of the node blocks written so far (the kernel's
+/// `f2fs_restore_node_summary`).
 pub fn load_logs(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) -> Result<[CurSeg; NR_LOGS]> {
     let pos = positions(cps);
     let bad = |d: String| Error::corrupt("checkpoint", Some(cps.pack_blkaddr), d);

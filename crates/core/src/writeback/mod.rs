@@ -1,9 +1,10 @@
 //! Writeback: contexts that write dirty pages of the page cache out of place, and
 //! the policy that chooses the context of each inode.
 //!
-//! One context for now, run synchronously by the operation that finds too many dirty
-//! pages, by `fsync` and by the checkpoint. The seams for running several in parallel
-//! (a later issue): every inode with dirty pages belongs to exactly one context
+//! One context or several ([`Fs::set_writeback`]): each run by a flusher thread of its
+//! own when the mount starts them ([`flusher`]), else synchronously by the operation
+//! that finds too many dirty pages; `fsync` and the checkpoint write in the caller's
+//! thread. Every inode with dirty pages belongs to exactly one context
 //! ([`WritebackPolicy::context_of`], fixed while it stays dirty), a context writes an
 //! inode only while holding that inode's lock and `cp_lock` shared, and each context
 //! keeps its own counters. Two contexts therefore never write the same inode, and a

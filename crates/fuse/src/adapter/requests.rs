@@ -103,7 +103,7 @@ impl F2fsFuse {
         Ok(())
     }
 
-    /// fsync, fsyncdir and flush: the core's fsync (the inode's pages, then its nodes
+    /// fsync and fsyncdir: the core's fsync (the inode's pages, then its nodes
     /// with the fsync mark for roll-forward recovery, or a checkpoint where recovery
     /// could not rebuild the file: see `Fs::fsync`).
     pub(super) fn sync(&self, node: INodeNo, datasync: bool) -> Result<(), Errno> {
