@@ -45,7 +45,14 @@ use uf2fs_format::le::u32_at;
 pub const MAX_FS_OPS: usize = 48;
 /// The names ops create, rename and remove (two are the base tree's own top-level
 /// names, so ops reach what sload wrote).
-const NAMES: &[&[u8]] = &[b"a", b"b", b"dir", b"long-name-of-a-file-0123456789", b"inline", b"files"];
+const NAMES: &[&[u8]] = &[
+    b"a",
+    b"b",
+    b"dir",
+    b"long-name-of-a-file-0123456789",
+    b"inline",
+    b"files",
+];
 
 /// An overlay that checks every write against the volume's areas.
 struct Guard {
@@ -69,7 +76,11 @@ impl BlockDevice for Guard {
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         let n = (buf.len() / BLOCK) as u64;
         let end = blkaddr.checked_add(n).expect("write range overflows");
-        assert!(end <= self.blocks, "write of blocks {blkaddr:#x}..{end:#x} past the image's {:#x}", self.blocks);
+        assert!(
+            end <= self.blocks,
+            "write of blocks {blkaddr:#x}..{end:#x} past the image's {:#x}",
+            self.blocks
+        );
         assert!(
             end <= 2 || blkaddr >= self.cp_start,
             "write of blocks {blkaddr:#x}..{end:#x} between the superblocks and the checkpoint area ({:#x})",
@@ -144,7 +155,12 @@ fn run_op(fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u8]) {
             }
         }
         1 => {
-            let (file, off, len, byte) = (inp.u8(), inp.u16() as u64 * 512, inp.u16() as usize % buf.len(), inp.u8());
+            let (file, off, len, byte) = (
+                inp.u8(),
+                inp.u16() as u64 * 512,
+                inp.u16() as usize % buf.len(),
+                inp.u8(),
+            );
             if let Some(ino) = known.file(file) {
                 buf[..len].fill(byte);
                 if let Some(n) = note("write", fs.write(ino, off, &buf[..len])) {

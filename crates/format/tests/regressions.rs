@@ -5,14 +5,17 @@
 //! - every committed seed in `fuzz/corpus/<target>/` (real image blocks: the checks must
 //!   hold on good data too).
 //!
-//! `fuzz/regressions/image/` and `fuzz/regressions/recovery/` need uf2fs-core and are
-//! replayed by `fuzz/run-all.sh`.
+//! The targets that need uf2fs-core ([`CORE_TARGETS`]) are replayed by
+//! `crates/core/tests/fuzz_replay.rs` (and `fuzz/run-all.sh`).
 
 #[path = "../../../fuzz/src/parsers.rs"]
 mod parsers;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+
+/// The fuzz targets whose inputs `crates/core/tests/fuzz_replay.rs` replays.
+const CORE_TARGETS: &[&str] = &["image", "recovery", "write", "sparse", "cluster"];
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
@@ -56,7 +59,7 @@ fn saved_fuzz_crashes_stay_fixed() {
         for e in entries.flatten().filter(|e| e.path().is_dir()) {
             let name = e.file_name().to_string_lossy().into_owned();
             assert!(
-                name == "image" || name == "recovery" || parsers::TARGETS.iter().any(|(t, _)| *t == name),
+                CORE_TARGETS.contains(&name.as_str()) || parsers::TARGETS.iter().any(|(t, _)| *t == name),
                 "fuzz/regressions/{name} is not a fuzz target"
             );
         }
