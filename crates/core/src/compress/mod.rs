@@ -16,6 +16,7 @@
 //! decoder of this crate (no crate reads LZO-RLE).
 
 pub mod encode;
+mod ioctl;
 pub mod lzo;
 pub mod place;
 pub mod policy;
