@@ -176,6 +176,13 @@ fn writes_overwrites_appends_holes_and_truncates_with_every_algorithm() {
             m.writeback();
             m.truncate(5 * cb);
             m.truncate(8 * cb + 100);
+            // Into a compressed cluster and straight back out, before writeback: the
+            // bytes past the cut read as zeros (the crash harness found this).
+            m.write(8 * cb, &text(cb, 5));
+            m.writeback();
+            m.truncate(8 * cb + 100);
+            m.truncate(9 * cb);
+            m.writeback();
             m.write(7 * cb + 10, b"after the hole");
             m.writeback();
             fs.write_checkpoint().unwrap();

@@ -139,7 +139,7 @@ pub(crate) fn write_clusters(
         let k = eof_blocks.saturating_sub(first).min(n);
         let compressed = t.locate(inode, first)?.map(|l| l.addr) == Some(COMPRESS_ADDR);
         let all_dirty = k == n && group.len() as u64 == n;
-        if !compressed && !(all_dirty && may_compress) {
+        if !compressed && (!all_dirty || !may_compress) {
             rest.extend_from_slice(group);
             continue;
         }

@@ -349,8 +349,9 @@ impl Op<'_> {
     /// `from`, as the kernel's `f2fs_truncate_blocks` and
     /// `f2fs_truncate_partial_cluster` do it: the clusters wholly past the cut that
     /// are stored compressed are dropped; a compressed cluster across the cut keeps
-    /// its blocks until writeback, its blocks before the cut dirty (decoded), so
-    /// that writeback stores it again, plain (it no longer fills a cluster). Returns
+    /// its blocks until writeback, its pages dirty (decoded before the cut, zeros
+    /// from it on), so that writeback stores it again, plain (it no longer fills a
+    /// cluster). Returns
     /// the block from which the caller frees plain blocks and nodes.
     fn shrink_clusters(&mut self, i: &mut InodeMut, from: u64, n: u64, log: LogType) -> Result<u64> {
         let old_end = i.inode.size.div_ceil(self.fs.block_bytes()).div_ceil(n);
@@ -366,8 +367,14 @@ impl Op<'_> {
         if !compressed {
             return Ok(from);
         }
-        for index in first..from {
-            if self.t.pages.get(i.ino, index).is_none() {
+        // Its blocks past the cut become zeros too, so that a file grown again before
+        // writeback does not read the old bytes there out of the compressed cluster.
+        for index in first..first + n {
+            if index >= from {
+                self.t
+                    .pages
+                    .put(i.ino, index, vec![0; self.fs.block_bytes() as usize], log);
+            } else if self.t.pages.get(i.ino, index).is_none() {
                 let b = crate::compress::writeback::read_file_block(&self.t, i, index)?
                     .unwrap_or_else(|| vec![0; self.fs.block_bytes() as usize]);
                 self.t.pages.put(i.ino, index, b, log);
