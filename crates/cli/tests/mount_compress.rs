@@ -41,8 +41,8 @@ fn ok(argv: &[&str]) -> String {
 fn cblocks(cmd: &str, file: &Path) -> u64 {
     let text = ok(&["f2fs_io", cmd, file.to_str().unwrap()]);
     text.split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .last()
+        .rev()
+        .find_map(|w| w.parse().ok())
         .unwrap_or_else(|| panic!("f2fs_io {cmd}: {text}"))
 }
 
