@@ -159,7 +159,7 @@ pub enum Command {
         /// of a regular file writes its data and nodes for roll-forward recovery
         /// without a checkpoint; strict: a checkpoint per fsync; nobarrier: posix
         /// without the device flush), cp_interval=SECS (periodic checkpoints, default 60, 0 = off; the
-        /// kernel's sysfs knob), compress_algorithm=lz4|lz4:LEVEL|lzo|lzo-rle|zstd[:LEVEL]
+        /// kernel's sysfs knob), compress_algorithm=lz4|lz4:LEVEL|lzo|lzo-rle|zstd|zstd:LEVEL
         /// (default lz4), compress_log_size=2..8 (blocks per cluster as a power of
         /// two, default 2), compress_chksum, compress_mode=fs|user,
         /// compress_extension=EXT and nocompress_extension=EXT (repeatable; `*` for
