@@ -159,7 +159,12 @@ pub enum Command {
         /// of a regular file writes its data and nodes for roll-forward recovery
         /// without a checkpoint; strict: a checkpoint per fsync; nobarrier: posix
         /// without the device flush), cp_interval=SECS (periodic checkpoints, default 60, 0 = off; the
-        /// kernel's sysfs knob). uf2fs's own: gc_policy=greedy|cost-benefit|atgc|
+        /// kernel's sysfs knob), compress_algorithm=lz4|lz4:LEVEL|lzo|lzo-rle|zstd|zstd:LEVEL
+        /// (default lz4), compress_log_size=2..8 (blocks per cluster as a power of
+        /// two, default 2), compress_chksum, compress_mode=fs|user,
+        /// compress_extension=EXT and nocompress_extension=EXT (repeatable; `*` for
+        /// every file) for compressed files (a volume made with -O compression).
+        /// uf2fs's own: gc_policy=greedy|cost-benefit|atgc|
         /// prefer-data-v1|prefer-data-v2|weighted:D:N|default (how GC picks victims;
         /// default greedy, as Linux).
         #[arg(short = 'o', value_name = "OPTIONS")]

@@ -102,6 +102,7 @@ fn serve(request: &MountRequest, options: &ParsedMountOptions) -> anyhow::Result
     } else {
         let fs = open_rw(&request.image, &request.devices)?;
         fs.set_settings(options.settings)?;
+        fs.set_compress_options(options.compress.clone())?;
         if let Some(policy) = options.gc_policy {
             fs.set_gc_policy(policy)?;
         }

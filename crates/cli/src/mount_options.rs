@@ -56,6 +56,11 @@ pub struct ParsedMountOptions {
     /// cache, where the kernel keeps written pages and sends them in large writes
     /// later (see `uf2fs_fuse::MountOptions::writeback_cache`).
     pub writeback_cache: bool,
+    /// `compress_algorithm=`, `compress_log_size=`, `compress_chksum`,
+    /// `compress_mode=`, `compress_extension=`, `nocompress_extension=`: how new
+    /// compressed files are written and which files are (checked as Linux checks
+    /// them once every option is read).
+    pub compress: uf2fs_core::CompressOptions,
 }
 
 /// The largest `gc_latency_target_us` (one second): a step longer than that is no
@@ -89,6 +94,7 @@ impl Default for ParsedMountOptions {
             atime: uf2fs_fuse::AtimeMode::Relative,
             dir_atime: true,
             writeback_cache: false,
+            compress: uf2fs_core::CompressOptions::default(),
         }
     }
 }
@@ -100,6 +106,7 @@ pub fn parse_mount_options(groups: &[String]) -> Result<ParsedMountOptions, Stri
     for option in groups.iter().flat_map(|group| group.split(',')) {
         parse_one(&mut parsed, option)?;
     }
+    parsed.compress.check().map_err(|e| format!("mount options: {e}"))?;
     Ok(parsed)
 }
 
@@ -133,6 +140,12 @@ fn parse_one(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), String
         // The kernel's age-threshold GC switch.
         "atgc" => parsed.gc_policy = Some(GcPolicy::Atgc),
         "writeback_cache" | "no_writeback_cache" => parsed.writeback_cache = option == "writeback_cache",
+        "compress_chksum" => {
+            parsed
+                .compress
+                .set_option(option, None)
+                .map_err(|e| format!("mount option '{option}': {e}"))?;
+        }
         _ => parse_valued(parsed, option)?,
     }
     Ok(())
@@ -208,7 +221,11 @@ fn parse_valued(parsed: &mut ParsedMountOptions, option: &str) -> Result<(), Str
             Ok(secs) => parsed.cp_interval = Some(Duration::from_secs(secs.into())),
             Err(_) => return bad_value("a number of seconds (0 turns periodic checkpoints off)"),
         },
-        _ => return Err(format!("unknown mount option '{option}'")),
+        _ => match parsed.compress.set_option(name, Some(value)) {
+            Ok(true) => {}
+            Ok(false) => return Err(format!("unknown mount option '{option}'")),
+            Err(e) => return Err(format!("mount option '{option}': {e}")),
+        },
     }
     Ok(())
 }
@@ -219,6 +236,31 @@ mod tests {
 
     fn parse(groups: &[&str]) -> Result<ParsedMountOptions, String> {
         parse_mount_options(&groups.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn compression_options() {
+        let p = parse(&[
+            "compress_algorithm=zstd:3,compress_log_size=4,compress_chksum",
+            "compress_mode=user,compress_extension=txt,compress_extension=log,nocompress_extension=jpg",
+        ])
+        .unwrap()
+        .compress;
+        assert_eq!(p.codec.name(), "zstd:3");
+        assert_eq!((p.codec.log_cluster_size(), p.codec.checksum()), (4, true));
+        assert_eq!(p.mode, uf2fs_core::CompressMode::User);
+        assert_eq!((p.extensions.len(), p.noextensions.len()), (2, 1));
+        for bad in [
+            "compress_algorithm=gzip",
+            "compress_algorithm=lz4:2",
+            "compress_log_size=9",
+            "compress_mode=auto",
+            "compress_extension=abcdefgh",
+            "nocompress_extension=*",
+            "compress_extension=txt,nocompress_extension=TXT",
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -279,6 +279,7 @@ impl Mapper<'_> {
         }
         if let (Some(c), Some(cluster)) = (self.inode.inode.compress, self.inode.inode.cluster_blocks()) {
             self.read_compressed(&c, cluster as u64, offset, buf)?;
+            self.overlay_dirty(offset, buf);
             return Ok(n);
         }
         if self.pages.is_some_and(|p| p.has_inode(self.inode.ino)) {
@@ -461,6 +462,23 @@ impl Mapper<'_> {
         let out = Arc::new(out);
         self.clusters.put(key, out.clone());
         Ok(out)
+    }
+
+    /// Lays the dirty pages of the file over `buf`, read from the device at `offset`
+    /// (a compressed file's writes wait there until writeback stores their clusters).
+    fn overlay_dirty(&self, offset: u64, buf: &mut [u8]) {
+        let Some(p) = self.pages.filter(|p| p.has_inode(self.inode.ino)) else {
+            return;
+        };
+        let bs = self.bs() as u64;
+        let end = offset + buf.len() as u64;
+        for fb in offset / bs..end.div_ceil(bs) {
+            if let Some(b) = p.get(self.inode.ino, fb) {
+                let (lo, hi) = (offset.max(fb * bs), end.min(fb * bs + bs));
+                buf[(lo - offset) as usize..(hi - offset) as usize]
+                    .copy_from_slice(&b[(lo - fb * bs) as usize..(hi - fb * bs) as usize]);
+            }
+        }
     }
 
     /// [`Mapper::read_blocks`] for a file with dirty blocks: block by block, each from

@@ -77,6 +77,9 @@ pub(crate) struct ReadWrite {
     flush: crate::writeback::flusher::FlushControl,
     /// What fsync must know since the last checkpoint ([`Fs::fsync`]).
     fsync: crate::file::synced::FsyncTrack,
+    /// The compression mount options and the files compressed on request
+    /// ([`crate::compress::policy`]).
+    compress: crate::compress::policy::CompressState,
 }
 
 impl Fs {
@@ -166,6 +169,8 @@ impl Fs {
             nodes: &self.nodes,
             segs: rw.seg_lock(),
             pages: rw.pages(),
+            compress: &rw.compress,
+            clusters: &self.clusters,
             nid_pool: Vec::new(),
             block_pool: 0,
         }
@@ -227,6 +232,7 @@ impl ReadWrite {
             user_blocks: Default::default(),
             flush: Default::default(),
             fsync: Default::default(),
+            compress: Default::default(),
         }
     }
 }
@@ -290,6 +296,11 @@ impl ReadWrite {
     /// inside the segment manager's order: never while holding `segs`).
     pub(crate) fn gc(&self) -> MutexGuard<'_, crate::gc::state::GcState> {
         self.gc.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The compression mount options and the files compressed on request.
+    pub(crate) fn compress(&self) -> &crate::compress::policy::CompressState {
+        &self.compress
     }
 
     /// What the mount options chose, locked.

@@ -42,6 +42,7 @@ pub use api::{
 };
 pub use checkpoint::periodic::CheckpointDue;
 pub use checkpoint::write::CheckpointReport;
+pub use compress::{CompressMode, CompressOptions};
 pub use data::Seek;
 pub use error::{show_name, Error, Result};
 pub use file::atomic::{AtomicWrite, ATOMIC_MAX_BLOCKS};

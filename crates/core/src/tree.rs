@@ -85,6 +85,10 @@ pub struct Tree<'a> {
     pub segs: &'a Mutex<SegmentManager>,
     /// Dirty data blocks.
     pub pages: &'a PageCache,
+    /// Which compressed files writeback compresses ([`crate::compress::policy`]).
+    pub compress: &'a crate::compress::policy::CompressState,
+    /// Recently decoded clusters (forgotten as clusters are rewritten).
+    pub clusters: &'a crate::compress::ClusterCache,
     /// Node ids taken ahead for this operation (so that it cannot run out midway).
     pub nid_pool: Vec<u32>,
     /// Blocks reserved ahead for this operation's new nodes and data blocks, when it

@@ -12,7 +12,9 @@
 //! rename, exchange, unlink, rmdir, small writes, file and directory fsyncs, syncs),
 //! `small` (many small files each written and fsync'd, rewritten, appended, renamed
 //! and removed) and `gc` (4 KiB overwrites with fsyncs on a nearly full 64 MiB volume,
-//! so that foreground GC and its checkpoints run inside the recording).
+//! so that foreground GC and its checkpoints run inside the recording), `atomic`
+//! (F2FS atomic writes) and `compress` (writes, overwrites, appends, truncates and
+//! fsyncs of compressed files, stored per cluster at writeback).
 //!
 //! The `quick_*` tests check a few hundred points in all; `full` (ignored) checks every
 //! distinct cut of several seeds, sized by `UF2FS_CRASH_*` variables.
@@ -323,14 +325,95 @@ fn atomic(seed: u64, scale: &Scale) -> Recording {
     r.finish()
 }
 
+/// Compressible bytes: runs of a few symbols, with a seeded amount of noise.
+fn compressible(rng: &mut Rng, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        let b = if rng.pct(10) {
+            rng.next() as u8
+        } else {
+            b"abcd\n"[rng.below(5) as usize]
+        };
+        let run = 1 + rng.below(40) as usize;
+        v.extend(std::iter::repeat_n(b, run));
+    }
+    v.truncate(len);
+    v
+}
+
+/// Compressed files (issue 28): every file the workload creates is compressed
+/// (`compress_extension=*`, zstd with checksums, clusters of 4 blocks) and takes
+/// writes of compressible and random bytes, overwrites inside compressed clusters,
+/// appends, truncates (into clusters and to their ends), fsyncs (which checkpoint for
+/// compressed files) and syncs. Writeback stores clusters compressed or plain.
+fn compress(seed: u64, scale: &Scale) -> Recording {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("base.img");
+    let opts = MkfsOptions {
+        size_bytes: Some(64 * MIB),
+        features: uf2fs_core::mkfs::parse_features("extra_attr,compression").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(&img, &opts).unwrap();
+    let mut r = Recorder::new(std::fs::read(&img).unwrap(), 1 << 15);
+    let mut o = uf2fs_core::CompressOptions::default();
+    for (n, v) in [
+        ("compress_algorithm", Some("zstd")),
+        ("compress_chksum", None),
+        ("compress_extension", Some("*")),
+    ] {
+        o.set_option(n, v).unwrap();
+    }
+    r.fs().set_compress_options(o).unwrap();
+    let mut rng = Rng::new(seed);
+    let files = [("/c0", 256 * KIB), ("/c1", 2 * MIB)];
+    for (f, _) in files {
+        r.create(f);
+    }
+    for _ in 0..scale.len(100) {
+        let (f, max) = *rng.pick(&files);
+        let off = rng.below(max);
+        let len = 1 + if rng.pct(30) {
+            rng.below(300)
+        } else {
+            rng.below(96 * KIB)
+        };
+        match rng.below(100) {
+            0..=54 => {
+                let len = len.min(max - off) as usize;
+                let data = if rng.pct(80) {
+                    compressible(&mut rng, len)
+                } else {
+                    rng.bytes(len)
+                };
+                r.write(f, off, &data);
+            }
+            55..=64 => {
+                let size = r.data(f).size;
+                let to = if rng.pct(50) {
+                    rng.below(size + 1)
+                } else {
+                    rng.below(size + 1) / 16384 * 16384
+                };
+                r.truncate(f, to);
+            }
+            65..=84 => r.fsync(f, rng.pct(30)),
+            85..=89 => r.sync_fs(),
+            _ => r.verify(f),
+        }
+    }
+    r.finish()
+}
+
 type Workload = (&'static str, fn(u64, &Scale) -> Recording);
 
-const WORKLOADS: [Workload; 5] = [
+const WORKLOADS: [Workload; 6] = [
     ("fsx", fsx),
     ("tree", tree),
     ("small", small),
     ("gc", gc),
     ("atomic", atomic),
+    ("compress", compress),
 ];
 
 fn run(name: &str, scale: &Scale) -> Tally {
@@ -387,6 +470,12 @@ fn quick_small() {
 fn quick_atomic() {
     let t = run("atomic", &quick(150));
     assert_clean(&t, "atomic");
+}
+
+#[test]
+fn quick_compress() {
+    let t = run("compress", &quick(150));
+    assert_clean(&t, "compress");
 }
 
 #[test]

@@ -51,6 +51,20 @@ pub(crate) const F2FS_IOC_SET_PIN_FILE: u32 = 0x4004_f50d;
 pub(crate) const F2FS_IOC_GET_PIN_FILE: u32 = 0x8004_f50e;
 /// `_IOW(0xf5, 16, __u64)`.
 pub(crate) const F2FS_IOC_RESIZE_FS: u32 = 0x4008_f510;
+/// `_IOR(0xf5, 17, __u64)`.
+pub(crate) const F2FS_IOC_GET_COMPRESS_BLOCKS: u32 = 0x8008_f511;
+/// `_IOR(0xf5, 18, __u64)`.
+pub(crate) const F2FS_IOC_RELEASE_COMPRESS_BLOCKS: u32 = 0x8008_f512;
+/// `_IOR(0xf5, 19, __u64)`.
+pub(crate) const F2FS_IOC_RESERVE_COMPRESS_BLOCKS: u32 = 0x8008_f513;
+/// `_IOR(0xf5, 21, struct f2fs_comp_option)`: `u8 algorithm, log_cluster_size`.
+pub(crate) const F2FS_IOC_GET_COMPRESS_OPTION: u32 = 0x8002_f515;
+/// `_IOW(0xf5, 22, struct f2fs_comp_option)`.
+pub(crate) const F2FS_IOC_SET_COMPRESS_OPTION: u32 = 0x4002_f516;
+/// `_IO(0xf5, 23)`.
+pub(crate) const F2FS_IOC_DECOMPRESS_FILE: u32 = 0x0000_f517;
+/// `_IO(0xf5, 24)`.
+pub(crate) const F2FS_IOC_COMPRESS_FILE: u32 = 0x0000_f518;
 /// `_IO(0xf5, 25)`.
 pub(crate) const F2FS_IOC_START_ATOMIC_REPLACE: u32 = 0x0000_f519;
 
@@ -122,6 +136,31 @@ impl F2fsFuse {
             F2FS_IOC_COMMIT_ATOMIC_WRITE => done(self.atomic_commit(req, ino)),
             F2FS_IOC_ABORT_ATOMIC_WRITE => done(self.atomic_abort(req, ino)),
             F2FS_IOC_START_VOLATILE_WRITE | F2FS_IOC_RELEASE_VOLATILE_WRITE => Err(Errno::ENOTTY),
+            F2FS_IOC_GET_COMPRESS_BLOCKS => self
+                .fs
+                .compress_blocks(ino)
+                .or_errno()
+                .map(|n| (0, n.to_ne_bytes().to_vec())),
+            F2FS_IOC_RELEASE_COMPRESS_BLOCKS => self
+                .writable()
+                .and_then(|()| self.fs.release_compress_blocks(ino).or_errno())
+                .map(|n| (0, n.to_ne_bytes().to_vec())),
+            F2FS_IOC_RESERVE_COMPRESS_BLOCKS => self
+                .writable()
+                .and_then(|()| self.fs.reserve_compress_blocks(ino).or_errno())
+                .map(|n| (0, n.to_ne_bytes().to_vec())),
+            F2FS_IOC_GET_COMPRESS_OPTION => self.fs.compress_option(ino).or_errno().map(|(a, l)| (0, vec![a, l])),
+            F2FS_IOC_SET_COMPRESS_OPTION => done(self.writable().and_then(|()| {
+                let (a, l) = (
+                    *input.first().ok_or(Errno::EINVAL)?,
+                    *input.get(1).ok_or(Errno::EINVAL)?,
+                );
+                self.fs.set_compress_option(ino, a, l).or_errno()
+            })),
+            F2FS_IOC_COMPRESS_FILE | F2FS_IOC_DECOMPRESS_FILE => done(
+                self.writable()
+                    .and_then(|()| self.fs.recompress_file(ino, cmd == F2FS_IOC_COMPRESS_FILE).or_errno()),
+            ),
             _ => return None,
         })
     }
@@ -340,6 +379,13 @@ mod tests {
         assert_eq!(F2FS_IOC_SET_PIN_FILE, ioc(1, 13, 4));
         assert_eq!(F2FS_IOC_GET_PIN_FILE, ioc(2, 14, 4));
         assert_eq!(F2FS_IOC_RESIZE_FS, ioc(1, 16, 8));
+        assert_eq!(F2FS_IOC_GET_COMPRESS_BLOCKS, ioc(2, 17, 8));
+        assert_eq!(F2FS_IOC_RELEASE_COMPRESS_BLOCKS, ioc(2, 18, 8));
+        assert_eq!(F2FS_IOC_RESERVE_COMPRESS_BLOCKS, ioc(2, 19, 8));
+        assert_eq!(F2FS_IOC_GET_COMPRESS_OPTION, ioc(2, 21, 2));
+        assert_eq!(F2FS_IOC_SET_COMPRESS_OPTION, ioc(1, 22, 2));
+        assert_eq!(F2FS_IOC_DECOMPRESS_FILE, ioc(0, 23, 0));
+        assert_eq!(F2FS_IOC_COMPRESS_FILE, ioc(0, 24, 0));
         assert_eq!(F2FS_IOC_START_ATOMIC_REPLACE, ioc(0, 25, 0));
     }
 }

@@ -16,12 +16,16 @@
 //! decoder of this crate (no crate reads LZO-RLE).
 
 pub mod encode;
+mod ioctl;
 pub mod lzo;
 pub mod place;
+pub mod policy;
 mod write;
+pub(crate) mod writeback;
 
 pub use encode::{encode_cluster, ClusterCodec, CompressedCluster};
 pub use place::{ClusterData, Placed};
+pub use policy::{CompressMode, CompressOptions};
 pub use write::ClusterWrite;
 
 use crate::{Error, Ino, Result};

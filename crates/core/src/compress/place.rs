@@ -237,3 +237,47 @@ pub(crate) fn place_cluster(
         saved,
     })
 }
+
+/// Drops every cluster of compressed file `inode` from cluster `from` up to (not
+/// including) cluster `end` that is stored compressed: its blocks invalidated, its
+/// reservations given back, `i_blocks` and `i_compr_blocks` lowered, its slots
+/// `NULL_ADDR` (the truncate of whole compressed clusters, before the plain blocks
+/// and the nodes past the cut go as any file's). Returns the clusters dropped.
+pub(crate) fn drop_compressed_clusters(t: &Tree, inode: &mut InodeMut, from: u64, end: u64) -> Result<u64> {
+    let Some(c) = inode.inode.compress.filter(|_| inode.inode.is_compressed()) else {
+        return Ok(0);
+    };
+    let n = 1usize << c.log_cluster_size;
+    let mut dropped = 0;
+    for cluster in from..end {
+        let first = cluster << c.log_cluster_size;
+        let Some(loc) = t.locate(inode, first)? else {
+            continue;
+        };
+        if loc.addr != COMPRESS_ADDR {
+            continue;
+        }
+        let node = if loc.in_inode {
+            None
+        } else {
+            Some(t.nodes.read(t.dev, loc.nid, inode.ino)?.to_vec())
+        };
+        let mut s = Slots { loc, node };
+        clear(t, inode, &mut s, n)?;
+        for k in 0..n as u64 {
+            Tree::drop_extent_over(inode, first + k);
+        }
+        if let Some(b) = s.node {
+            let offset = NodeFooter::decode(&b)
+                .map_err(|e| Error::corrupt(format!("node {}", s.loc.nid), None, e.to_string()))?
+                .offset();
+            t.nodes
+                .store_dirty(s.loc.nid, b, node_log(inode.inode.geometry, offset, inode.is_dir()));
+        }
+        dropped += 1;
+    }
+    if dropped > 0 {
+        t.clusters.forget_inode(inode.ino);
+    }
+    Ok(dropped)
+}

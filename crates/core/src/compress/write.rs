@@ -9,6 +9,7 @@
 
 use super::encode::{encode_cluster, ClusterCodec};
 use super::place::{place_cluster, ClusterData, Placed};
+use super::policy::CompressOptions;
 use crate::file::blocks::plan_range;
 use crate::inode::now;
 use crate::ops::Op;
@@ -53,6 +54,20 @@ fn plain_blocks(data: &[u8], holes: &[bool]) -> Vec<Option<Vec<u8>>> {
 }
 
 impl Fs {
+    /// Applies the compression mount options from now on ([`CompressOptions::check`]
+    /// first; read-write only, else [`Error::ReadOnly`]).
+    pub fn set_compress_options(&self, options: CompressOptions) -> Result<()> {
+        options.check()?;
+        self.rw()?.compress().set_options(options);
+        Ok(())
+    }
+
+    /// The compression mount options in force (the kernel's defaults on a read-only
+    /// file system).
+    pub fn compress_options(&self) -> CompressOptions {
+        self.rw().map(|rw| rw.compress().options()).unwrap_or_default()
+    }
+
     /// Makes empty regular file `ino` a compressed file with `codec`'s settings, as
     /// `chattr +c` on an empty file does with the mount's settings
     /// (`F2FS_COMPR_FL`, the inode's compression fields, no inline data). With

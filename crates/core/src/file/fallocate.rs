@@ -58,6 +58,16 @@ impl Fs {
         let end = offset
             .checked_add(len)
             .ok_or_else(|| Error::FileTooBig(format!("fallocate range {offset}+{len} overflows")))?;
+        if mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE) != 0 && self.inode(ino)?.inode.is_compressed() {
+            // As Linux: compressed files take no punch or zero range (EOPNOTSUPP).
+            return Err(Error::Unsupported {
+                feature: "compression",
+                detail: format!(
+                    "fallocate mode {mode:#x} ({}) on compressed file {ino}",
+                    mode_names(mode)
+                ),
+            });
+        }
         match mode {
             0 | FALLOC_FL_KEEP_SIZE => self.allocate(ino, offset, end, mode == FALLOC_FL_KEEP_SIZE),
             m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => self.punch(ino, offset, end),

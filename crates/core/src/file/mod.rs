@@ -38,7 +38,8 @@ use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
-use uf2fs_format::consts::NULL_ADDR;
+use uf2fs_format::consts::{BLOCK_SIZE, NULL_ADDR};
+use uf2fs_format::node::F2FS_COMPRESS_RELEASED;
 
 /// Blocks one write operation dirties at most (1 MiB).
 pub const WRITE_CHUNK_BLOCKS: u64 = 256;
@@ -191,21 +192,37 @@ impl Fs {
 
 impl Op<'_> {
     /// Loads regular file `ino` for changing its data (write, truncate, fallocate). A
-    /// compressed file is refused, untouched: uf2fs reads its clusters but does not
-    /// write them yet (Linux's rewrite of a cluster recompresses it).
+    /// compressed file whose reserved blocks were released
+    /// (`F2FS_IOC_RELEASE_COMPRESS_BLOCKS`) is refused with [`Error::NotPermitted`]
+    /// (EPERM), as Linux refuses it until `F2FS_IOC_RESERVE_COMPRESS_BLOCKS`.
     fn load_file(&self, ino: Ino) -> Result<InodeMut> {
         let i = self.load(ino)?;
         match i.kind()? {
-            FileKind::File if i.inode.is_compressed() => Err(Error::Unsupported {
-                feature: "compression",
-                detail: format!(
-                    "inode {ino} is a compressed file: uf2fs reads it, and may rename, link, remove \
-                     and chmod it, but does not change its data yet"
-                ),
-            }),
+            FileKind::File if i.inode.is_compressed() && i.inode.has_inline(F2FS_COMPRESS_RELEASED) => {
+                Err(Error::NotPermitted(format!(
+                    "inode {ino} is a compressed file whose reserved blocks were released"
+                )))
+            }
+            FileKind::File if i.inode.is_compressed() && i.inode.geometry.block_size() != BLOCK_SIZE => {
+                Err(Error::Unsupported {
+                    feature: "compression",
+                    detail: format!("inode {ino}: uf2fs writes compressed files on 4 KiB-block volumes only"),
+                })
+            }
             FileKind::File => Ok(i),
             FileKind::Dir => Err(Error::IsDir(format!("inode {ino}"))),
             k => Err(Error::Invalid(format!("inode {ino} is a {k:?}, not a regular file"))),
+        }
+    }
+
+    /// The data log of regular file `i`'s blocks: cold for a compressed file whose
+    /// clusters writeback compresses (as the kernel's `__get_segment_type_6`), else
+    /// by its advise bits ([`data_log`]).
+    fn file_log(&self, i: &InodeMut) -> LogType {
+        if i.inode.is_compressed() && self.t.compress.may_compress(i.ino) {
+            LogType::ColdData
+        } else {
+            data_log(i, self.t.segs)
         }
     }
 
@@ -224,7 +241,7 @@ impl Op<'_> {
             touch(&mut i);
             return self.t.store_inode(i);
         }
-        let log = data_log(&i, self.t.segs);
+        let log = self.file_log(&i);
         let (first, last) = (pos / bsz, end.div_ceil(bsz));
         let view = inline::converted_view(&i);
         let plan = blocks::plan_range(&self.t, &view, first, last)?;
@@ -241,7 +258,8 @@ impl Op<'_> {
             let block = if hi - lo == bsz {
                 bytes.to_vec()
             } else {
-                let mut b = self.t.read_block(&i, index)?.unwrap_or_else(|| vec![0; bsz as usize]);
+                let mut b = crate::compress::writeback::read_file_block(&self.t, &i, index)?
+                    .unwrap_or_else(|| vec![0; bsz as usize]);
                 b[(lo - start) as usize..(hi - start) as usize].copy_from_slice(bytes);
                 b
             };
@@ -307,7 +325,7 @@ impl Op<'_> {
     /// (rewritten) when it holds data, every block from the next one on freed.
     fn shrink(&mut self, i: &mut InodeMut, size: u64) -> Result<()> {
         let bsz = self.fs.block_bytes();
-        let log = data_log(i, self.t.segs);
+        let log = self.file_log(i);
         let from = size.div_ceil(bsz);
         // The last block rewritten, the nodes across the cut and the inode.
         let mut extra = need([0, 0, 0, 0, 4, 2], 0);
@@ -315,12 +333,54 @@ impl Op<'_> {
         self.ensure_room_as(extra, 0, true)?;
         self.commit();
         self.t.pages.remove_range(i.ino, from..u64::MAX);
-        blocks::truncate_blocks(&self.t, i, from)?;
+        let cut = match i.inode.compress.filter(|_| i.inode.is_compressed()) {
+            Some(c) => self.shrink_clusters(i, from, 1 << c.log_cluster_size, log)?,
+            None => from,
+        };
+        blocks::truncate_blocks(&self.t, i, cut)?;
         drop_extent(i, size / bsz, u64::MAX);
         if size % bsz != 0 {
             self.zero_in_block(i, size / bsz, (size % bsz) as usize, bsz as usize, log)?;
         }
         Ok(())
+    }
+
+    /// The compressed half of a truncate of compressed file `i` to end before block
+    /// `from`, as the kernel's `f2fs_truncate_blocks` and
+    /// `f2fs_truncate_partial_cluster` do it: the clusters wholly past the cut that
+    /// are stored compressed are dropped; a compressed cluster across the cut keeps
+    /// its blocks until writeback, its pages dirty (decoded before the cut, zeros
+    /// from it on), so that writeback stores it again, plain (it no longer fills a
+    /// cluster). Returns
+    /// the block from which the caller frees plain blocks and nodes.
+    fn shrink_clusters(&mut self, i: &mut InodeMut, from: u64, n: u64, log: LogType) -> Result<u64> {
+        let old_end = i.inode.size.div_ceil(self.fs.block_bytes()).div_ceil(n);
+        crate::compress::place::drop_compressed_clusters(&self.t, i, from.div_ceil(n), old_end)?;
+        if from % n == 0 {
+            return Ok(from);
+        }
+        let first = from - from % n;
+        let compressed = self
+            .t
+            .locate(i, first)?
+            .is_some_and(|l| l.addr == uf2fs_format::consts::COMPRESS_ADDR);
+        if !compressed {
+            return Ok(from);
+        }
+        // Its blocks past the cut become zeros too, so that a file grown again before
+        // writeback does not read the old bytes there out of the compressed cluster.
+        for index in first..first + n {
+            if index >= from {
+                self.t
+                    .pages
+                    .put(i.ino, index, vec![0; self.fs.block_bytes() as usize], log);
+            } else if self.t.pages.get(i.ino, index).is_none() {
+                let b = crate::compress::writeback::read_file_block(&self.t, i, index)?
+                    .unwrap_or_else(|| vec![0; self.fs.block_bytes() as usize]);
+                self.t.pages.put(i.ino, index, b, log);
+            }
+        }
+        Ok(first + n)
     }
 
     /// Zeroes bytes `from..to` of file block `index` when it holds data (a dirty page
@@ -329,13 +389,15 @@ impl Op<'_> {
         let bsz = self.fs.block_bytes();
         let dirty = self.t.pages.get(i.ino, index);
         let written = match self.t.locate(i, index)? {
-            Some(l) => l.addr != NULL_ADDR && l.addr != uf2fs_format::consts::NEW_ADDR,
+            // A compressed cluster's NEW_ADDR slots stand for data it holds.
+            Some(l) => l.addr != NULL_ADDR && (l.addr != uf2fs_format::consts::NEW_ADDR || i.inode.is_compressed()),
             None => false,
         };
         if dirty.is_none() && !written {
             return Ok(());
         }
-        let mut b = self.t.read_block(i, index)?.unwrap_or_else(|| vec![0; bsz as usize]);
+        let mut b =
+            crate::compress::writeback::read_file_block(&self.t, i, index)?.unwrap_or_else(|| vec![0; bsz as usize]);
         b[from..to].fill(0);
         self.t.pages.put(i.ino, index, b, log);
         Ok(())

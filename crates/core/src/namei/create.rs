@@ -225,6 +225,7 @@ impl Op<'_> {
         if kind == FileKind::File {
             new.inode.advise |= temperature(self.fs.superblock(), name);
         }
+        self.set_compress_new_inode(&mut new, kind, d.inode.flags, name);
         let xattrs = if acls.is_empty() {
             None
         } else {
@@ -324,5 +325,50 @@ impl Op<'_> {
         d.inode.ctime = t;
         self.t.store_inode(d)?;
         self.fs.stat(ino)
+    }
+}
+
+impl Op<'_> {
+    /// F2FS's `set_compress_new_inode` for new inode `new` of `kind` named `name` in
+    /// a directory with flags `parent_flags`, on a volume with the compression
+    /// feature: a regular file with a hot extension or a `nocompress_extension` stays
+    /// as it is, one with a `compress_extension` is compressed; otherwise a regular
+    /// file or directory takes the parent's `FS_NOCOMP_FL`, or else its
+    /// `FS_COMPR_FL` with the mount's compression settings.
+    fn set_compress_new_inode(&self, new: &mut InodeMut, kind: FileKind, parent_flags: u32, name: &[u8]) {
+        use super::flags::{FS_COMPR_FL, FS_NOCOMP_FL};
+        use super::newinode::FADVISE_HOT_BIT;
+        if !self.fs.superblock().has(uf2fs_format::superblock::FEATURE_COMPRESSION)
+            || (new.inode.extra_isize as usize) < uf2fs_format::node::F2FS_TOTAL_EXTRA_ATTR_SIZE
+            || new.inode.geometry.block_size() != uf2fs_format::consts::BLOCK_SIZE
+        {
+            return;
+        }
+        let options = self.rw.compress().options();
+        let compress = match kind {
+            FileKind::File => match options.for_new_file(name, new.inode.advise & FADVISE_HOT_BIT != 0) {
+                Some(c) => c,
+                None if parent_flags & FS_NOCOMP_FL != 0 => {
+                    new.inode.flags |= FS_NOCOMP_FL;
+                    false
+                }
+                None => parent_flags & FS_COMPR_FL != 0,
+            },
+            FileKind::Dir if parent_flags & FS_NOCOMP_FL != 0 => {
+                new.inode.flags |= FS_NOCOMP_FL;
+                false
+            }
+            FileKind::Dir => parent_flags & FS_COMPR_FL != 0,
+            _ => false,
+        };
+        if !compress {
+            return;
+        }
+        new.inode.flags |= FS_COMPR_FL;
+        new.inode.compress = Some(options.codec.compression());
+        if kind == FileKind::File {
+            // Compressed files keep no inline data (the new inode's slots are zeros).
+            new.inode.inline &= !(F2FS_INLINE_DATA | F2FS_DATA_EXIST);
+        }
     }
 }

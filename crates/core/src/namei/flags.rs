@@ -9,9 +9,10 @@
 //! append-only) is the caller's to check.
 
 use super::Op;
+use crate::compress::ClusterCodec;
 use crate::inode::{now, InodeMut};
 use crate::{Error, FileKind, Fs, Ino, Result, Stat};
-use uf2fs_format::node::{compress_algorithm, Compression, F2FS_INLINE_DATA, F2FS_INLINE_DENTRY, F2FS_PIN_FILE};
+use uf2fs_format::node::{Compression, F2FS_INLINE_DATA, F2FS_INLINE_DENTRY, F2FS_PIN_FILE};
 use uf2fs_format::superblock::{FEATURE_CASEFOLD, FEATURE_COMPRESSION};
 
 /// `FS_COMPR_FL`: compress the file (F2FS compression, `chattr +c`).
@@ -78,15 +79,6 @@ fn kind_mask(kind: FileKind) -> u32 {
     }
 }
 
-/// The compression settings F2FS's `set_compress_context` gives an inode under the
-/// default mount options (LZ4, clusters of 4 blocks, no checksums, default level).
-const DEFAULT_COMPRESSION: Compression = Compression {
-    compr_blocks: 0,
-    algorithm: compress_algorithm::LZ4,
-    log_cluster_size: uf2fs_format::node::MIN_COMPRESS_LOG_SIZE,
-    flag: 0,
-};
-
 impl Fs {
     /// The flags of inode `ino` as `FS_IOC_GETFLAGS` shows them on F2FS: the stored
     /// ones, plus `FS_ENCRYPT_FL`, `FS_VERITY_FL`, `FS_INLINE_DATA_FL` (inline data or
@@ -118,9 +110,9 @@ impl Fs {
     /// carry ([`Error::Unsupported`], EOPNOTSUPP); casefolding without the casefold
     /// feature (EOPNOTSUPP) or of a directory with entries ([`Error::NotEmpty`]);
     /// compression flags without the compression feature (EOPNOTSUPP), both at once or
-    /// turning compression on or off for a file with data ([`Error::Invalid`]). uf2fs
-    /// writes no compressed data, so compression cannot be turned on for an empty
-    /// regular file either (EOPNOTSUPP, where Linux allows it); on a directory it can.
+    /// turning compression on or off for a file with data ([`Error::Invalid`]).
+    /// Compression turned on takes the mount's settings (`compress_algorithm=`,
+    /// `compress_log_size=`, `compress_chksum`), as `set_compress_context` does.
     pub fn set_file_flags(&self, ino: Ino, flags: u32, mask: u32) -> Result<Stat> {
         if flags & !GETTABLE_FLAGS != 0 {
             return Err(Error::Unsupported {
@@ -175,12 +167,21 @@ impl Op<'_> {
             }
         }
         let compress = if changed & FS_COMPR_FL != 0 {
-            compression_change(&i, kind, flags & FS_COMPR_FL != 0)?
+            let codec = self.rw.compress().options().codec;
+            compression_change(&i, kind, flags & FS_COMPR_FL != 0, &codec)?
         } else {
             i.inode.compress
         };
         self.ensure_room(super::need([0, 0, 0, 1, 1, 0], 0), 0)?;
         self.commit();
+        if kind == FileKind::File && compress.is_some() && i.inode.has_inline(F2FS_INLINE_DATA) {
+            // An empty inline file turns into one with address slots (all NULL_ADDR),
+            // as the kernel converts it before compression is set.
+            i.inode.inline &= !(F2FS_INLINE_DATA | uf2fs_format::node::F2FS_DATA_EXIST);
+            for s in 0..i.inode.addrs_per_inode() {
+                i.set_slot(s, 0);
+            }
+        }
         i.inode.flags = flags | (i.inode.flags & !mask);
         i.inode.compress = compress;
         i.inode.ctime = now();
@@ -188,10 +189,10 @@ impl Op<'_> {
     }
 }
 
-/// The compression settings of `i` after compression is turned on (`on`) or off, as
-/// `f2fs_setflags_common` allows it: not for a regular file with data; uf2fs turns it
-/// on only for directories (their new files' setting).
-fn compression_change(i: &InodeMut, kind: FileKind, on: bool) -> Result<Option<Compression>> {
+/// The compression settings of `i` after compression is turned on (`on`, with the
+/// mount's settings `codec`) or off, as `f2fs_setflags_common` allows it: not for a
+/// regular file with data.
+fn compression_change(i: &InodeMut, kind: FileKind, on: bool, codec: &ClusterCodec) -> Result<Option<Compression>> {
     let has_data = kind == FileKind::File && (i.inode.blocks > 1 || i.inode.size > 0);
     if has_data {
         return Err(Error::Invalid(format!(
@@ -202,10 +203,10 @@ fn compression_change(i: &InodeMut, kind: FileKind, on: bool) -> Result<Option<C
     if !on {
         return Ok(None);
     }
-    if kind != FileKind::Dir {
+    if kind == FileKind::File && i.inode.geometry.block_size() != uf2fs_format::consts::BLOCK_SIZE {
         return Err(Error::Unsupported {
             feature: "compression",
-            detail: "uf2fs does not write compressed files".into(),
+            detail: "uf2fs writes compressed files on 4 KiB-block volumes only".into(),
         });
     }
     if (i.inode.extra_isize as usize) < uf2fs_format::node::F2FS_TOTAL_EXTRA_ATTR_SIZE {
@@ -214,5 +215,5 @@ fn compression_change(i: &InodeMut, kind: FileKind, on: bool) -> Result<Option<C
             detail: format!("inode {} has no room for compression settings", i.ino),
         });
     }
-    Ok(Some(DEFAULT_COMPRESSION))
+    Ok(Some(codec.compression()))
 }

@@ -333,7 +333,10 @@ fn inode_flags_follow_f2fs_rules() {
     fs.set_file_flags(dir, FS_COMPR_FL, SETTABLE_FLAGS).unwrap();
     let compress = fs.inode(dir).unwrap().inode.compress.unwrap();
     assert_eq!((compress.algorithm, compress.log_cluster_size), (1, 2), "LZ4, 4 blocks");
-    is(fs.set_file_flags(empty, FS_COMPR_FL, SETTABLE_FLAGS), 95); // uf2fs writes none
+    // An empty file turns compressed (its inline area becomes address slots).
+    fs.set_file_flags(empty, FS_COMPR_FL, SETTABLE_FLAGS).unwrap();
+    let i = fs.inode(empty).unwrap();
+    assert!(i.inode.is_compressed() && !i.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA));
     is(fs.set_file_flags(data, FS_COMPR_FL, SETTABLE_FLAGS), 22); // has data
     is(fs.set_file_flags(empty, FS_COMPR_FL | FS_NOCOMP_FL, SETTABLE_FLAGS), 22);
     fs.set_file_flags(empty, FS_NOCOMP_FL, SETTABLE_FLAGS).unwrap();

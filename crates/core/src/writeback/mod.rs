@@ -88,6 +88,21 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
     let context = t.pages.context_of_inode(ino).unwrap_or(0);
     let mut inode = t.load_inode(ino)?;
     let mut inode_changed = false;
+    let count = pages.len();
+    // Compressed files: clusters to store compressed (or to decompress) are written
+    // whole by the cluster writer; the rest are plain pages.
+    let pages = if inode.inode.is_compressed() {
+        inode_changed = true;
+        match crate::compress::writeback::write_clusters(t, &mut inode, pages) {
+            Ok(rest) => rest,
+            Err(e) => {
+                t.store_inode(inode)?;
+                return Err(e);
+            }
+        }
+    } else {
+        pages
+    };
     let written = write_groups(t, &mut inode, &pages, context, &mut inode_changed);
     // Groups written before a failure left the cache and point at their new blocks
     // from the inode: it is stored either way, or memory would read their old blocks.
@@ -97,9 +112,9 @@ pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
     written?;
     let wb = t.pages.writeback();
     if let Some(c) = wb.contexts.get(context) {
-        c.add(1, pages.len() as u64);
+        c.add(1, count as u64);
     }
-    Ok(pages.len())
+    Ok(count)
 }
 
 /// The groups of [`write_inode_pages`]: `pages` (all of `inode`'s dirty pages) by the

@@ -112,7 +112,7 @@ impl F2fsFuse {
     }
 
     /// `Ok` on a read-write mount, `EROFS` on a read-only one.
-    fn writable(&self) -> Result<(), Errno> {
+    pub(crate) fn writable(&self) -> Result<(), Errno> {
         if self.writable {
             Ok(())
         } else {
