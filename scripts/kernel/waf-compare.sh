@@ -512,6 +512,7 @@ if [ "$cmd" = probe ]; then
         boot || { echo "guest stopped without a result block" >&2; exit 1; }
         [ -z "$result_out" ] || cp "$RESULT" "$result_out"
     fi
+    [ "$(field mkfs_rc)" = 0 ] || { field mkfs | tail -3 >&2; die "mkfs.f2fs failed in the guest"; }
     [ "$(field mount_rc)" = 0 ] || { field mount_out >&2; die "the guest's mount failed"; }
     read -r -a cp <<<"$(field cp)"
     read -r -a st <<<"$(field statfs_mount)"
