@@ -425,6 +425,8 @@ mod tests {
         // Measured: Linux 6.1 wrote 114060 blocks to one file on a volume whose df showed
         // 114174 free, and refused the next (scripts/kernel/waf-compare.sh probe).
         assert_eq!(linux_file_blocks(114_060), 114_174);
+        // And 185158 where df showed 185342 (40 MiB + 100 zones of 8 MiB).
+        assert_eq!(linux_file_blocks(185_158), 185_342);
         // Past both indirect nodes: the double-indirect node and its indirect ones.
         let two_ind = 873 + 2 * 1018 + 2 * 1018 * 1018;
         assert_eq!(linux_file_blocks(two_ind), two_ind + 1 + 2 + 2 * 1019);
