@@ -18,6 +18,11 @@
 #   scripts/kernel/waf-compare.sh setup
 #       kernel-check.sh setup, find or build mkfs.f2fs with -Z, check fio, build the overlay
 #   scripts/kernel/waf-compare.sh [run] [OPTIONS]
+#   scripts/kernel/waf-compare.sh probe [OPTIONS]
+#       Linux's limit on the volume instead of the experiment: statfs (f_blocks, f_bfree,
+#       f_bavail) of the fresh mount and the largest file written until ENOSPC, beside
+#       whether the lab accepts that file and one block more (--file-size, --io-size
+#       and the job's options are unused)
 #
 # OPTIONS (sizes take K, M, G suffixes, powers of 1024; defaults in brackets):
 #   --conv-size S          conventional null_blk, whole MiB [32M]
@@ -250,6 +255,7 @@ boot() {
         echo "OPTS='$opts'"
         echo "SAMPLE_S=$sample"
         echo "DIRTY_BYTES=$dirty"
+        echo "PROBE=$probe"
     } >"$run_dir/job/job/conf"
     (cd "$run_dir/job" && find . | cpio -o -H newc -R 0:0 --quiet) >"$run_dir/job.cpio"
     # The kernel takes an uncompressed archive after a compressed one only at a 4-byte
@@ -435,10 +441,10 @@ kernel_failed() {
 
 conv=$((32 << 20)) zone=$((8 << 20)) zones=128 ovp=3.89 rsvd=8 file=$((870 << 20)) io=$((2 << 30))
 opts='' policy=greedy,cost-benefit seed=1 do_kernel=1 do_lab=1 kernel_result='' result_out=''
-json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20))
+json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0
 cmd=run
 case ${1:-} in
-    setup | run) cmd=$1; shift ;;
+    setup | run | probe) cmd=$1; shift ;;
     -h | --help) usage ;;
 esac
 need() { [ $# -ge 2 ] || die "$1 needs a value"; }
@@ -494,6 +500,44 @@ fi
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
+
+# probe: Linux's limit on this volume (statfs of the fresh mount; the largest file written
+# in 1 MiB then 4 KiB writes until ENOSPC) beside what the lab accepts.
+if [ "$cmd" = probe ]; then
+    probe=1
+    if [ -n "$kernel_result" ]; then
+        RESULT=$kernel_result
+    else
+        setup_all
+        boot || { echo "guest stopped without a result block" >&2; exit 1; }
+        [ -z "$result_out" ] || cp "$RESULT" "$result_out"
+    fi
+    [ "$(field mkfs_rc)" = 0 ] || { field mkfs | tail -3 >&2; die "mkfs.f2fs failed in the guest"; }
+    [ "$(field mount_rc)" = 0 ] || { field mount_out >&2; die "the guest's mount failed"; }
+    read -r -a cp <<<"$(field cp)"
+    read -r -a st <<<"$(field statfs_mount)"
+    size=$(field probe_4k_size)
+    is_uint "${size:-x}" || die "no probe result (kernel: $(field kernel))"
+    echo "kernel:            Linux $(field kernel | head -1)"
+    echo "volume:            $(mib "$conv") MiB conventional + $zones zones of $(mib "$zone") MiB, -o $ovp -Z $rsvd"
+    echo "user_block_count:  $(( cp[2] + cp[3] * 4294967296 )) (checkpoint)"
+    echo "statfs, fresh:     bsize ${st[0]} blocks ${st[1]} bfree ${st[2]} bavail ${st[3]}"
+    echo "statfs, full:      $(field statfs_4k)"
+    echo "largest file:      $size bytes ($((size / 4096)) blocks; 1 MiB writes stopped at $(field probe_1m_size))"
+    if [ "$do_lab" = 1 ]; then
+        [ -x "$UF2FS" ] || die "no $UF2FS: cargo build --release -p uf2fs (or set UF2FS_BIN)"
+        for f in $size $((size + 4096)); do
+            if out=$("$UF2FS" bench waf --conv-size "$conv" --zone-size "$zone" --zones "$zones" \
+                --overprovision "$ovp" --reserved-sections "$rsvd" --file-size "$f" --io-size 4K \
+                --policy greedy --jobs 1 2>&1); then
+                echo "lab, file $f:  accepted"
+            else
+                echo "lab, file $f:  refused: $(tail -1 <<<"$out")"
+            fi
+        done
+    fi
+    exit 0
+fi
 
 setup_line="$(mib "$conv") MiB conventional + $zones zones of $(mib "$zone") MiB, -o $ovp -Z $rsvd;"
 setup_line+=" file $(mib "$file") MiB; $(mib "$io") MiB of 4 KiB random writes"
