@@ -397,6 +397,13 @@ fn shrink(seed: u64, scale: &Scale) -> Recording {
             _ => r.verify(f),
         }
     }
+    // The point of the workload: these fsyncs are roll-forward records, not checkpoints.
+    let status = r.fs().status_report().unwrap();
+    let line = status.lines().find(|l| l.trim_start().starts_with("fsyncs:")).unwrap();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (rolled, by_cp): (u64, u64) = (words[1].parse().unwrap(), words[3].parse().unwrap());
+    println!("shrink seed {seed}: {rolled} fsyncs by roll-forward, {by_cp} by checkpoint");
+    assert!(rolled > 5 * by_cp, "shrink seed {seed}: {line}");
     r.finish()
 }
 
