@@ -1,6 +1,7 @@
 //! fsync of a file (F2FS's `f2fs_sync_file`): the file's pages written back, then its
 //! direct nodes with the fsync mark in the warm node log for roll-forward recovery, or
-//! a checkpoint where recovery could not rebuild the file (see [`Fs::fsync`]).
+//! a checkpoint where recovery could not rebuild the file (see [`Fs::fsync`]); empty
+//! direct nodes over the ones a truncate freed since the last checkpoint.
 
 use crate::segment::LogType;
 use crate::{FileKind, Fs, Ino, Result};
@@ -20,10 +21,12 @@ impl Fs {
     /// after a crash. A checkpoint is written instead for everything else, as the
     /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
     /// link count other than one, a name or parent changed since the last checkpoint, a
-    /// directory renamed since the last checkpoint, the file shrunk or holes punched or
-    /// zeroed in it since the last checkpoint (direct nodes freed), a parent directory
-    /// not yet checkpointed, two active logs, little free space, or `fsync_mode=strict`.
-    /// `datasync` changes nothing: both write the same.
+    /// directory renamed since the last checkpoint, a parent directory not yet
+    /// checkpointed, two active logs, little free space, or `fsync_mode=strict`. A file
+    /// shrunk since the last checkpoint is fsync'd by roll-forward too: for each direct
+    /// node the shrink freed, an empty direct node of that offset goes first, so that
+    /// recovery frees the blocks it held (more than 128 of them: a
+    /// checkpoint). `datasync` changes nothing: both write the same.
     pub fn fsync(&self, ino: Ino, datasync: bool) -> Result<()> {
         let _ = datasync;
         let rw = self.rw()?;
