@@ -18,9 +18,21 @@
 # Reported for the fsync jobs together (fio's group_reporting): writes per second (each
 # with its fsync), fsync latency p50/p99 (fio's sync latency), medians over --reps rounds, and posix against strict.
 #
+# Before and after a change (issue 28): --baseline BIN adds the target uf2fs-base, a
+# default (posix) mount by another uf2fs binary (e.g. one built from main), and reports
+# this build's posix mount against it; --targets LIST runs only those targets (e.g.
+# uf2fs-base,uf2fs-posix); targets take turns within each round, so that a machine whose
+# speed drifts (a shared one) slows both alike. --otrunc adds a second job on every
+# target: the everyday way to save a file, an O_TRUNC rewrite + fsync loop over 64 small
+# files (each open(O_WRONLY|O_TRUNC), write 2,000 or 12,000 bytes in turn, fsync,
+# close), for RUNTIME seconds on files that exist at a checkpoint; saves per second and
+# fsync p50/p99. fio 3.33 opens files with O_CREAT only (no O_TRUNC, and no truncate
+# between loops), so this loop is a Python program on the same mount.
+#
 # usage: scripts/bench-fsync-fio.sh [--size SIZE] [--file-size SIZE] [--runtime SECS]
 #                                   [--reps N] [--jobs N] [--with-writer] [--work DIR]
-#                                   [--out FILE]
+#                                   [--out FILE] [--baseline BIN] [--targets LIST]
+#                                   [--otrunc]
 # Defaults: 2G images, a 64M file, 20 s per run, 3 rounds: about 4 minutes. Run as root;
 # needs fio, fuse2fs, fuse3.
 set -euo pipefail
@@ -32,7 +44,7 @@ repo="$(dirname "$here")"
 export PATH="$PATH:/usr/sbin:/sbin"
 
 size=2G; file_size=64M; runtime=20; reps=3; writer=0; jobs=1
-work=/var/tmp/uf2fs-fsyncfio; out=""
+work=/var/tmp/uf2fs-fsyncfio; out=""; baseline=""; only=""; otrunc=0
 cmdline="scripts/bench-fsync-fio.sh $*"
 usage() { sed -n '/^# usage:/,/^# Defaults:/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -45,6 +57,9 @@ while [ $# -gt 0 ]; do
     --with-writer) writer=1; shift ;;
     --work) work="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --baseline) baseline="$(realpath "$2")"; shift 2 ;;
+    --targets) only="$2"; shift 2 ;;
+    --otrunc) otrunc=1; shift ;;
     -h | --help) usage ;;
     *) fst_log "bench-fsync-fio: unknown argument $1"; usage ;;
     esac
@@ -79,8 +94,19 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 targets=(fuse2fs uf2fs-strict uf2fs-posix)
+if [ -n "$baseline" ]; then
+    [ -x "$baseline" ] || { fst_log "bench-fsync-fio: --baseline $baseline is not a program"; exit 1; }
+    targets=(fuse2fs uf2fs-strict uf2fs-base uf2fs-posix)
+fi
+if [ -n "$only" ]; then
+    IFS=, read -r -a targets <<<"$only"
+fi
 mount_target() { # TARGET
     case "$1" in
+    uf2fs-base)
+        fst_make_f2fs "$baseline" "$work/t.img" "$size"
+        FST_UF2FS_OPTS="allow_other" \
+            fst_mount_uf2fs "$baseline" "$work/t.img" "$work/mnt" "$work/mount-$1.log" ;;
     fuse2fs)
         fst_make_ext4 "$work/t.img" "$size"
         fst_mount_fuse2fs "$work/t.img" "$work/mnt" "$work/mount-fuse2fs.log" ;;
@@ -90,6 +116,34 @@ mount_target() { # TARGET
             fst_mount_uf2fs "$uf2fs_bin" "$work/t.img" "$work/mnt" "$work/mount-$1.log" ;;
     esac
 }
+
+# The O_TRUNC rewrite + fsync loop (see the header); prints saves/s, fsync p50, p99 (µs).
+otrunc_loop='
+import os, statistics, sys, time
+mnt, runtime = sys.argv[1], float(sys.argv[2])
+d = os.path.join(mnt, "otrunc")
+os.makedirs(d, exist_ok=True)
+names = [os.path.join(d, "f%02d" % i) for i in range(64)]
+sizes = (2000, 12000)
+for i, n in enumerate(names):
+    with open(n, "wb") as f:
+        f.write(bytes([i]) * 12000)
+os.sync()  # the files exist at a checkpoint, as saved files do
+lat, i = [], 0
+start = time.monotonic()
+end = start + runtime
+while time.monotonic() < end:
+    fd = os.open(names[i % len(names)], os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, bytes([i & 255]) * sizes[i % 2])
+    t0 = time.perf_counter()
+    os.fsync(fd)
+    lat.append(time.perf_counter() - t0)
+    os.close(fd)
+    i += 1
+secs = time.monotonic() - start
+q = statistics.quantiles(lat, n=100)
+print("%.1f\t%.1f\t%.1f" % (i / secs, q[49] * 1e6, q[98] * 1e6))
+'
 
 for ((r = 1; r <= reps; r++)); do
     for t in "${targets[@]}"; do
@@ -105,6 +159,12 @@ for ((r = 1; r <= reps; r++)); do
             --numjobs="$jobs" --group_reporting \
             "${bulk[@]}" \
             || { fst_log "fio failed on $t"; cat "$json" >&2; exit 1; }
+        oline=""
+        if [ "$otrunc" = 1 ]; then
+            fst_run $((runtime * 10 + 300)) "$work/otrunc-$t-$r.txt" python3 -c "$otrunc_loop" "$work/mnt" "$runtime" \
+                || { fst_log "the O_TRUNC loop failed on $t"; cat "$work/otrunc-$t-$r.txt" >&2; exit 1; }
+            oline=$(tail -1 "$work/otrunc-$t-$r.txt")
+        fi
         fst_unmount
         line=$(python3 -c '
 import json, sys
@@ -113,8 +173,9 @@ sync = j["sync"]["lat_ns"]
 pct = sync.get("percentile", {})
 print("%.1f\t%.1f\t%.1f" % (j["write"]["iops"], pct.get("50.000000", 0) / 1e3, pct.get("99.000000", 0) / 1e3))
 ' "$json")
-        printf '%s\t%s\t%s\n' "$t" "$r" "$line" >>"$raw"
+        printf '%s\t%s\t%s\t%s\n' "$t" "$r" "$line" "${oline:-0	0	0}" >>"$raw"
         fst_log "round $r: $t: $(echo "$line" | awk -F'\t' '{print $1 " writes+fsyncs/s, fsync p50 " $2 " us, p99 " $3 " us"}')"
+        [ -z "$oline" ] || fst_log "round $r: $t: O_TRUNC loop: $(echo "$oline" | awk -F'\t' '{print $1 " saves/s, fsync p50 " $2 " us, p99 " $3 " us"}')"
         rm -f "$work/t.img"
     done
 done
@@ -122,23 +183,44 @@ done
 report=$(python3 - "$raw" "$cmdline" "$(nproc)" <<'EOF'
 import sys, statistics, collections
 raw, cmd, cpus = sys.argv[1], sys.argv[2], sys.argv[3]
-v = collections.defaultdict(lambda: ([], [], []))
+v = collections.defaultdict(lambda: ([], [], [], [], [], []))
 for line in open(raw):
-    t, r, iops, p50, p99 = line.rstrip("\n").split("\t")
-    for i, x in enumerate((iops, p50, p99)):
+    t, r, *xs = line.rstrip("\n").split("\t")
+    for i, x in enumerate(xs):
         v[t][i].append(float(x))
 med = {t: [statistics.median(x) for x in v[t]] for t in v}
+otrunc = any(m[3] > 0 for m in med.values())
 print(f"`{cmd}` ({cpus} CPUs); medians over rounds:\n")
-print("| target | 4 KiB writes + fsync per s | fsync p50 (µs) | fsync p99 (µs) |")
-print("|---|---:|---:|---:|")
-for t in ("fuse2fs", "uf2fs-strict", "uf2fs-posix"):
+head = "| target | 4 KiB writes + fsync per s | fsync p50 (µs) | fsync p99 (µs) |"
+rule = "|---|---:|---:|---:|"
+if otrunc:
+    head += " O_TRUNC saves + fsync per s | fsync p50 (µs) | fsync p99 (µs) |"
+    rule += "---:|---:|---:|"
+print(head)
+print(rule)
+for t in ("fuse2fs", "uf2fs-strict", "uf2fs-base", "uf2fs-posix"):
     if t in med:
         m = med[t]
-        print(f"| {t} | {m[0]:.0f} | {m[1]:.0f} | {m[2]:.0f} |")
+        row = f"| {t} | {m[0]:.0f} | {m[1]:.0f} | {m[2]:.0f} |"
+        if otrunc:
+            row += f" {m[3]:.0f} | {m[4]:.0f} | {m[5]:.0f} |"
+        print(row)
+
+
+def against(a, b, what):
+    s, p = med[a], med[b]
+    line = (f"\n{what}: {p[0] / s[0]:.2f}x the writes per second, "
+            f"fsync p50 {s[1] / p[1]:.2f}x faster, p99 {s[2] / p[2]:.2f}x faster")
+    if otrunc:
+        line += (f"; O_TRUNC loop {p[3] / s[3]:.2f}x the saves per second, "
+                 f"fsync p50 {s[4] / p[4]:.2f}x faster, p99 {s[5] / p[5]:.2f}x faster")
+    print(line)
+
+
 if "uf2fs-strict" in med and "uf2fs-posix" in med:
-    s, p = med["uf2fs-strict"], med["uf2fs-posix"]
-    print(f"\nposix against strict: {p[0] / s[0]:.2f}x the writes per second, "
-          f"fsync p50 {s[1] / p[1]:.2f}x faster, p99 {s[2] / p[2]:.2f}x faster")
+    against("uf2fs-strict", "uf2fs-posix", "posix against strict")
+if "uf2fs-base" in med and "uf2fs-posix" in med:
+    against("uf2fs-base", "uf2fs-posix", "this build against the baseline")
 EOF
 )
 echo "$report"

@@ -12,7 +12,11 @@
 #      fdatasync alone: a new file, appends, in-place overwrites, a truncate then write,
 #      holes, a 10 MiB file, inline files, fdatasync of an append and of a new file, an
 #      xattr set before the fsync (inline and in an xattr node), a chmod alone, a
-#      truncate to zero, a fallocated file, a file fsync'd twice, 600 small files; then
+#      truncate to zero, a fallocated file, a file fsync'd twice, 600 small files; and
+#      (issue 28) a file cut to 100 blocks and regrown past the freed direct nodes, O_TRUNC
+#      rewrites of a file with direct nodes and of an inline file grown out of its
+#      inode, a punched and a zeroed range across direct nodes, each of which the kernel
+#      must recover by roll-forward (its recover_inode line names the file); then
 #      files written without fsync;
 #      the manifest (kernel-check.sh's format) of the fsync'd files is taken right
 #      after their fsyncs;
@@ -98,7 +102,7 @@ crash_uf2fs() {
 # prints the manifest of the fsync'd files and "maybe PATH" lines on stderr.
 workload() {
     python3 - "$1" "$many" <<'EOF'
-import hashlib, os, stat, sys
+import ctypes, hashlib, os, stat, sys
 
 mnt, many = sys.argv[1], int(sys.argv[2])
 durable = {}  # path -> whether its mtime must be kept (fsync, not fdatasync)
@@ -150,6 +154,7 @@ def fsync(rel, datasync=False):
 # before the checkpoint
 os.makedirs(p("pc/many"), exist_ok=True)
 os.makedirs(p("pc/old"), exist_ok=True)
+os.makedirs(p("pc/rf"), exist_ok=True)
 write("pc/append.bin", blocks("old-append", 0, 2))
 write("pc/overwrite.bin", blocks("old-over", 0, 64))
 write("pc/shrink.bin", blocks("old-shrink", 0, 256))
@@ -158,6 +163,13 @@ write("pc/zeroed.bin", blocks("old-zeroed", 0, 16))
 write("pc/chmod.txt", b"mode changed after the checkpoint\n")
 write("pc/old/unsynced-append.txt", b"at the checkpoint\n")
 write("pc/old/unsynced-over.bin", blocks("old-unsynced", 0, 8))
+# for the truncate, punch and zero-range cases (issue 28): past the inode's own
+# addresses, so that whole direct nodes are freed or emptied after the checkpoint
+write("pc/rf/shrink-regrow.bin", blocks("old-regrow", 0, 3000))
+write("pc/rf/otrunc-large.bin", blocks("old-otrunc", 0, 1500))
+write("pc/rf/otrunc-inline.txt", b"inline at the checkpoint\n")
+write("pc/rf/punch.bin", blocks("old-punch", 0, 2200))
+write("pc/rf/zero.bin", blocks("old-zero", 0, 1600))
 fd = os.open(mnt, os.O_RDONLY)
 os.fsync(fd)  # a checkpoint
 os.close(fd)
@@ -202,6 +214,33 @@ for i in range(many):
 # inode's own addresses and an overwrite inside an old file's direct node, so that the
 # chain holds direct nodes (written by uf2fs without the fsync mark, before the marked
 # inode block) for Linux's recovery to replay.
+# Truncate, punch and zero range, each made durable by fsync alone (issue 28: by
+# roll-forward records, as Linux does, never a checkpoint): the blocks freed must not
+# come back. A file cut to 100 blocks then written at block 2800 (the direct nodes
+# freed in between lie under the hole); an O_TRUNC rewrite of a file with direct nodes
+# and of an inline file grown out of its inode; a punched range over the inode's
+# addresses, a whole direct node and part of the next; a zeroed range.
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+
+
+def fallocate(rel, mode, first, count):
+    fd = os.open(p(rel), os.O_WRONLY)
+    try:
+        if libc.fallocate(fd, mode, first * 4096, count * 4096) != 0:
+            raise OSError(ctypes.get_errno(), f"fallocate {rel}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    durable[rel] = True
+
+
+os.truncate(p("pc/rf/shrink-regrow.bin"), 100 * 4096 + 123)
+write("pc/rf/shrink-regrow.bin", blocks("regrow", 2800, 1), offset=2800 * 4096, sync="fsync")
+write("pc/rf/otrunc-large.bin", blocks("otrunc", 0, 2), sync="fsync")
+write("pc/rf/otrunc-inline.txt", blocks("otrunc-inline", 0, 3), sync="fsync")
+fallocate("pc/rf/punch.bin", 0x01 | 0x02, 5, 2095)  # PUNCH_HOLE | KEEP_SIZE
+fallocate("pc/rf/zero.bin", 0x10, 3, 1500)  # ZERO_RANGE
 write("pc/late-large.bin", blocks("late-large", 0, 1600), sync="fsync")
 write("pc/large.bin", blocks("large-over", 2000, 3), offset=2000 * 4096, sync="fsync")
 
@@ -282,6 +321,14 @@ check_variant() { # NAME MKFS-OPTIONS...
     grep -E '^dmesg: .*(recover|checkpoint)' "$work/$name.kernel.log" | grep -vE 'recover_(inode|dentry|data):' \
         | sed 's/^/   /' || true
     echo "   $(grep -c 'recover_inode:' "$work/$name.kernel.log" || true) inodes recovered by the kernel (its recover_inode lines)"
+    # The truncate, punch and zero-range fsyncs must have left roll-forward records
+    # (no checkpoint), replayed by the kernel's recovery.
+    local rf
+    for rf in shrink-regrow.bin otrunc-large.bin otrunc-inline.txt punch.bin zero.bin; do
+        grep -q "recover_inode: .*name = $rf," "$work/$name.kernel.log" \
+            || fail "$name: pc/rf/$rf was not recovered by the kernel's roll-forward (fsync'd by a checkpoint?)"
+    done
+    echo "   truncate, O_TRUNC, punch and zero-range fsyncs: recovered by the kernel's roll-forward"
 
     out=$(fsck.f2fs -f --dry-run "$img" 2>&1) || { echo "$out" >&2; fail "$name: fsck.f2fs -f --dry-run exited non-zero"; return; }
     if grep -qE '\[Fail\]|\[FIX|ASSERT' <<<"$out"; then

@@ -7,7 +7,7 @@
 use crate::device::BlockDevice;
 use crate::{Error, Result};
 use cache::ClockCache;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use uf2fs_format::consts::NEW_ADDR;
 use uf2fs_format::nat::{nat_block_addr, nat_block_entry, NatEntry, NAT_ENTRY_SIZE};
@@ -113,6 +113,10 @@ pub struct NodeManager {
     dirty: Mutex<write::DirtyNodes>,
     /// Node ids ready to hand out (read-write only).
     free_nids: Mutex<free_nid::FreeNids>,
+    /// Direct nodes freed since the last checkpoint that had been written (to the
+    /// checkpoint's tree or to the warm node log after it), by inode: `(nid, offset)`.
+    /// Roll-forward recovery would find them (see [`NodeManager::note_freed_dnode`]).
+    freed_dnodes: Mutex<HashMap<u32, Vec<(u32, u32)>>>,
 }
 
 fn cache(n: usize) -> Mutex<ClockCache<NodeBlock>> {
@@ -156,6 +160,7 @@ impl NodeManager {
             node_cache: cache(NODE_CACHE_BLOCKS),
             dirty: Mutex::new(write::DirtyNodes::default()),
             free_nids: Mutex::new(free_nid::FreeNids::new(cp.next_free_nid, sb.max_nid())),
+            freed_dnodes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -167,6 +172,43 @@ impl NodeManager {
     /// The volume's block geometry.
     pub fn geometry(&self) -> uf2fs_format::Geometry {
         self.geometry
+    }
+
+    /// Records that direct node `nid` of inode `ino`, whose block is `block`, is about
+    /// to be freed (a truncate). When it was ever written, roll-forward recovery would
+    /// still find it after a power cut: in the checkpoint's tree, or in the warm node
+    /// log after the checkpoint, with the data addresses it had. The next fsync of
+    /// `ino` then writes an empty node of that offset before the inode, which recovery
+    /// (uf2fs's and Linux's alike) replays over it. Forgotten at the next checkpoint.
+    pub(crate) fn note_freed_dnode(&self, dev: &dyn BlockDevice, ino: u32, nid: u32, block: &[u8]) -> Result<()> {
+        let e = self.nat_entry(dev, nid)?;
+        if e.block_addr == NEW_ADDR || e.block_addr == uf2fs_format::consts::NULL_ADDR {
+            return Ok(());
+        }
+        let f = NodeFooter::decode(block).map_err(|x| Error::corrupt(format!("node {nid}"), None, x.to_string()))?;
+        if f.offset() == 0 || !is_dnode(self.geometry, f.offset()) {
+            return Ok(());
+        }
+        lock(&self.freed_dnodes).entry(ino).or_default().push((nid, f.offset()));
+        Ok(())
+    }
+
+    /// Takes the record of `ino`'s direct nodes freed since the last checkpoint
+    /// (`(nid, offset)`; see [`NodeManager::note_freed_dnode`]).
+    pub(crate) fn take_freed_dnodes(&self, ino: u32) -> Vec<(u32, u32)> {
+        lock(&self.freed_dnodes).remove(&ino).unwrap_or_default()
+    }
+
+    /// Gives back what [`NodeManager::take_freed_dnodes`] took, when it was not used.
+    pub(crate) fn restore_freed_dnodes(&self, ino: u32, freed: Vec<(u32, u32)>) {
+        if !freed.is_empty() {
+            lock(&self.freed_dnodes).entry(ino).or_default().extend(freed);
+        }
+    }
+
+    /// A checkpoint is durable: every freed node is recorded in its NAT.
+    pub(crate) fn forget_freed_dnodes(&self) {
+        lock(&self.freed_dnodes).clear();
     }
 
     /// The NAT entry of `nid`.

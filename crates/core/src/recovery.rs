@@ -88,7 +88,7 @@ fn is_real(a: u32) -> bool {
 /// the double indirect node, then each of its `n` indirect nodes followed by its `n`
 /// direct nodes. `None` for an
 /// offset that is not a direct node's.
-fn first_index_of(offset: u32, per_inode: u64, per_block: u64, n: u64) -> Option<u64> {
+pub(crate) fn first_index_of(offset: u32, per_inode: u64, per_block: u64, n: u64) -> Option<u64> {
     let o = offset as u64;
     let ordinal = match o {
         1 | 2 => o - 1,

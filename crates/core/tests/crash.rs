@@ -12,9 +12,11 @@
 //! rename, exchange, unlink, rmdir, small writes, file and directory fsyncs, syncs),
 //! `small` (many small files each written and fsync'd, rewritten, appended, renamed
 //! and removed) and `gc` (4 KiB overwrites with fsyncs on a nearly full 64 MiB volume,
-//! so that foreground GC and its checkpoints run inside the recording), `atomic`
-//! (F2FS atomic writes) and `compress` (writes, overwrites, appends, truncates and
-//! fsyncs of compressed files, stored per cluster at writeback).
+//! so that foreground GC and its checkpoints run inside the recording), `shrink`
+//! (fsyncs after `O_TRUNC` rewrites, shrinks, punched and zeroed ranges: roll-forward
+//! records, where no freed block may come back), `atomic` (F2FS atomic writes) and
+//! `compress` (writes, overwrites, appends, truncates and fsyncs of compressed files,
+//! stored per cluster at writeback).
 //!
 //! The `quick_*` tests check a few hundred points in all; `full` (ignored) checks every
 //! distinct cut of several seeds, sized by `UF2FS_CRASH_*` variables.
@@ -405,10 +407,93 @@ fn compress(seed: u64, scale: &Scale) -> Recording {
     r.finish()
 }
 
+/// fsync by roll-forward after the changes that free blocks (issue 28): an `O_TRUNC`
+/// rewrite then fsync, shrinks (then regrown past a hole by a far write or a truncate
+/// up) then fsync, punched and zeroed ranges then fsync, on a file that starts inline,
+/// a 16 MiB sparse one (scattered small writes: a direct node each past the inode's
+/// addresses, some under the indirect node) and a dense one; fsyncs before the
+/// truncates put direct nodes in the log after the checkpoint, syncs put them in the
+/// checkpoint, so that a truncate frees both kinds. No freed block may come back.
+fn shrink(seed: u64, scale: &Scale) -> Recording {
+    let mut r = Recorder::new(fresh_image(64), 1 << 15);
+    let mut rng = Rng::new(seed);
+    let files = [("/inl", 8 * KIB), ("/sparse", 16 * MIB), ("/dense", 2 * MIB)];
+    for (f, _) in files {
+        r.create(f);
+    }
+    let some = |rng: &mut Rng, max: u64, off: u64| -> usize {
+        let len = 1 + if rng.pct(50) {
+            rng.below(3000)
+        } else {
+            rng.below(40 * KIB)
+        };
+        len.min(max - off) as usize
+    };
+    for _ in 0..scale.len(150) {
+        let (f, max) = *rng.pick(&files);
+        match rng.below(100) {
+            0..=24 => {
+                for _ in 0..1 + rng.below(4) {
+                    let off = rng.below(max);
+                    let len = some(&mut rng, max, off);
+                    let data = rng.bytes(len);
+                    r.write(f, off, &data);
+                }
+            }
+            25..=34 => {
+                r.truncate(f, 0);
+                let len = some(&mut rng, max, 0);
+                let data = rng.bytes(len);
+                r.write(f, 0, &data);
+                r.fsync(f, rng.pct(30));
+            }
+            35..=49 => {
+                let size = r.data(f).size;
+                r.truncate(f, rng.below(size + 1));
+                match rng.below(4) {
+                    0 | 1 => {
+                        let off = rng.below(max);
+                        let len = some(&mut rng, max, off);
+                        let data = rng.bytes(len);
+                        r.write(f, off, &data);
+                    }
+                    2 => r.truncate(f, 1 + rng.below(max)),
+                    _ => {}
+                }
+                r.fsync(f, rng.pct(30));
+            }
+            50..=59 => {
+                let off = rng.below(max);
+                let len = 1 + rng.below(max / 2);
+                r.punch(f, off, len);
+                r.fsync(f, rng.pct(30));
+            }
+            60..=66 => {
+                let off = rng.below(max);
+                let len = 1 + rng.below((max - off).min(MIB));
+                r.zero_range(f, off, len, rng.pct(50));
+                r.fsync(f, rng.pct(30));
+            }
+            67..=84 => r.fsync(f, rng.pct(30)),
+            85..=90 => r.sync_fs(),
+            _ => r.verify(f),
+        }
+    }
+    // The point of the workload: these fsyncs are roll-forward records, not checkpoints.
+    let status = r.fs().status_report().unwrap();
+    let line = status.lines().find(|l| l.trim_start().starts_with("fsyncs:")).unwrap();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (rolled, by_cp): (u64, u64) = (words[1].parse().unwrap(), words[3].parse().unwrap());
+    println!("shrink seed {seed}: {rolled} fsyncs by roll-forward, {by_cp} by checkpoint");
+    assert!(rolled > 5 * by_cp, "shrink seed {seed}: {line}");
+    r.finish()
+}
+
 type Workload = (&'static str, fn(u64, &Scale) -> Recording);
 
-const WORKLOADS: [Workload; 6] = [
+const WORKLOADS: [Workload; 7] = [
     ("fsx", fsx),
+    ("shrink", shrink),
     ("tree", tree),
     ("small", small),
     ("gc", gc),
@@ -452,6 +537,12 @@ fn assert_clean(t: &Tally, name: &str) {
 fn quick_fsx() {
     let t = run("fsx", &quick(150));
     assert_clean(&t, "fsx");
+}
+
+#[test]
+fn quick_shrink() {
+    let t = run("shrink", &quick(150));
+    assert_clean(&t, "shrink");
 }
 
 #[test]

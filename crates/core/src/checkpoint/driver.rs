@@ -54,6 +54,7 @@ impl Fs {
             )
             .inspect_err(|e| rw.fail(e))?;
         rw.fsync_track().checkpointed();
+        self.nodes.forget_freed_dnodes();
         // Sections freed by this checkpoint are discarded (zones reset) only now that
         // no checkpoint points into them.
         // Under a pacer they stay queued for the cleaner, except at unmount.

@@ -333,6 +333,9 @@ fn free_subtree(t: &Tree, ino: Ino, nid: u32, kind: Kind) -> Result<u64> {
                 Kind::Double => todo.push((v, Kind::Indirect)),
             }
         }
+        if kind == Kind::Direct {
+            t.nodes.note_freed_dnode(t.dev, ino, nid, &b)?;
+        }
         t.nodes.free_node(t.dev, t.segs, nid)?;
         freed += 1;
     }

@@ -186,9 +186,6 @@ impl Op<'_> {
         let bsz = self.fs.block_bytes();
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
-        // Direct nodes may be freed: recovery would find the checkpoint's still there
-        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if offset >= i.inode.size {
             return Ok(None);
@@ -227,9 +224,6 @@ impl Op<'_> {
         let bsz = self.fs.block_bytes();
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
-        // Direct nodes may be freed: recovery would find the checkpoint's still there
-        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         if end > i.inode.max_file_bytes() {
             return Err(Error::FileTooBig(format!(
@@ -283,9 +277,6 @@ impl Op<'_> {
     fn zero_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
-        // Direct nodes may be freed: recovery would find the checkpoint's still there
-        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let log = data_log(&i, self.t.segs);
         let plan = blocks::plan_range(&self.t, &i, first, end)?;
@@ -327,9 +318,6 @@ impl Op<'_> {
     fn punch_chunk(&mut self, ino: Ino, first: u64, end: u64) -> Result<()> {
         let rw = self.rw;
         let _g = rw.lock_inodes(&[ino]);
-        // Direct nodes may be freed: recovery would find the checkpoint's still there
-        // (and their blocks past a hole made later), so this inode's fsync checkpoints.
-        rw.fsync_track().needs_checkpoint(ino);
         let mut i = self.load_file(ino)?;
         let dnodes = (end - first).div_ceil(blocks::addrs_per_dnode(&i)) + 1;
         self.ensure_room_as(need([0, 0, 0, 0, 1 + dnodes, 2], 0), 0, true)?;

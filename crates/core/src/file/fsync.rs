@@ -1,10 +1,16 @@
 //! fsync of a file (F2FS's `f2fs_sync_file`): the file's pages written back, then its
 //! direct nodes with the fsync mark in the warm node log for roll-forward recovery, or
-//! a checkpoint where recovery could not rebuild the file (see [`Fs::fsync`]).
+//! a checkpoint where recovery could not rebuild the file (see [`Fs::fsync`]); empty
+//! direct nodes over the ones a truncate freed since the last checkpoint.
 
 use crate::segment::LogType;
 use crate::{FileKind, Fs, Ino, Result};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
+
+/// Empty direct nodes one fsync writes at most (for direct nodes a truncate freed since
+/// the last checkpoint, see [`Fs::fsync`]); past them a checkpoint is cheaper, and the
+/// fsync writes one.
+const EMPTY_RECORDS_MAX: usize = 128;
 
 impl Fs {
     /// Makes file `ino`'s data and metadata durable before returning. Its dirty pages
@@ -15,10 +21,12 @@ impl Fs {
     /// after a crash. A checkpoint is written instead for everything else, as the
     /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
     /// link count other than one, a name or parent changed since the last checkpoint, a
-    /// directory renamed since the last checkpoint, the file shrunk or holes punched or
-    /// zeroed in it since the last checkpoint (direct nodes freed), a parent directory
-    /// not yet checkpointed, two active logs, little free space, or `fsync_mode=strict`.
-    /// `datasync` changes nothing: both write the same.
+    /// directory renamed since the last checkpoint, a parent directory not yet
+    /// checkpointed, two active logs, little free space, or `fsync_mode=strict`. A file
+    /// shrunk since the last checkpoint is fsync'd by roll-forward too: for each direct
+    /// node the shrink freed, an empty direct node of that offset goes first, so that
+    /// recovery frees the blocks it held (more than 128 of them: a
+    /// checkpoint). `datasync` changes nothing: both write the same.
     pub fn fsync(&self, ino: Ino, datasync: bool) -> Result<()> {
         let _ = datasync;
         let rw = self.rw()?;
@@ -79,6 +87,18 @@ impl Fs {
             // order requires this flush under the locks: released, more could come.
             dev.flush().inspect_err(|e| rw.fail(e))?;
         }
+        let freed = self.nodes().take_freed_dnodes(ino);
+        let empty = match self.empty_records(rw, ino, &freed) {
+            Ok(e) if e.len() <= EMPTY_RECORDS_MAX => e,
+            Ok(_) => {
+                self.nodes().restore_freed_dnodes(ino, freed);
+                return Ok(false);
+            }
+            Err(e) => {
+                self.nodes().restore_freed_dnodes(ino, freed);
+                return Err(e);
+            }
+        };
         let dent = !self.is_checkpointed_inode(ino) && !rw.fsync_track().dentry_marked(ino);
         let written = self.nodes().write_fsync_nodes(
             dev,
@@ -87,6 +107,7 @@ impl Fs {
             ino,
             cp.last().node_version(),
             dent,
+            &empty,
         );
         if let Err(e) = written {
             rw.fail(&e);
@@ -121,6 +142,37 @@ impl Fs {
         // Room for what recovery writes: the nodes written now again, and the chain.
         let segs = rw.segs();
         Ok(segs.free_section_count() > segs.reserved_sections() + 2)
+    }
+
+    /// The empty direct nodes an fsync of `ino` writes before its own nodes (see
+    /// [`crate::node::NodeManager::note_freed_dnode`]): one per offset of `freed` (its
+    /// direct nodes freed since the last checkpoint) where the file has no direct node
+    /// now. A direct node there now was made after the one freed, so recovery finds it
+    /// later in the log (written before or by this fsync) and replays it whole.
+    fn empty_records(&self, rw: &crate::fs::ReadWrite, ino: Ino, freed: &[(u32, u32)]) -> Result<Vec<(u32, u32)>> {
+        if freed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let t = self.tree(rw);
+        let inode = t.load_inode(ino)?;
+        let geo = inode.inode.geometry;
+        let (per_inode, per_block) = (
+            inode.inode.addrs_per_inode() as u64,
+            inode.inode.addrs_per_block() as u64,
+        );
+        let mut by_offset = std::collections::BTreeMap::new();
+        for &(nid, offset) in freed {
+            let Some(first) =
+                crate::recovery::first_index_of(offset, per_inode, per_block, geo.nids_per_block() as u64)
+            else {
+                continue;
+            };
+            let live = t.locate(&inode, first)?.is_some_and(|l| !l.in_inode);
+            if !live {
+                by_offset.insert(offset, nid);
+            }
+        }
+        Ok(by_offset.into_iter().map(|(offset, nid)| (nid, offset)).collect())
     }
 
     /// Whether inode `nid` is in the last checkpoint's NAT (written there, not new).

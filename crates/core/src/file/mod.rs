@@ -292,13 +292,9 @@ impl Op<'_> {
                 i.inode.max_file_bytes()
             )));
         }
+        // Direct nodes a shrink frees are recorded (`NodeManager::note_freed_dnode`):
+        // the next fsync writes empty ones over them, by roll-forward as Linux does.
         let old = i.inode.size;
-        if size < old {
-            // Direct nodes may be freed: recovery would find the checkpoint's still
-            // there (and their blocks past a hole made later), so this inode's fsync
-            // checkpoints.
-            rw.fsync_track().needs_checkpoint(ino);
-        }
         if inline::is_inline(&i) && size <= inline::max_inline(&i) {
             self.ensure_room(need([0, 0, 0, 0, 1, 0], 0), 0)?;
             self.commit();

@@ -24,10 +24,10 @@ struct Tracked {
     /// again (the kernel's `HAS_FSYNCED_INODE`).
     dentry_marked: HashSet<Ino>,
     /// Inodes whose name or parent changed (rename, link, unlink of another name), or
-    /// whose direct nodes may have been freed (shrunk, holes punched or zeroed):
-    /// recovery would link them under a name they no longer have (the kernel's
-    /// `file_wrong_pino`), or find the checkpoint's nodes and their old blocks where
-    /// the file now has a hole; their fsync writes a checkpoint.
+    /// changed by an atomic commit that shrank or replaced them: recovery would link
+    /// them under a name they no longer have (the kernel's `file_wrong_pino`), or
+    /// replay part of the commit; their fsync writes a checkpoint. (Direct nodes a
+    /// truncate frees are recorded by the node manager instead.)
     need_checkpoint: HashSet<Ino>,
     /// A directory was renamed (or replaced by a rename): paths below it changed, and
     /// recovery would link an fsync'd file under its parent's old path.

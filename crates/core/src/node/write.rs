@@ -361,6 +361,14 @@ impl NodeManager {
     /// size). With `dent`, the inode block also gets the dentry mark (recovery then
     /// adds its name to its parent). Indirect nodes stay dirty: recovery rebuilds them. `node_ver` as for
     /// [`NodeManager::write_dirty_nodes`]. Returns the blocks written.
+    ///
+    /// `empty` (`(nid, offset)`: direct nodes freed since the last checkpoint, where the
+    /// file has no direct node now) go first, each as a direct node of that offset with
+    /// every address a hole: recovery replays them over the node it would otherwise
+    /// find there (the checkpoint's, or one written after it), so that the blocks a
+    /// truncate freed do not come back. They are records only: no NAT entry points at
+    /// them and their blocks are invalid as soon as written.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_fsync_nodes(
         &self,
         dev: &dyn BlockDevice,
@@ -369,6 +377,7 @@ impl NodeManager {
         ino: u32,
         node_ver: u64,
         dent: bool,
+        empty: &[(u32, u32)],
     ) -> Result<usize> {
         // Read before the dirty map is locked (reads look at it); the caller holds the
         // inode, so if it is not dirty below, this is its block.
@@ -390,7 +399,24 @@ impl NodeManager {
         for &nid in mine.iter().chain([&ino]) {
             entries.push(self.nat_entry(dev, nid)?);
         }
-        let mut pending = Vec::with_capacity(mine.len() + 1);
+        let mut pending = Vec::with_capacity(empty.len() + mine.len() + 1);
+        for &(nid, offset) in empty {
+            let entry = self.nat_entry(dev, nid)?;
+            let block = crate::tree::new_node_block(self.geometry, nid, ino, offset, false);
+            pending.push(Pending {
+                nid,
+                entry: NatEntry {
+                    block_addr: NULL_ADDR,
+                    ..entry
+                },
+                node: DirtyNode {
+                    block: Arc::new(block),
+                    log: LogType::WarmNode,
+                },
+                marks: 0,
+            });
+        }
+        let records = pending.len();
         for (&nid, entry) in mine.iter().chain([&ino]).zip(entries) {
             let (node, marks) = if nid == ino {
                 let node = dirty.take(ino).unwrap_or(DirtyNode {
@@ -408,7 +434,23 @@ impl NodeManager {
                 marks,
             });
         }
-        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
+        if records == 0 {
+            return self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode);
+        }
+        let mut all = pending;
+        {
+            let mut s = lock_segs(segs);
+            if let Err(e) = write_pending(dev, sb, &mut s, &mut all, node_ver, WriteKind::UserNode) {
+                dirty.put_back(all.split_off(records));
+                return Err(e);
+            }
+            for p in &all[..records] {
+                s.invalidate(p.entry.block_addr as u64)?;
+            }
+        }
+        let nodes = all.split_off(records);
+        self.written_clean(&nodes);
+        Ok(records + nodes.len())
     }
 
     /// Writes `pending` (taken out of `dirty`, which the caller holds) to their logs
