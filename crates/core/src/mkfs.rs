@@ -168,12 +168,8 @@ pub fn check_features(features: u32) -> Result<()> {
 
 /// The geometry of `block_size`-byte blocks, or why there is none.
 pub fn block_geometry(block_size: u32) -> Result<Geometry> {
-    match block_size {
-        4096 | 16384 => Ok(Geometry::of_block("volume", block_size as usize).expect("a block size")),
-        other => Err(Error::Invalid(format!(
-            "block size {other}: F2FS blocks are 4096 or 16384 bytes"
-        ))),
-    }
+    Geometry::of_block("volume", block_size as usize)
+        .map_err(|_| Error::Invalid(format!("block size {block_size}: F2FS blocks are 4096 or 16384 bytes")))
 }
 
 /// Formats `path` (see [`MkfsOptions`]). Validates everything first; on error nothing

@@ -537,6 +537,8 @@ mod tests {
         let l = layout16(512 << 20, 1);
         assert_eq!((l.block_count, l.cp_payload), (32768, 0));
         assert!(min_bytes_of(Geometry::BLOCK_16K, 1, 1, None).unwrap() % (8 << 20) == 0);
+        assert!(crate::mkfs::block_geometry(8192).is_err());
+        assert_eq!(crate::mkfs::block_geometry(16384).unwrap(), Geometry::BLOCK_16K);
     }
 
     #[test]
