@@ -210,8 +210,8 @@ pub enum Command {
         /// Volume label.
         #[arg(short = 'l', long, value_name = "LABEL", default_value = "")]
         label: String,
-        /// Block size in bytes, as mkfs.f2fs -b: 4096. (uf2fs reads and writes
-        /// 16384-byte-block volumes but does not make them yet: 16384 is refused with a hint.)
+        /// Block size in bytes, as mkfs.f2fs -b: 4096, or 16384 for Android's 16 KiB-page
+        /// devices (the SSA layout without packed_ssa, as mkfs.f2fs -b 16384 makes it).
         #[arg(short = 'b', long, value_name = "BYTES", default_value_t = 4096)]
         block_size: u32,
         /// Replace an existing file, or overwrite an existing file system.

@@ -144,6 +144,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 zoned,
                 features,
                 label,
+                block_size,
                 force,
                 quiet,
                 image,

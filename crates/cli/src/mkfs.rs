@@ -24,6 +24,8 @@ pub struct MkfsRequest {
     pub features: Vec<String>,
     /// `--label`.
     pub label: String,
+    /// `-b`: block size in bytes (4096 or 16384, checked by [`check_block_size`]).
+    pub block_size: u32,
     /// `--force`: overwrite an existing image or file system.
     pub force: bool,
     /// `--quiet`: print nothing on success.
@@ -101,6 +103,13 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
     }
     let mut segs_per_sec = req.segs_per_sec;
     if let Some(zone) = req.zoned {
+        if req.block_size != 4096 {
+            return Err(UsageError(format!(
+                "--zoned with -b {}: uf2fs lays out zoned volumes of 4096-byte blocks only",
+                req.block_size
+            ))
+            .into());
+        }
         const SEGMENT: u64 = 2 << 20;
         if zone == 0 || zone % SEGMENT != 0 || zone / SEGMENT > 512 {
             return Err(UsageError(format!(
@@ -135,6 +144,7 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         overprovision_pct: req.overprovision,
         features,
         label: req.label.clone(),
+        block_size: req.block_size,
         ..MkfsOptions::default()
     };
     // Progress on a terminal (not with --quiet): the blocks written, most of them zeroing
@@ -144,7 +154,7 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         if req.quiet {
             return;
         }
-        let block = 4096u64; // uf2fs mkfs makes 4 KiB blocks
+        let block = req.block_size as u64;
         progress
             .get_or_insert_with(|| Progress::bytes(Some(total * block), Files::Hidden, "formatting"))
             .set_bytes(done * block);
@@ -211,13 +221,21 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     };
     let uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
     if compress.is_some() {
+        if req.block_size != 4096 {
+            return Err(UsageError(format!(
+                "--compress with -b {}: the packer compresses files on volumes of 4096-byte blocks only",
+                req.block_size
+            ))
+            .into());
+        }
         features |= parse_features("extra_attr,compression")?;
     }
     if req.zoned.is_some() {
         return Err(UsageError("mkfs with a source tree makes regular volumes; --zoned is not accepted".into()).into());
     }
     let inputs = prepare(&opts).map_err(|e| UsageError(format!("{e:#}")))?;
-    let shrink = inputs.shrink_size(a.margin)?;
+    let geometry = uf2fs_core::mkfs::block_geometry(req.block_size)?;
+    let shrink = inputs.shrink_size(a.margin, geometry)?;
     let size = match req.size {
         Some(s) if s < shrink => {
             return Err(UsageError(format!(
@@ -248,6 +266,7 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
         timestamp_secs: Some(time.max(0) as u64),
         cp_ver: Some(cp_ver),
         version: Some(format!("uf2fs {}", env!("CARGO_PKG_VERSION"))),
+        block_size: req.block_size,
         ..MkfsOptions::default()
     };
     let existed = req.image.exists();
@@ -289,9 +308,10 @@ fn print_summary(image: &Path, r: &MkfsReport) -> anyhow::Result<()> {
     writeln!(out, "made F2FS on {}", image.display())?;
     writeln!(
         out,
-        "size:          {} ({} blocks of 4 KiB)",
+        "size:          {} ({} blocks of {})",
         human_bytes(r.size_bytes),
-        l.block_count
+        l.block_count,
+        human_bytes(l.geometry.block_size() as u64)
     )?;
     writeln!(
         out,
@@ -303,7 +323,11 @@ fn print_summary(image: &Path, r: &MkfsReport) -> anyhow::Result<()> {
         "overprovision: {:.2}% ({} segments, {} reserved for GC)",
         l.overprovision_pct, l.overprov_segments, l.reserved_segments
     )?;
-    writeln!(out, "user space:    {}", human_bytes(l.user_block_count() * 4096))?;
+    writeln!(
+        out,
+        "user space:    {}",
+        human_bytes(l.user_block_count() * l.geometry.block_size() as u64)
+    )?;
     let shown = if features.is_empty() {
         "(none)".to_string()
     } else {
@@ -314,17 +338,11 @@ fn print_summary(image: &Path, r: &MkfsReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `uf2fs mkfs -b BYTES`: 4096 is what uf2fs makes; 16384 (Android's 16 KiB-page
-/// devices) it reads and writes but does not make yet, which is said with a way to
-/// make one; anything else is no F2FS block size.
+/// `uf2fs mkfs -b BYTES`: 4096, or 16384 (Android's 16 KiB-page devices); anything
+/// else is no F2FS block size.
 pub fn check_block_size(bytes: u32) -> Result<(), crate::errors::UsageError> {
     match bytes {
-        4096 => Ok(()),
-        16384 => Err(crate::errors::UsageError(
-            "mkfs -b 16384: uf2fs reads volumes with 16384-byte blocks but does not make them yet (it writes \
-             them once made); make one with mkfs.f2fs -b 16384 (f2fs-tools 1.16 or later) and open it with uf2fs"
-                .into(),
-        )),
+        4096 | 16384 => Ok(()),
         other => Err(crate::errors::UsageError(format!(
             "mkfs -b {other}: F2FS blocks are 4096 or 16384 bytes"
         ))),

@@ -370,3 +370,124 @@ fn extra_attr_inode_checksum_inode_crtime() {
 fn compression_and_casefold() {
     check(&SPECS[2]);
 }
+
+/// Runs the development tree's fsck.f2fs on `img` when one is found (see [`dev_tools`]);
+/// CI has none, and then only uf2fs's own reader judges the image.
+fn dev_fsck_clean(img: &Path) {
+    let Some(tools) = dev_tools() else { return };
+    let out = Command::new(tools.join("fsck.f2fs"))
+        .args(["-f", "--dry-run"])
+        .arg(img)
+        .output()
+        .expect("run fsck.f2fs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let bad = text.lines().any(|l| l.contains("[Fail]") || l.contains("ASSERT"));
+    assert!(
+        out.status.success() && !bad,
+        "fsck.f2fs -f on {}:\n{text}",
+        img.display()
+    );
+}
+
+/// `uf2fs mkfs -b 16384`: an empty volume, written through the library and read back;
+/// and the packer's image of a tree (holes, hard links, symlinks, a FIFO, a directory
+/// past one dentry block), extracted back identical. Runs in CI (uf2fs's reader is the
+/// judge there); with the development tools, their fsck.f2fs checks every image too.
+#[test]
+fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
+    let tmp = scratch("blk16-mkfs-");
+    let bin = uf2fs();
+    let empty = tmp.path().join("empty.img");
+    bin.run([
+        arg(b"mkfs"),
+        arg(b"-q"),
+        arg(b"-b"),
+        arg(b"16384"),
+        arg(b"--size"),
+        arg(b"256M"),
+        path_arg(&empty),
+    ])
+    .assert_ok();
+    let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&empty)]).assert_ok()).into_owned();
+    for want in [
+        "block size:         16384",
+        "segment:            512 blocks (8 MiB)",
+        "blocks:             16384 ",
+    ] {
+        assert!(info.contains(want), "{want:?} in\n{info}");
+    }
+    dev_fsck_clean(&empty);
+    let fs = uf2fs_core::Fs::open_rw(&empty, &[]).unwrap();
+    let data: Vec<u8> = (0..5 * BLOCK as usize + 77).map(|i| (i % 251) as u8).collect();
+    let ino = fs.create(fs.root(), b"file", 0o644, 0, 0).unwrap().ino;
+    fs.write(ino, 0, &data).unwrap();
+    fs.unmount().unwrap();
+    let fs = uf2fs_core::Fs::open(&empty, &[]).unwrap();
+    let ino = fs.resolve(b"/file", false).unwrap();
+    let mut back = vec![0u8; data.len() + 10];
+    let n = fs.read(ino, 0, &mut back).unwrap();
+    assert!(
+        n == data.len() && back[..n] == data[..],
+        "the file written on the 16 KiB volume"
+    );
+    drop(fs);
+    dev_fsck_clean(&empty);
+
+    let src = tmp.path().join("src");
+    fs::create_dir_all(src.join("dir/many")).unwrap();
+    fs::write(src.join("dir/small"), b"a small file\n").unwrap();
+    fs::write(src.join("dir/text"), text(40_000, 1)).unwrap();
+    fs::write(src.join("big"), text(5 << 20, 2)).unwrap();
+    let sparse = fs::File::create(src.join("sparse")).unwrap();
+    use std::os::unix::fs::FileExt;
+    sparse.write_all_at(&text(20_000, 3), 0).unwrap();
+    sparse.write_all_at(b"end of a hole", 3 << 20).unwrap();
+    sparse.set_len(5 << 20).unwrap();
+    drop(sparse);
+    for i in 0..1000 {
+        fs::write(src.join(format!("dir/many/entry-{i:04}")), format!("{i}\n")).unwrap();
+    }
+    fs::hard_link(src.join("dir/small"), src.join("hard")).unwrap();
+    std::os::unix::fs::symlink("dir/small", src.join("link")).unwrap();
+    std::os::unix::fs::symlink("y".repeat(3000), src.join("long-link")).unwrap();
+    nix::unistd::mkfifo(&src.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let img = tmp.path().join("tree.img");
+    bin.run([
+        arg(b"mkfs"),
+        arg(b"-q"),
+        arg(b"-b"),
+        arg(b"16384"),
+        path_arg(&img),
+        path_arg(&src),
+    ])
+    .assert_ok();
+    let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&img)]).assert_ok()).into_owned();
+    assert!(info.contains("block size:         16384"), "{info}");
+    dev_fsck_clean(&img);
+    let out = tmp.path().join("out");
+    bin.run([arg(b"extract"), path_arg(&img), arg(b"/"), path_arg(&out)])
+        .assert_ok();
+    let problems = compare_dirs(&src, &out, opts());
+    assert!(problems.is_empty(), "{problems:#?}");
+    let fs = uf2fs_core::Fs::open(&img, &[]).unwrap();
+    let ino = fs.resolve(b"/sparse", false).unwrap();
+    let mapped: u64 = fs.extents(ino).unwrap().iter().map(|e| e.2).sum();
+    assert_eq!(
+        mapped, 3,
+        "16 KiB blocks mapped in the sparse file (two of data, one past the hole)"
+    );
+
+    // The packer compresses on 4 KiB volumes only: refused before anything is written.
+    let refused = tmp.path().join("compressed.img");
+    let out = bin.run([
+        arg(b"mkfs"),
+        arg(b"-b"),
+        arg(b"16384"),
+        arg(b"--compress"),
+        arg(b"lz4"),
+        path_arg(&refused),
+        path_arg(&src),
+    ]);
+    assert_eq!(out.code(), Some(2));
+    assert!(!refused.exists());
+}

@@ -187,10 +187,11 @@ fn refuses_bad_options_writing_nothing() {
         ),
         (&["mkfs", "--size", "1G", "-O", "inode_checksum"], 1, "extra_attr"),
         (&["mkfs"], 2, "does not exist; pass --size"),
+        (&["mkfs", "--size", "100M", "-b", "16384"], 1, "at least 208 MiB"),
         (
-            &["mkfs", "--size", "1G", "-b", "16384"],
+            &["mkfs", "--size", "1G", "-b", "16384", "--zoned", "8M"],
             2,
-            "reads volumes with 16384-byte blocks but does not make",
+            "zoned volumes of 4096-byte blocks only",
         ),
         (&["mkfs", "--size", "1G", "-b", "8192"], 2, "4096 or 16384"),
     ];

@@ -19,8 +19,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use target::{clear_stale_metadata, io_err, open_target, prepare, stale_metadata_blocks};
 use uf2fs_format::checkpoint::Checkpoint;
-use uf2fs_format::consts::BLOCK_SIZE;
 use uf2fs_format::superblock::*;
+pub use uf2fs_format::Geometry;
 
 /// Features `mkfs` can make, by superblock bit.
 pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
@@ -66,6 +66,10 @@ pub struct MkfsOptions {
     /// The superblock's `version` and `init_version` strings; `None`: the first line of
     /// /proc/version (as mkfs.f2fs). Reproducible images fix it.
     pub version: Option<String>,
+    /// Block size in bytes (mkfs.f2fs `-b`): 4096, or 16384 for Android's 16 KiB-page
+    /// devices (the volume's SSA then has one 16 KiB summary block per segment, the
+    /// layout without `packed_ssa`).
+    pub block_size: u32,
 }
 
 impl Default for MkfsOptions {
@@ -82,6 +86,7 @@ impl Default for MkfsOptions {
             timestamp_secs: None,
             cp_ver: None,
             version: None,
+            block_size: 4096,
         }
     }
 }
@@ -161,6 +166,12 @@ pub fn check_features(features: u32) -> Result<()> {
     Ok(())
 }
 
+/// The geometry of `block_size`-byte blocks, or why there is none.
+pub fn block_geometry(block_size: u32) -> Result<Geometry> {
+    Geometry::of_block("volume", block_size as usize)
+        .map_err(|_| Error::Invalid(format!("block size {block_size}: F2FS blocks are 4096 or 16384 bytes")))
+}
+
 /// Formats `path` (see [`MkfsOptions`]). Validates everything first; on error nothing
 /// has been written.
 pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
@@ -172,12 +183,14 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
 /// zeroing the old metadata areas, a few blocks at a time of a large volume's SIT and NAT.
 pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<MkfsReport> {
     check_features(opts.features)?;
+    let geometry = block_geometry(opts.block_size)?;
     let mut input = LayoutInput {
         bytes: opts.size_bytes.unwrap_or(0),
         sector_size: 512,
         segs_per_sec: opts.segs_per_sec,
         secs_per_zone: opts.secs_per_zone,
         overprovision_pct: opts.overprovision_pct,
+        geometry,
     };
     layout::check_options(&input)?;
     let target = open_target(path, opts.size_bytes)?;
@@ -211,7 +224,7 @@ pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn Fn
         written += clear_stale_metadata(&file, &layout, path, &mut |done| progress(done, total))?;
     }
     for (addr, block) in &plan.writes {
-        file.write_all_at(block, addr * BLOCK_SIZE as u64)
+        file.write_all_at(block, addr * geometry.block_size() as u64)
             .map_err(io_err(path, "cannot write to"))?;
         written += 1;
         progress(written, total);
@@ -238,6 +251,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
         segs_per_sec: opts.segs_per_sec,
         secs_per_zone: opts.secs_per_zone,
         overprovision_pct: opts.overprovision_pct,
+        geometry: block_geometry(opts.block_size)?,
     };
     layout::check_options(&input)?;
     let layout = layout::compute(&input)?;
@@ -280,7 +294,7 @@ pub(crate) fn mem_image(opts: &MkfsOptions, bytes: u64) -> Vec<u8> {
     let (_, writes) = mkfs_blocks(opts, bytes).unwrap();
     let mut image = vec![0u8; bytes as usize];
     for (addr, data) in writes {
-        let at = addr as usize * BLOCK_SIZE;
+        let at = addr as usize * opts.block_size as usize;
         image[at..at + data.len()].copy_from_slice(&data);
     }
     image

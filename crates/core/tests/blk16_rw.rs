@@ -76,11 +76,45 @@ fn check(fs: &Fs, want: &Want, what: &str) {
 
 #[test]
 fn a_16k_volume_reads_back_what_was_written() {
-    let (fs, dev) = open_rw(fixture());
+    exercise(fixture(), 10, "fixture");
+}
+
+/// The same on a volume `uf2fs mkfs -b 16384` makes (in memory, 512 MiB).
+#[test]
+fn a_16k_volume_made_by_uf2fs_mkfs_reads_back_what_was_written() {
+    let opts = uf2fs_core::MkfsOptions {
+        block_size: BLOCK as u32,
+        root_owner: Some((0, 0)),
+        ..Default::default()
+    };
+    let bytes = 512u64 << 20;
+    let (report, writes) = uf2fs_core::mkfs::mkfs_blocks(&opts, bytes).unwrap();
+    assert_eq!(report.superblock.block_size(), BLOCK);
+    let mut image = vec![0u8; bytes as usize];
+    for (addr, block) in writes {
+        let at = addr as usize * BLOCK;
+        image[at..at + block.len()].copy_from_slice(&block);
+    }
+    exercise(image, 0, "mkfs");
+}
+
+/// Saves `image` as `<dir>/<name>.img` when `UF2FS_BLK16_KEEP` names a directory, for
+/// checking the steps with an outside fsck.f2fs (docs/android-images.md).
+fn keep(image: &[u8], name: &str) {
+    if let Some(dir) = std::env::var_os("UF2FS_BLK16_KEEP") {
+        let path = std::path::Path::new(&dir).join(format!("{name}.img"));
+        std::fs::write(&path, image).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Writes, GC, a clean reopen, fsyncs and a power cut on `image`, whose own files (more
+/// than `min_files` of them) must stay as they were; `tag` names the saved steps.
+fn exercise(image: Vec<u8>, min_files: usize, tag: &str) {
+    let (fs, dev) = open_rw(image);
     assert_eq!(fs.superblock().block_size(), BLOCK);
     let mut before = Vec::new();
     snapshot(&fs, "/", &mut before);
-    assert!(before.len() > 10, "the fixture's files");
+    assert!(before.len() >= min_files, "the image's own files");
     let root = fs.root();
     let mut want: Want = Vec::new();
 
@@ -149,6 +183,7 @@ fn a_16k_volume_reads_back_what_was_written() {
     check(&fs, &before, "the fixture's files after GC");
     fs.unmount().unwrap();
     let image = dev.image_now();
+    keep(&image, &format!("{tag}-written"));
 
     // Clean reopen, read-write: then fsync and a power cut.
     let (fs, dev) = open_rw(image);
@@ -165,6 +200,7 @@ fn a_16k_volume_reads_back_what_was_written() {
     want.push(("/synced".into(), sdata));
     let image = dev.image_after_cut(dev.flush_count(), &|_| false);
     drop(fs);
+    keep(&image, &format!("{tag}-cut"));
 
     let (fs, dev) = open_rw(image);
     assert!(
@@ -174,6 +210,7 @@ fn a_16k_volume_reads_back_what_was_written() {
     check(&fs, &want, "after recovery");
     check(&fs, &before, "the fixture's files after recovery");
     fs.unmount().unwrap();
+    keep(&dev.image_now(), &format!("{tag}-recovered"));
     let ro = Fs::open_device(Box::new(MemDevice::new(dev.image_now())), "ro").unwrap();
     check(&ro, &want, "read-only at the end");
     check(&ro, &before, "the fixture's files at the end");

@@ -30,6 +30,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use uf2fs_core::compress::{encode_cluster, ClusterCodec, ClusterData, CompressedCluster};
 use uf2fs_core::mkfs::layout::{compute, LayoutInput};
+use uf2fs_core::mkfs::Geometry;
 use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp};
 
 /// What `uf2fs mkfs` with a source tree was asked for.
@@ -377,9 +378,14 @@ pub fn derived_ids(id: &[u8]) -> ([u8; 16], u64) {
     (u, cp_ver)
 }
 
-/// Blocks the tree needs at most (data, nodes, dentries, xattr nodes), counting
-/// compressed files as if they did not compress.
-fn blocks_needed(scan: &Scan) -> u64 {
+/// Blocks of `geo`'s size the tree needs at most (data, nodes, dentries, xattr
+/// nodes), counting compressed files as if they did not compress.
+fn blocks_needed(scan: &Scan, geo: Geometry) -> u64 {
+    let bs = geo.block_size() as u64;
+    // Addresses an inode keeps for data with room for extra attributes and inline
+    // xattrs (900 of 923 with 4 KiB blocks), a direct node's, and dentry slots a block.
+    let (per_inode, per_node) = (geo.addrs_per_inode() as u64 - 23, geo.addrs_per_block() as u64);
+    let slots_per_block = geo.dentries_per_block() as u64;
     let mut blocks = 0u64;
     let mut dir_slots: HashMap<usize, u64> = HashMap::new();
     for e in &scan.entries {
@@ -395,31 +401,32 @@ fn blocks_needed(scan: &Scan) -> u64 {
             blocks += 1;
         }
         let data = match e.mode & 0o170000 {
-            0o100000 if e.size > 3000 => e.data.iter().map(|(a, b)| b.div_ceil(4096) - a / 4096).sum::<u64>(),
+            0o100000 if e.size > 3000 => e.data.iter().map(|(a, b)| b.div_ceil(bs) - a / bs).sum::<u64>(),
             0o120000 if e.target.len() > 3000 => 1,
             _ => 0,
         };
         blocks += data;
-        if data > 900 {
-            // Direct nodes, and one indirect node per 1018 of them.
-            let dnodes = (data - 900).div_ceil(1018) + 1;
-            blocks += dnodes + dnodes.div_ceil(1018) + 1;
+        if data > per_inode {
+            // Direct nodes, and one indirect node per that many of them.
+            let dnodes = (data - per_inode).div_ceil(per_node) + 1;
+            blocks += dnodes + dnodes.div_ceil(per_node) + 1;
         }
     }
     for slots in dir_slots.values() {
-        // 214 dentry slots a block; hashed directories leave room: twice that, plus
-        // a bucket pair per level.
+        // Hashed directories leave room: twice the dentry blocks, plus a bucket pair
+        // per level.
         if *slots > 10 {
-            blocks += 2 * slots.div_ceil(214) + 4;
+            blocks += 2 * slots.div_ceil(slots_per_block) + 4;
         }
     }
     blocks
 }
 
-/// The smallest volume (a multiple of 2 MiB: whole segments) whose user blocks hold
-/// `blocks` plus the six open logs' segments and `margin` percent more.
-fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
-    const SEG: u64 = 2 << 20;
+/// The smallest volume (whole segments: a multiple of 2 MiB, or 8 MiB with 16 KiB
+/// blocks) whose user blocks of `geo`'s size hold `blocks` plus the six open logs'
+/// segments and `margin` percent more.
+fn shrink_size(blocks: u64, margin_pct: u64, geo: Geometry) -> anyhow::Result<u64> {
+    let seg = geo.block_size() as u64 * 512;
     let want = blocks + blocks * margin_pct / 100 + 8 * 512;
     let fits = |bytes: u64| -> bool {
         let input = LayoutInput {
@@ -428,10 +435,11 @@ fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
             segs_per_sec: 1,
             secs_per_zone: 1,
             overprovision_pct: None,
+            geometry: geo,
         };
         compute(&input).is_ok_and(|l| l.user_block_count() >= want)
     };
-    let (mut lo, mut hi) = (SEG * 8, SEG * 16);
+    let (mut lo, mut hi) = (seg * 8, seg * 16);
     while !fits(hi) {
         lo = hi;
         hi *= 2;
@@ -439,8 +447,8 @@ fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
             bail!("no F2FS volume holds this tree");
         }
     }
-    while hi - lo > SEG {
-        let mid = (lo + hi) / 2 / SEG * SEG;
+    while hi - lo > seg {
+        let mid = (lo + hi) / 2 / seg * seg;
         if fits(mid) {
             hi = mid;
         } else {
@@ -477,9 +485,10 @@ pub fn prepare(opts: &PackOptions) -> anyhow::Result<Inputs> {
 }
 
 impl Inputs {
-    /// Bytes of the smallest image that holds the tree, plus `margin_pct` percent.
-    pub fn shrink_size(&self, margin_pct: u64) -> anyhow::Result<u64> {
-        shrink_size(blocks_needed(&self.scan), margin_pct)
+    /// Bytes of the smallest image of `geo`'s blocks that holds the tree, plus
+    /// `margin_pct` percent.
+    pub fn shrink_size(&self, margin_pct: u64, geo: Geometry) -> anyhow::Result<u64> {
+        shrink_size(blocks_needed(&self.scan, geo), margin_pct, geo)
     }
 
     /// The UUID and checkpoint version this tree and options give.
@@ -793,8 +802,10 @@ mod tests {
 
     #[test]
     fn shrink_sizes_grow_with_the_tree() {
-        let a = shrink_size(1000, 0).unwrap();
-        let b = shrink_size(100_000, 0).unwrap();
+        let a = shrink_size(1000, 0, Geometry::DEFAULT).unwrap();
+        let b = shrink_size(100_000, 0, Geometry::DEFAULT).unwrap();
         assert!(a < b && a % (2 << 20) == 0);
+        let c = shrink_size(1000, 0, Geometry::BLOCK_16K).unwrap();
+        assert!(c % (8 << 20) == 0);
     }
 }

@@ -83,6 +83,7 @@ impl Fs {
                 detail: "the volume has no compression feature".into(),
             });
         }
+        self.compressed_writes_supported()?;
         let mut op = self.begin_op()?;
         let r = op.set_compression(ino, codec, released);
         op.end(r)
@@ -95,6 +96,7 @@ impl Fs {
     /// block ([`encode_cluster`]); otherwise it is stored plain. `i_size` grows to
     /// cover `data`. Returns how it was stored.
     pub fn write_cluster(&self, ino: Ino, cluster: u64, data: &[u8], holes: &[bool]) -> Result<ClusterWrite> {
+        self.compressed_writes_supported()?;
         let i = self.inode(ino)?;
         let c = i
             .inode
@@ -122,11 +124,30 @@ impl Fs {
     /// smaller. A plain cluster of holes only, where the file has no node yet, changes
     /// nothing but the size.
     pub fn write_cluster_data(&self, ino: Ino, cluster: u64, data: ClusterData, end: u64) -> Result<Placed> {
+        self.compressed_writes_supported()?;
         self.with_room(|fs| {
             let mut op = fs.begin_op()?;
             let r = op.write_cluster(ino, cluster, data, end);
             op.end(r)
         })
+    }
+}
+
+impl Fs {
+    /// Clusters are encoded in 4 KiB blocks: compressed files are written on volumes of
+    /// 4096-byte blocks only (EOPNOTSUPP on 16 KiB ones, whose compressed files uf2fs
+    /// reads).
+    fn compressed_writes_supported(&self) -> Result<()> {
+        let bs = self.superblock().block_size();
+        if bs != BLOCK_SIZE {
+            return Err(Error::Unsupported {
+                feature: "compression",
+                detail: format!(
+                    "uf2fs writes compressed files on volumes of {BLOCK_SIZE}-byte blocks only; this one has {bs}-byte blocks"
+                ),
+            });
+        }
+        Ok(())
     }
 }
 

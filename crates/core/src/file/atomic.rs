@@ -21,15 +21,14 @@ use super::{data_log, drop_extent, range_need, touch};
 use crate::ops::need;
 use crate::{Error, Fs, Ino, Result};
 use std::collections::BTreeMap;
-use uf2fs_format::consts::BLOCK_SIZE;
 
-/// The staging unit: atomic writes are staged in 4 KiB blocks, so they are taken only
-/// on 4 KiB-block volumes (see [`Fs::atomic_start`]).
-const B: u64 = BLOCK_SIZE as u64;
-
-/// Blocks an atomic write may stage (64 MiB): the staged data is held in memory until
-/// the commit, and the commit is one operation.
+/// 4 KiB blocks an atomic write may stage (64 MiB; 4096 blocks of a 16 KiB-block
+/// volume): the staged data is held in memory until the commit, and the commit is one
+/// operation.
 pub const ATOMIC_MAX_BLOCKS: usize = 16384;
+
+/// Bytes an atomic write may stage.
+const ATOMIC_MAX_BYTES: u64 = ATOMIC_MAX_BLOCKS as u64 * 4096;
 
 /// The staged state of a file under an atomic write: the blocks written since the
 /// start (whole blocks, read-modify-written from the file, or from zeros for a
@@ -39,6 +38,8 @@ pub struct AtomicWrite {
     blocks: BTreeMap<u64, Vec<u8>>,
     size: u64,
     replace: bool,
+    /// The staging unit: the volume's block size.
+    block: u64,
 }
 
 impl AtomicWrite {
@@ -66,14 +67,15 @@ impl AtomicWrite {
             return 0;
         }
         let n = (end - offset) as usize;
+        let b = self.block;
         if self.replace {
             buf[..n].fill(0);
         } else if base_len < n {
             buf[base_len..n].fill(0);
         }
-        for (&index, block) in self.blocks.range(offset / B..end.div_ceil(B)) {
-            let start = index * B;
-            let (lo, hi) = (offset.max(start), end.min(start + B));
+        for (&index, block) in self.blocks.range(offset / b..end.div_ceil(b)) {
+            let start = index * b;
+            let (lo, hi) = (offset.max(start), end.min(start + b));
             buf[(lo - offset) as usize..(hi - offset) as usize]
                 .copy_from_slice(&block[(lo - start) as usize..(hi - start) as usize]);
         }
@@ -97,23 +99,18 @@ impl Fs {
                 detail: format!("atomic write to compressed file {ino}"),
             });
         }
-        if self.block_bytes() != B {
-            return Err(Error::Unsupported {
-                feature: "block size",
-                detail: format!("atomic writes on a volume of {}-byte blocks", self.block_bytes()),
-            });
-        }
         Ok(AtomicWrite {
             blocks: BTreeMap::new(),
             size: if replace { 0 } else { st.size },
             replace,
+            block: self.block_bytes(),
         })
     }
 
     /// Stages `data` at byte `offset` of `ino` in `aw` (nothing reaches the file);
     /// partial blocks are completed from the file's committed bytes. Returns the bytes
-    /// staged; [`Error::NoSpace`] past [`ATOMIC_MAX_BLOCKS`] staged blocks,
-    /// [`Error::FileTooBig`] past the largest F2FS file.
+    /// staged; [`Error::NoSpace`] past 64 MiB staged ([`ATOMIC_MAX_BLOCKS`] 4 KiB
+    /// blocks), [`Error::FileTooBig`] past the largest F2FS file.
     pub fn atomic_stage_write(&self, ino: Ino, aw: &mut AtomicWrite, offset: u64, data: &[u8]) -> Result<usize> {
         if data.is_empty() {
             return Ok(0);
@@ -127,23 +124,26 @@ impl Fs {
                 "atomic write to byte {end} of inode {ino}; F2FS files end at {max}"
             )));
         }
-        let (first, last) = (offset / B, end.div_ceil(B));
+        let b = aw.block;
+        let (first, last) = (offset / b, end.div_ceil(b));
         let new = (first..last).filter(|i| !aw.blocks.contains_key(i)).count();
-        if aw.blocks.len() + new > ATOMIC_MAX_BLOCKS {
+        let max = (ATOMIC_MAX_BYTES / b) as usize;
+        if aw.blocks.len() + new > max {
             return Err(Error::NoSpace(format!(
-                "an atomic write stages at most {ATOMIC_MAX_BLOCKS} blocks in memory"
+                "an atomic write stages at most {max} blocks ({} MiB) in memory",
+                ATOMIC_MAX_BYTES >> 20
             )));
         }
         for index in first..last {
-            let start = index * B;
-            let (lo, hi) = (offset.max(start), end.min(start + B));
+            let start = index * b;
+            let (lo, hi) = (offset.max(start), end.min(start + b));
             if !aw.blocks.contains_key(&index) {
-                let mut block = vec![0u8; BLOCK_SIZE];
-                if !aw.replace && hi - lo < B && start < aw.size {
+                let mut block = vec![0u8; b as usize];
+                if !aw.replace && hi - lo < b && start < aw.size {
                     let got = self.read(ino, start, &mut block)?;
                     block[got..].fill(0);
                     // Bytes past the staged size read as zeros (a shrink staged).
-                    let keep = (aw.size - start).min(B) as usize;
+                    let keep = (aw.size - start).min(b) as usize;
                     block[keep..].fill(0);
                 }
                 aw.blocks.insert(index, block);
@@ -160,21 +160,22 @@ impl Fs {
     /// write): staged blocks past it go, the rest of the last partial block reads as
     /// zeros.
     pub fn atomic_stage_truncate(&self, ino: Ino, aw: &mut AtomicWrite, size: u64) -> Result<()> {
+        let b = aw.block;
         if size < aw.size {
-            let _ = aw.blocks.split_off(&size.div_ceil(B));
-            if size % B != 0 {
-                let index = size / B;
+            let _ = aw.blocks.split_off(&size.div_ceil(b));
+            if size % b != 0 {
+                let index = size / b;
                 if !aw.blocks.contains_key(&index) {
                     // Stage the partial block so that its tail reads as zeros.
-                    let mut block = vec![0u8; BLOCK_SIZE];
+                    let mut block = vec![0u8; b as usize];
                     if !aw.replace {
-                        let got = self.read(ino, index * B, &mut block)?;
+                        let got = self.read(ino, index * b, &mut block)?;
                         block[got..].fill(0);
                     }
                     aw.blocks.insert(index, block);
                 }
                 let block = aw.blocks.get_mut(&index).expect("present");
-                block[(size % B) as usize..].fill(0);
+                block[(size % b) as usize..].fill(0);
             }
         }
         aw.size = size;
@@ -236,7 +237,14 @@ impl crate::ops::Op<'_> {
         let mut i = self.load_file(ino)?;
         let log = data_log(&i, self.t.segs);
         let old = i.inode.size;
-        let size_blocks = aw.size.div_ceil(B);
+        if aw.block != self.fs.block_bytes() {
+            return Err(Error::Invalid(format!(
+                "an atomic write staged in {}-byte blocks for a volume of {}-byte blocks",
+                aw.block,
+                self.fs.block_bytes()
+            )));
+        }
+        let size_blocks = aw.size.div_ceil(aw.block);
         let view = super::inline::converted_view(&i);
         let runs = runs(&aw.blocks);
         let mut extra = need([0, 0, 0, 0, 1, 0], 0);
@@ -312,6 +320,9 @@ mod tests {
         assert_eq!(gaps(&[], 3), vec![(0, 3)]);
     }
 
+    const BLOCK_SIZE: usize = 4096;
+    const B: u64 = BLOCK_SIZE as u64;
+
     #[test]
     fn staged_reads_overlay_the_base() {
         let mut blocks = BTreeMap::new();
@@ -320,6 +331,7 @@ mod tests {
             blocks,
             size: 2 * B + 10,
             replace: false,
+            block: B,
         };
         let mut buf = vec![1u8; 3 * BLOCK_SIZE];
         // The base had only 100 bytes there: the rest reads as zeros.
@@ -382,5 +394,54 @@ mod fs_tests {
     #[test]
     fn an_fsync_growing_out_of_the_inode_is_recovered() {
         grows_out_of_its_inode(false);
+    }
+
+    /// On a 16 KiB-block volume: writes staged across block boundaries and a staged
+    /// shrink read through the staging, a commit recovered after a crash, and a second
+    /// atomic write left uncommitted at the crash leaving nothing behind.
+    #[test]
+    fn atomic_writes_on_a_16k_volume() {
+        const B: usize = 16384;
+        let tmp = tempfile::tempdir().unwrap();
+        let img = tmp.path().join("blk16.img");
+        let opts = MkfsOptions {
+            size_bytes: Some(256 << 20),
+            block_size: B as u32,
+            ..MkfsOptions::default()
+        };
+        mkfs(&img, &opts).unwrap();
+        let fs = Fs::open_rw(&img, &[]).unwrap();
+        let ino = fs.create(fs.root(), b"db", 0o644, 0, 0).unwrap().ino;
+        let mut want: Vec<u8> = (0..5 * B + 300).map(|i| (i % 253) as u8).collect();
+        fs.write(ino, 0, &want).unwrap();
+        fs.sync_fs().unwrap();
+        let mut aw = fs.atomic_start(ino, false).unwrap();
+        for (off, len, v) in [(B - 5, 10, 1u8), (3 * B + 100, 2 * B, 2), (9 * B + 7, 20, 3)] {
+            fs.atomic_stage_write(ino, &mut aw, off as u64, &vec![v; len]).unwrap();
+            if want.len() < off + len {
+                want.resize(off + len, 0);
+            }
+            want[off..off + len].fill(v);
+        }
+        fs.atomic_stage_truncate(ino, &mut aw, (9 * B + 17) as u64).unwrap();
+        want.truncate(9 * B + 17);
+        let mut staged = vec![0u8; want.len() + B];
+        let base = fs.read(ino, 0, &mut staged).unwrap();
+        let n = aw.read(0, &mut staged, base);
+        assert!(n == want.len() && staged[..n] == want[..], "read through the staging");
+        let mut file = vec![0u8; 5 * B + 300];
+        assert_eq!(
+            fs.read(ino, 0, &mut file).unwrap(),
+            5 * B + 300,
+            "nothing reached the file"
+        );
+        fs.atomic_commit(ino, &aw).unwrap();
+        let mut uncommitted = fs.atomic_start(ino, true).unwrap();
+        fs.atomic_stage_write(ino, &mut uncommitted, 0, &[9; 100]).unwrap();
+        drop(fs);
+        let fs = Fs::open_rw(&img, &[]).unwrap();
+        let mut back = vec![0u8; want.len() + B];
+        let n = fs.read(ino, 0, &mut back).unwrap();
+        assert!(n == want.len() && back[..n] == want[..], "the commit after recovery");
     }
 }

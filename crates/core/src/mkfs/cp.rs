@@ -9,8 +9,8 @@ use super::layout::NR_CURSEG_TYPE;
 use super::params::{encode, BlockWrite, Params, ROOT_INO};
 use crate::checkpoint::pack::{build_pack, PackSpec};
 use crate::Result;
-use uf2fs_format::checkpoint::{nat_bits_bytes, Checkpoint, CP_CHKSUM_OFFSET, CP_TRIMMED_FLAG};
-use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE, MAX_ACTIVE_DATA_LOGS, MAX_ACTIVE_NODE_LOGS};
+use uf2fs_format::checkpoint::{nat_bits_bytes, Checkpoint, CP_TRIMMED_FLAG};
+use uf2fs_format::consts::{BLOCKS_PER_SEG, MAX_ACTIVE_DATA_LOGS, MAX_ACTIVE_NODE_LOGS};
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::sit::SitEntry;
 use uf2fs_format::summary::Summary;
@@ -56,7 +56,7 @@ fn checkpoint(p: &Params) -> Checkpoint {
         next_free_nid: ROOT_INO + made,
         sit_ver_bitmap_bytesize: (l.segment_count_sit / 2) * BLOCKS_PER_SEG / 8,
         nat_ver_bitmap_bytesize: (l.segment_count_nat / 2) * BLOCKS_PER_SEG / 8,
-        checksum_offset: CP_CHKSUM_OFFSET as u32,
+        checksum_offset: l.geometry.cp_checksum_offset() as u32,
         elapsed_time: 0,
         alloc_type: [0; 16],
     }
@@ -160,7 +160,7 @@ pub fn checkpoint_packs(p: &Params) -> Result<(Checkpoint, Vec<BlockWrite>)> {
         data_logs: [(&hot_data, hot_data.len()), (&[], 0), (&[], 0)],
         node_logs: Some([&hot_node, &[], &[]]),
         nat_bits: Some((&full, &empty)),
-        geo: uf2fs_format::Geometry::DEFAULT,
+        geo: p.layout.geometry,
     };
     let pack = build_pack(&spec)?;
     let cp = pack.cp;
@@ -171,11 +171,11 @@ pub fn checkpoint_packs(p: &Params) -> Result<(Checkpoint, Vec<BlockWrite>)> {
         checkpoint_ver: 0,
         ..cp.clone()
     };
-    let old_block = encode(old.encode(uf2fs_format::Geometry::DEFAULT))?;
+    let old_block = encode(old.encode(p.layout.geometry))?;
     let start1 = start + BLOCKS_PER_SEG as u64;
     writes.push((start1, old_block.clone()));
     for i in 0..p.layout.cp_payload as u64 {
-        writes.push((start1 + 1 + i, vec![0; BLOCK_SIZE]));
+        writes.push((start1 + 1 + i, vec![0; p.block_size()]));
     }
     writes.push((start1 + cp.cp_pack_total_block_count as u64 - 1, old_block));
     Ok((cp, writes))

@@ -22,7 +22,7 @@ pub use super::params::{BlockWrite, Params};
 use super::params::{encode, ROOT_INO};
 use crate::Result;
 use uf2fs_format::checkpoint::Checkpoint;
-use uf2fs_format::consts::{BLOCK_SIZE, F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
+use uf2fs_format::consts::{F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
 use uf2fs_format::dentry::{ft, DentryAreaMut};
 use uf2fs_format::nat::{NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::{Inode, NodeFooter, F2FS_EXTRA_ATTR};
@@ -62,7 +62,7 @@ pub fn plan(p: &Params) -> Result<Plan> {
     writes.push((p.layout.nat_blkaddr() as u64, nat_block(p)));
     let (checkpoint, packs) = super::cp::checkpoint_packs(p)?;
     writes.extend(packs);
-    let mut block = vec![0u8; BLOCK_SIZE];
+    let mut block = vec![0u8; p.block_size()];
     block[F2FS_SUPER_OFFSET..F2FS_SUPER_OFFSET + SUPERBLOCK_SIZE].copy_from_slice(&encode(sb.encode())?);
     writes.push((0, block.clone()));
     writes.push((1, block));
@@ -82,8 +82,8 @@ pub fn superblock(p: &Params) -> Superblock {
         major_ver: 1,
         minor_ver: 15,
         log_sectorsize: l.log_sectorsize,
-        log_sectors_per_block: 12 - l.log_sectorsize,
-        log_blocksize: 12,
+        log_sectors_per_block: l.geometry.log_block_size() - l.log_sectorsize,
+        log_blocksize: l.geometry.log_block_size(),
         log_blocks_per_seg: 9,
         segs_per_sec: l.segs_per_sec,
         secs_per_zone: l.secs_per_zone,
@@ -144,7 +144,7 @@ fn dir_inode(p: &Params, sb: &Superblock, ino: u32, parent: u32, mode: u16, link
         uid: p.root_uid,
         gid: p.root_gid,
         links,
-        size: BLOCK_SIZE as u64,
+        size: p.block_size() as u64,
         blocks: 2,
         atime: time,
         ctime: time,
@@ -173,8 +173,8 @@ fn dir_inode(p: &Params, sb: &Superblock, ino: u32, parent: u32, mode: u16, link
 }
 
 /// A dentry block with "." and "..", and `more` entries after them.
-fn dentry_block(ino: u32, parent: u32, more: &[(&[u8], u32)]) -> Result<Vec<u8>> {
-    let mut b = vec![0u8; BLOCK_SIZE];
+fn dentry_block(p: &Params, ino: u32, parent: u32, more: &[(&[u8], u32)]) -> Result<Vec<u8>> {
+    let mut b = vec![0u8; p.block_size()];
     let mut area = encode(DentryAreaMut::block(&mut b))?;
     encode(area.insert_at(0, 0, b".", ino, ft::DIR))?;
     encode(area.insert_at(1, 0, b"..", parent, ft::DIR))?;
@@ -208,7 +208,7 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
             (ROOT_INO, Some(l)) => (ROOT_INO, vec![(LOST_FOUND, l)]),
             _ => (if ino == ROOT_INO { ROOT_INO } else { parent }, Vec::new()),
         };
-        writes.push((data_blk as u64, dentry_block(ino, dot_dot, &more)?));
+        writes.push((data_blk as u64, dentry_block(p, ino, dot_dot, &more)?));
     }
     Ok(writes)
 }
@@ -216,7 +216,7 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
 /// NAT block 0 (first copy): the two internal inodes (at block address 1, by
 /// convention) and the root. lost+found is only in the checkpoint's NAT journal.
 fn nat_block(p: &Params) -> Vec<u8> {
-    let mut b = vec![0u8; BLOCK_SIZE];
+    let mut b = vec![0u8; p.block_size()];
     const _: () = assert!((ROOT_INO as usize) < NAT_ENTRY_PER_BLOCK);
     let entries = [(NODE_INO, 1), (META_INO, 1), (ROOT_INO, p.hot_node_blk(0))];
     for (nid, block_addr) in entries {

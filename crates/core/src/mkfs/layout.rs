@@ -11,23 +11,39 @@
 //! searched for the largest user space when not given.
 
 use crate::{Error, Result};
-use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE, NAT_ENTRY_PER_BLOCK, SIT_ENTRY_PER_BLOCK};
-
-/// Bytes in a segment.
-const SEGMENT_BYTES: u64 = BLOCK_SIZE as u64 * BLOCKS_PER_SEG as u64;
+use uf2fs_format::consts::BLOCKS_PER_SEG;
+use uf2fs_format::Geometry;
 /// Segments of the checkpoint area (two packs, one segment each).
 const CKPT_SEGMENTS: u32 = 2;
 /// Active logs: hot/warm/cold for data and for nodes.
 pub const NR_CURSEG_TYPE: u32 = 6;
 /// Fewest segments mkfs.f2fs accepts (superblock, CP, SIT, NAT, SSA, main).
 const MIN_SEGMENTS: u64 = 9;
-/// Largest volume: block addresses are 32 bits (16 TiB of 4 KiB blocks).
+/// Largest volume of 4 KiB blocks: block addresses are 32 bits (16 TiB).
 pub const MAX_VOLUME_BYTES: u64 = 16 << 40;
+/// Most segments a volume has (`F2FS_MAX_SEGMENT`), whatever its block size.
+const MAX_SEGMENTS: u64 = 8 << 20;
+/// Byte offset of the version bitmaps in the checkpoint block.
+const CP_BITMAP_OFFSET: u32 = 192;
+/// Smallest NAT version bitmap the checkpoint block keeps room for.
+const MIN_NAT_BITMAP_SIZE: u32 = 64;
+
+/// Bytes in a segment of `geo`'s blocks.
+fn segment_bytes(geo: Geometry) -> u64 {
+    geo.block_size() as u64 * BLOCKS_PER_SEG as u64
+}
+
+/// Largest volume of `geo`'s blocks (32-bit block addresses: 16 TiB of 4 KiB blocks,
+/// 64 TiB of 16 KiB ones).
+pub fn max_volume_bytes(geo: Geometry) -> u64 {
+    MAX_SEGMENTS * segment_bytes(geo)
+}
+
 /// Bytes of the checkpoint block available to the version bitmaps (from the bitmap
 /// offset to the checksum at the end of the block).
-const MAX_BITMAP_SIZE_IN_CKPT: u32 = 4092 - 192;
-/// SIT bitmap bytes that still leave the NAT bitmap its minimum of 64 bytes.
-const MAX_SIT_BITMAP_SIZE_IN_CKPT: u32 = MAX_BITMAP_SIZE_IN_CKPT - 64;
+fn max_bitmap_size_in_ckpt(geo: Geometry) -> u32 {
+    geo.cp_checksum_offset() as u32 - CP_BITMAP_OFFSET
+}
 
 /// What the geometry depends on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,11 +58,15 @@ pub struct LayoutInput {
     pub secs_per_zone: u32,
     /// Overprovision ratio in percent; `None` searches for the best one.
     pub overprovision_pct: Option<f64>,
+    /// Block size: 4 KiB, or Android's 16 KiB (`mkfs.f2fs -b 16384`).
+    pub geometry: Geometry,
 }
 
 /// The computed geometry, in the units of the superblock and checkpoint fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
+    /// Block size and what follows from it.
+    pub geometry: Geometry,
     /// log2 of the sector size.
     pub log_sectorsize: u32,
     /// Blocks of the volume.
@@ -127,7 +147,12 @@ impl Layout {
 }
 
 fn too_small(input: &LayoutInput, why: &str) -> Error {
-    let min = min_bytes(input.segs_per_sec, input.secs_per_zone, input.overprovision_pct);
+    let min = min_bytes_of(
+        input.geometry,
+        input.segs_per_sec,
+        input.secs_per_zone,
+        input.overprovision_pct,
+    );
     let min_text = match min {
         Some(m) => format!("at least {} ({m} bytes) is needed", human_bytes(m)),
         None => "no size works with these options".to_string(),
@@ -168,7 +193,7 @@ pub fn check_options(input: &LayoutInput) -> Result<()> {
         )));
     }
     let zone_segs = input.segs_per_sec as u64 * input.secs_per_zone as u64;
-    if zone_segs * SEGMENT_BYTES > MAX_VOLUME_BYTES {
+    if zone_segs > MAX_SEGMENTS {
         return Err(Error::Invalid(format!(
             "a zone of {} segments is larger than the largest F2FS volume",
             zone_segs
@@ -193,10 +218,13 @@ pub fn check_options(input: &LayoutInput) -> Result<()> {
 /// Computes the layout, or says why the volume cannot hold an F2FS.
 pub fn compute(input: &LayoutInput) -> Result<Layout> {
     check_options(input)?;
-    if input.bytes > MAX_VOLUME_BYTES {
+    let max = max_volume_bytes(input.geometry);
+    if input.bytes > max {
         return Err(Error::Invalid(format!(
-            "{} is larger than the largest F2FS volume (16 TiB)",
-            human_bytes(input.bytes)
+            "{} is larger than the largest F2FS volume of {}-byte blocks ({})",
+            human_bytes(input.bytes),
+            input.geometry.block_size(),
+            human_bytes(max)
         )));
     }
     try_layout(input).map_err(|why| too_small(input, why))
@@ -206,19 +234,21 @@ pub fn compute(input: &LayoutInput) -> Result<Layout> {
 fn try_layout(input: &LayoutInput) -> std::result::Result<Layout, &'static str> {
     let sectors = input.bytes / input.sector_size as u64;
     let dev_bytes = sectors * input.sector_size as u64;
+    let geo = input.geometry;
+    let block_bytes = geo.block_size() as u64;
     let segs_per_zone = input.segs_per_sec * input.secs_per_zone;
-    let zone_bytes = segs_per_zone as u64 * SEGMENT_BYTES;
+    let zone_bytes = segs_per_zone as u64 * segment_bytes(geo);
     // Segment 0 starts at the first zone boundary past the two superblock blocks.
-    let segment0_bytes = (2 * BLOCK_SIZE as u64).div_ceil(zone_bytes) * zone_bytes;
+    let segment0_bytes = (2 * block_bytes).div_ceil(zone_bytes) * zone_bytes;
     let total_segments = dev_bytes
         .checked_sub(segment0_bytes)
         .ok_or("no room for the first zone")?
-        / SEGMENT_BYTES;
+        / segment_bytes(geo);
     if total_segments < MIN_SEGMENTS {
         return Err("fewer than 9 segments");
     }
     let segment_count = (total_segments / segs_per_zone as u64 * segs_per_zone as u64) as u32;
-    let meta = meta_areas(segment_count, segs_per_zone);
+    let meta = meta_areas(geo, segment_count, segs_per_zone);
     let meta_zones = (CKPT_SEGMENTS + meta.sit + meta.nat + meta.ssa) / segs_per_zone;
     let total_zones = (segment_count / segs_per_zone).saturating_sub(meta_zones);
     if total_zones <= NR_CURSEG_TYPE {
@@ -226,11 +256,12 @@ fn try_layout(input: &LayoutInput) -> std::result::Result<Layout, &'static str> 
     }
     let section_count = total_zones * input.secs_per_zone;
     let mut layout = Layout {
+        geometry: geo,
         log_sectorsize: input.sector_size.trailing_zeros(),
-        block_count: dev_bytes / BLOCK_SIZE as u64,
+        block_count: dev_bytes / block_bytes,
         segs_per_sec: input.segs_per_sec,
         secs_per_zone: input.secs_per_zone,
-        segment0_blkaddr: (segment0_bytes / BLOCK_SIZE as u64) as u32,
+        segment0_blkaddr: (segment0_bytes / block_bytes) as u32,
         segment_count,
         segment_count_sit: meta.sit,
         segment_count_nat: meta.nat,
@@ -257,28 +288,31 @@ struct MetaAreas {
     cp_payload: u32,
 }
 
-fn meta_areas(segment_count: u32, segs_per_zone: u32) -> MetaAreas {
+fn meta_areas(geo: Geometry, segment_count: u32, segs_per_zone: u32) -> MetaAreas {
     let bps = BLOCKS_PER_SEG;
-    let sit_blocks = segment_count.div_ceil(SIT_ENTRY_PER_BLOCK as u32);
+    let sit_blocks = segment_count.div_ceil(geo.sit_entries_per_block() as u32);
     let sit = 2 * sit_blocks.div_ceil(bps);
     // One NAT entry per block after the checkpoint and SIT areas.
     let after_sit = (segment_count - CKPT_SEGMENTS - sit) as u64 * bps as u64;
-    let nat_blocks = after_sit.div_ceil(NAT_ENTRY_PER_BLOCK as u64);
+    let nat_blocks = after_sit.div_ceil(geo.nat_entries_per_block() as u64);
     let mut nat = nat_blocks.div_ceil(bps as u64) as u32;
     // Both version bitmaps must fit the checkpoint block; a SIT bitmap too large for it
     // moves to payload blocks and leaves the block to the NAT bitmap.
     let sit_bitmap = (sit / 2) * bps / 8;
-    let max_sit_bitmap = sit_bitmap.min(max_sit_bitmap_size());
-    let (max_nat_bitmap, cp_payload) = if max_sit_bitmap > MAX_SIT_BITMAP_SIZE_IN_CKPT {
-        (MAX_BITMAP_SIZE_IN_CKPT, max_sit_bitmap.div_ceil(BLOCK_SIZE as u32))
+    let max_sit_bitmap = sit_bitmap.min(max_sit_bitmap_size(geo));
+    let in_ckpt = max_bitmap_size_in_ckpt(geo);
+    // SIT bitmap bytes that still leave the NAT bitmap its minimum.
+    let (max_nat_bitmap, cp_payload) = if max_sit_bitmap > in_ckpt - MIN_NAT_BITMAP_SIZE {
+        (in_ckpt, max_sit_bitmap.div_ceil(geo.block_size() as u32))
     } else {
-        (MAX_BITMAP_SIZE_IN_CKPT - max_sit_bitmap, 0)
+        (in_ckpt - max_sit_bitmap, 0)
     };
     nat = nat.min(max_nat_bitmap * 8 / bps);
     let nat = 2 * nat;
-    // One summary block per remaining segment, plus one.
+    // One summary block per remaining segment, plus one as mkfs.f2fs 1.15 has it for
+    // 4 KiB blocks; the development tree that makes 16 KiB volumes dropped the extra one.
     let after_nat = segment_count - CKPT_SEGMENTS - sit - nat;
-    let mut ssa = (after_nat + 1).div_ceil(bps);
+    let mut ssa = (after_nat + u32::from(geo.is_default())).div_ceil(bps);
     let meta = CKPT_SEGMENTS + sit + nat + ssa;
     if meta % segs_per_zone != 0 {
         ssa += segs_per_zone - meta % segs_per_zone;
@@ -292,10 +326,9 @@ fn meta_areas(segment_count: u32, segs_per_zone: u32) -> MetaAreas {
 }
 
 /// SIT bitmap bytes of the largest volume.
-fn max_sit_bitmap_size() -> u32 {
-    let max_segments = (MAX_VOLUME_BYTES / SEGMENT_BYTES) as u32;
-    max_segments
-        .div_ceil(SIT_ENTRY_PER_BLOCK as u32)
+fn max_sit_bitmap_size(geo: Geometry) -> u32 {
+    (MAX_SEGMENTS as u32)
+        .div_ceil(geo.sit_entries_per_block() as u32)
         .div_ceil(BLOCKS_PER_SEG)
         * BLOCKS_PER_SEG
         / 8
@@ -372,20 +405,30 @@ impl Layout {
     }
 }
 
-/// Smallest volume (in bytes, a whole number of segments) that takes an F2FS with
-/// these options, or `None` when no size up to about 1 GiB past the smallest candidate
-/// does.
+/// Smallest volume of 4 KiB blocks (in bytes, a whole number of segments) that takes
+/// an F2FS with these options, or `None` when no size up to about 1 GiB past the
+/// smallest candidate does.
 pub fn min_bytes(segs_per_sec: u32, secs_per_zone: u32, overprovision_pct: Option<f64>) -> Option<u64> {
+    min_bytes_of(Geometry::DEFAULT, segs_per_sec, secs_per_zone, overprovision_pct)
+}
+
+/// [`min_bytes`] for blocks of `geo`'s size.
+pub fn min_bytes_of(
+    geo: Geometry,
+    segs_per_sec: u32,
+    secs_per_zone: u32,
+    overprovision_pct: Option<f64>,
+) -> Option<u64> {
     let zone_segs = segs_per_sec as u64 * secs_per_zone as u64;
-    if zone_segs == 0 || zone_segs * SEGMENT_BYTES > MAX_VOLUME_BYTES {
+    if zone_segs == 0 || zone_segs > MAX_SEGMENTS {
         return None;
     }
-    let zone_bytes = zone_segs * SEGMENT_BYTES;
-    let first = (2 * BLOCK_SIZE as u64).div_ceil(zone_bytes) * zone_bytes;
+    let zone_bytes = zone_segs * segment_bytes(geo);
+    let first = (2 * geo.block_size() as u64).div_ceil(zone_bytes) * zone_bytes;
     // Grow a segment at a time from the fewest segments that could hold the six logs.
     let start = MIN_SEGMENTS.max((NR_CURSEG_TYPE as u64 + 1) * zone_segs);
     (start..start + 512 + 8 * zone_segs)
-        .map(|segs| first + segs * SEGMENT_BYTES)
+        .map(|segs| first + segs * segment_bytes(geo))
         .find(|&bytes| {
             let input = LayoutInput {
                 bytes,
@@ -393,6 +436,7 @@ pub fn min_bytes(segs_per_sec: u32, secs_per_zone: u32, overprovision_pct: Optio
                 segs_per_sec,
                 secs_per_zone,
                 overprovision_pct,
+                geometry: geo,
             };
             try_layout(&input).is_ok()
         })
@@ -409,6 +453,7 @@ mod tests {
             segs_per_sec,
             secs_per_zone: 1,
             overprovision_pct: None,
+            geometry: Geometry::DEFAULT,
         })
         .unwrap()
     }
@@ -458,6 +503,44 @@ mod tests {
         assert!(l.cur_node_segno.iter().chain(&l.cur_data_segno).all(|s| s % 4 == 0));
     }
 
+    /// Areas read from images the development tree of f2fs-tools (commit 8b0c58b)
+    /// made with `mkfs.f2fs -b 16384` of the same sizes (its overprovision ratio and
+    /// reserve follow newer rules than 1.15's, which uf2fs keeps for both block sizes).
+    #[test]
+    fn matches_mkfs_f2fs_16k_areas() {
+        let layout16 = |bytes: u64, segs_per_sec| {
+            compute(&LayoutInput {
+                bytes,
+                sector_size: 512,
+                segs_per_sec,
+                secs_per_zone: 1,
+                overprovision_pct: None,
+                geometry: Geometry::BLOCK_16K,
+            })
+            .unwrap()
+        };
+        let areas = |l: &Layout| {
+            (
+                l.segment0_blkaddr,
+                l.segment_count,
+                l.segment_count_main,
+                l.segment_count_sit,
+                l.segment_count_nat,
+                l.segment_count_ssa,
+                l.main_blkaddr(),
+            )
+        };
+        assert_eq!(areas(&layout16(512 << 20, 1)), (0x200, 63, 56, 2, 2, 1, 0x1000));
+        assert_eq!(areas(&layout16(5 << 30, 1)), (0x200, 639, 631, 2, 2, 2, 0x1200));
+        assert_eq!(areas(&layout16(5 << 30, 4)), (0x800, 636, 628, 2, 2, 2, 0x1800));
+        assert_eq!(areas(&layout16(64 << 30, 1)), (0x200, 8191, 8161, 2, 10, 16, 0x3e00));
+        let l = layout16(512 << 20, 1);
+        assert_eq!((l.block_count, l.cp_payload), (32768, 0));
+        assert!(min_bytes_of(Geometry::BLOCK_16K, 1, 1, None).unwrap() % (8 << 20) == 0);
+        assert!(crate::mkfs::block_geometry(8192).is_err());
+        assert_eq!(crate::mkfs::block_geometry(16384).unwrap(), Geometry::BLOCK_16K);
+    }
+
     #[test]
     fn too_small_names_the_minimum() {
         let min = min_bytes(1, 1, None).unwrap();
@@ -467,9 +550,10 @@ mod tests {
             segs_per_sec: 1,
             secs_per_zone: 1,
             overprovision_pct: None,
+            geometry: Geometry::DEFAULT,
         };
         assert!(compute(&input(min)).is_ok());
-        let err = compute(&input(min - BLOCK_SIZE as u64)).unwrap_err().to_string();
+        let err = compute(&input(min - 4096)).unwrap_err().to_string();
         assert!(err.contains(&format!("{min} bytes")), "{err}");
         assert!(compute(&input(4096)).is_err());
     }
@@ -482,6 +566,7 @@ mod tests {
             segs_per_sec: 0,
             secs_per_zone: 1,
             overprovision_pct: None,
+            geometry: Geometry::DEFAULT,
         };
         assert!(compute(&input).is_err());
         input.segs_per_sec = 1;

@@ -43,6 +43,11 @@ impl Params<'_> {
         self.features & bit != 0
     }
 
+    /// Bytes of a block of the new volume.
+    pub(super) fn block_size(&self) -> usize {
+        self.layout.geometry.block_size()
+    }
+
     /// Inode number of lost+found, if made.
     pub(super) fn lost_found_ino(&self) -> Option<u32> {
         self.has(FEATURE_LOST_FOUND).then_some(ROOT_INO + 1)

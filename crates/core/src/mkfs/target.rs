@@ -7,7 +7,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::Path;
-use uf2fs_format::consts::{BLOCKS_PER_SEG, BLOCK_SIZE};
+use uf2fs_format::consts::BLOCKS_PER_SEG;
 
 /// The target, opened and sized, before anything is written.
 pub struct Target {
@@ -129,14 +129,15 @@ pub fn stale_metadata_blocks(layout: &Layout) -> u64 {
 /// write. Returns the blocks written.
 pub fn clear_stale_metadata(file: &File, layout: &Layout, path: &Path, progress: &mut dyn FnMut(u64)) -> Result<u64> {
     let seg = BLOCKS_PER_SEG as u64;
-    let zeros = vec![0u8; BLOCK_SIZE * seg as usize];
+    let block_size = layout.geometry.block_size();
+    let zeros = vec![0u8; block_size * seg as usize];
     let mut written = 0;
     for (start, count) in stale_metadata_ranges(layout) {
         let mut done = 0;
         while done < count {
             let n = (count - done).min(seg);
-            let at = (start + done) * BLOCK_SIZE as u64;
-            file.write_all_at(&zeros[..n as usize * BLOCK_SIZE], at)
+            let at = (start + done) * block_size as u64;
+            file.write_all_at(&zeros[..n as usize * block_size], at)
                 .map_err(io_err(path, "cannot write to"))?;
             done += n;
             progress(written + done);
