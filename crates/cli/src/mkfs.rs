@@ -217,7 +217,8 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
         return Err(UsageError("mkfs with a source tree makes regular volumes; --zoned is not accepted".into()).into());
     }
     let inputs = prepare(&opts).map_err(|e| UsageError(format!("{e:#}")))?;
-    let shrink = inputs.shrink_size(a.margin)?;
+    let ro = features & parse_features("ro")? != 0;
+    let shrink = inputs.shrink_size(a.margin, ro)?;
     let size = match req.size {
         Some(s) if s < shrink => {
             return Err(UsageError(format!(
@@ -253,7 +254,7 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     let existed = req.image.exists();
     let made = (|| -> anyhow::Result<(MkfsReport, crate::pack::PackReport)> {
         let report = uf2fs_core::mkfs::mkfs(&req.image, &mkfs_opts)?;
-        let fs = uf2fs_core::Fs::open_rw(&req.image, &[])?;
+        let fs = uf2fs_core::Fs::open_to_build(&req.image)?;
         let packed = fill(fs, &opts, &inputs)?;
         Ok((report, packed))
     })();

@@ -30,7 +30,8 @@ pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_INODE_CRTIME
     | FEATURE_SB_CHKSUM
     | FEATURE_LOST_FOUND
-    | FEATURE_COMPRESSION;
+    | FEATURE_COMPRESSION
+    | FEATURE_RO;
 /// Features that need extra_attr (room in the inode for their fields).
 const NEED_EXTRA_ATTR: u32 =
     FEATURE_INODE_CHKSUM | FEATURE_FLEXIBLE_INLINE_XATTR | FEATURE_INODE_CRTIME | FEATURE_COMPRESSION;
@@ -161,6 +162,25 @@ pub fn check_features(features: u32) -> Result<()> {
     Ok(())
 }
 
+/// The layout `opts` ask for: the `ro` feature's ([`layout::compute_ro`]) or the normal
+/// one.
+fn compute_layout(input: &LayoutInput, opts: &MkfsOptions) -> Result<Layout> {
+    if opts.features & FEATURE_RO == 0 {
+        return layout::compute(input);
+    }
+    if opts.features & FEATURE_BLKZONED != 0 {
+        return Err(Error::Invalid(
+            "the ro feature makes no zoned volumes: blkzoned and ro cannot be combined".into(),
+        ));
+    }
+    if opts.overprovision_pct.is_some() {
+        return Err(Error::Invalid(
+            "the ro feature keeps no overprovision space: drop the overprovision ratio".into(),
+        ));
+    }
+    layout::compute_ro(input)
+}
+
 /// Formats `path` (see [`MkfsOptions`]). Validates everything first; on error nothing
 /// has been written.
 pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
@@ -185,7 +205,7 @@ pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn Fn
         input.bytes = t.bytes;
         input.sector_size = t.sector_size;
     }
-    let layout = layout::compute(&input)?;
+    let layout = compute_layout(&input, opts)?;
     let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
     let version = opts.version.clone().unwrap_or_else(kernel_version);
     let trimmed = target.as_ref().is_none_or(|t| t.regular);
@@ -240,7 +260,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
         overprovision_pct: opts.overprovision_pct,
     };
     layout::check_options(&input)?;
-    let layout = layout::compute(&input)?;
+    let layout = compute_layout(&input, opts)?;
     let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
     let version = opts.version.clone().unwrap_or_else(kernel_version);
     let params = image::Params {

@@ -29,7 +29,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use uf2fs_core::compress::{encode_cluster, ClusterCodec, ClusterData, CompressedCluster};
-use uf2fs_core::mkfs::layout::{compute, LayoutInput};
+use uf2fs_core::mkfs::layout::{compute, compute_ro, LayoutInput, RO_ACTIVE_LOGS};
 use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp};
 
 /// What `uf2fs mkfs` with a source tree was asked for.
@@ -416,11 +416,13 @@ fn blocks_needed(scan: &Scan) -> u64 {
     blocks
 }
 
-/// The smallest volume (a multiple of 2 MiB: whole segments) whose user blocks hold
-/// `blocks` plus the six open logs' segments and `margin` percent more.
-fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
+/// The smallest volume (a multiple of 2 MiB: whole segments; with `ro` whole segments
+/// after the two superblock blocks) whose user blocks hold `blocks` plus the open logs'
+/// segments and `margin` percent more.
+fn shrink_size(blocks: u64, margin_pct: u64, ro: bool) -> anyhow::Result<u64> {
     const SEG: u64 = 2 << 20;
-    let want = blocks + blocks * margin_pct / 100 + 8 * 512;
+    let (base, logs) = if ro { (8192, RO_ACTIVE_LOGS as u64 + 2) } else { (0, 8) };
+    let want = blocks + blocks * margin_pct / 100 + logs * 512;
     let fits = |bytes: u64| -> bool {
         let input = LayoutInput {
             bytes,
@@ -429,8 +431,10 @@ fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
             secs_per_zone: 1,
             overprovision_pct: None,
         };
-        compute(&input).is_ok_and(|l| l.user_block_count() >= want)
+        let layout = if ro { compute_ro(&input) } else { compute(&input) };
+        layout.is_ok_and(|l| l.user_block_count() >= want)
     };
+    let fits = |bytes: u64| fits(bytes + base);
     let (mut lo, mut hi) = (SEG * 8, SEG * 16);
     while !fits(hi) {
         lo = hi;
@@ -447,7 +451,7 @@ fn shrink_size(blocks: u64, margin_pct: u64) -> anyhow::Result<u64> {
             lo = mid;
         }
     }
-    Ok(hi)
+    Ok(hi + base)
 }
 
 /// What [`fill`] made.
@@ -478,8 +482,9 @@ pub fn prepare(opts: &PackOptions) -> anyhow::Result<Inputs> {
 
 impl Inputs {
     /// Bytes of the smallest image that holds the tree, plus `margin_pct` percent.
-    pub fn shrink_size(&self, margin_pct: u64) -> anyhow::Result<u64> {
-        shrink_size(blocks_needed(&self.scan), margin_pct)
+    /// With `ro`, the `ro` feature's layout.
+    pub fn shrink_size(&self, margin_pct: u64, ro: bool) -> anyhow::Result<u64> {
+        shrink_size(blocks_needed(&self.scan), margin_pct, ro)
     }
 
     /// The UUID and checkpoint version this tree and options give.
@@ -793,8 +798,8 @@ mod tests {
 
     #[test]
     fn shrink_sizes_grow_with_the_tree() {
-        let a = shrink_size(1000, 0).unwrap();
-        let b = shrink_size(100_000, 0).unwrap();
+        let a = shrink_size(1000, 0, false).unwrap();
+        let b = shrink_size(100_000, 0, false).unwrap();
         assert!(a < b && a % (2 << 20) == 0);
     }
 }
