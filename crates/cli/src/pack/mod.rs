@@ -18,6 +18,7 @@
 mod args;
 pub mod contexts;
 pub mod fs_config;
+pub mod sparse;
 
 pub use args::PackArgs;
 
@@ -106,7 +107,7 @@ fn kind_name(mode: u32) -> &'static str {
 
 /// Data ranges of `file` (`size` bytes) by `SEEK_DATA`/`SEEK_HOLE`; one range when the
 /// host cannot tell.
-fn data_ranges(file: &File, size: u64) -> Vec<(u64, u64)> {
+pub(crate) fn data_ranges(file: &File, size: u64) -> Vec<(u64, u64)> {
     use nix::unistd::{lseek, Whence};
     use std::os::fd::AsFd;
     let mut out = Vec::new();
