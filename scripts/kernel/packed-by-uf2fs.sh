@@ -4,7 +4,9 @@
 # entries, hard links, symlinks, fifos, setuid/setgid/sticky modes, owners, user.* and
 # trusted.* xattrs) is packed plain and with every compression algorithm (lz4,
 # lz4hc:9, lzo, lzo-rle, zstd:3; clusters of 4, 16 and 256 blocks; checksums; released
-# blocks), then for each image:
+# blocks), and with the ro feature's layout (plain, with Android's inode features, and
+# as an Android sparse image, which is turned back into a raw one with simg2img
+# first), then for each image:
 #   1. fsck.f2fs -f clean;
 #   2. Linux mounts it read-only and lists it (kernel-check.sh mount --manifest-out);
 #      every regular file's sha256 as the kernel read it must be the source file's, and
@@ -68,6 +70,9 @@ variants=(
     "lzo|--compress lzo"
     "lzo-rle-256|--compress lzo-rle --compress-log-size 8"
     "zstd-released|--compress zstd:3 --compress-log-size 3 --compress-chksum --release-blocks"
+    "ro|-O ro"
+    "ro-android|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime"
+    "ro-sparse|-O ro --sparse"
 )
 for v in "${variants[@]}"; do
     name=${v%%|*}
@@ -76,6 +81,10 @@ for v in "${variants[@]}"; do
     img=$work/$name.img
     # shellcheck disable=SC2086
     "$uf2fs" mkfs -q "$img" "$work/src" --preserve-owner --xattrs $opts || fail "uf2fs mkfs ($name)"
+    if [[ $opts == *--sparse* ]]; then
+        simg2img "$img" "$img.raw" || fail "simg2img ($name)"
+        mv "$img.raw" "$img"
+    fi
     fsck_clean "$img" "$name"
     t0=$SECONDS
     ok=

@@ -413,3 +413,164 @@ fn bad_input_is_one_line_and_leaves_no_image() {
         assert!(!img.exists(), "{args:?} left an image");
     }
 }
+
+/// Runs `uf2fs mkfs -q -f IMAGE SOURCE ARGS...`.
+fn pack(img: &Path, src: &Path, extra: &[&str]) {
+    let mut args: Vec<std::ffi::OsString> = vec!["-q".into(), "-f".into(), path_arg(img), path_arg(src)];
+    args.extend(["--preserve-owner".into(), "--xattrs".into()]);
+    args.extend(extra.iter().map(|a| a.into()));
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    mkfs(&refs);
+}
+
+/// `uf2fs extract IMAGE / OUT` compared with the source tree.
+fn extracts_as(img: &Path, src: &Path, out: &Path, xattrs: bool, what: &str) {
+    let _ = fs::remove_dir_all(out);
+    uf2fs()
+        .run([
+            std::ffi::OsStr::new("extract"),
+            img.as_os_str(),
+            "/".as_ref(),
+            out.as_os_str(),
+        ])
+        .assert_ok();
+    let opts = CompareOptions {
+        owners: is_root(),
+        root: false,
+        atime: false,
+        ctime: false,
+        xattrs,
+        contents: true,
+    };
+    let problems = compare_dirs(src, out, opts);
+    assert!(problems.is_empty(), "{}", report(what, &problems));
+}
+
+#[test]
+fn ro_images_have_mkfs_f2fs_1_16_s_layout_and_are_smaller() {
+    let tmp = scratch("pack-ro");
+    let src = tmp.path().join("src");
+    let xattrs = make_tree(&src);
+    let normal = tmp.path().join("normal.img");
+    pack(&normal, &src, &[]);
+    for extra in [
+        &["-O", "ro"][..],
+        &["-O", "ro,extra_attr,inode_checksum,sb_checksum,inode_crtime"],
+    ] {
+        let what = extra.join(" ");
+        let img = tmp.path().join("ro.img");
+        pack(&img, &src, extra);
+        fsck_clean(&img);
+        extracts_as(&img, &src, &tmp.path().join("out"), xattrs, &what);
+        let fs = Fs::open(&img, &[]).unwrap();
+        let (sb, cp) = (fs.superblock(), fs.checkpoint());
+        assert!(sb.feature_names().contains(&"ro".to_string()), "{what}");
+        // mkfs.f2fs 1.16 -O ro: segment 0 right after the superblocks, no SSA, no GC
+        // reserve, two sections overprovisioned, hot node in the last section.
+        assert_eq!((sb.segment0_blkaddr, sb.segment_count_ssa), (2, 0), "{what}");
+        assert_eq!(sb.ssa_blkaddr, sb.main_blkaddr, "{what}");
+        assert_eq!((cp.rsvd_segment_count, cp.overprov_segment_count), (0, 2), "{what}");
+        assert_eq!(&cp.cur_node_segno[1..3], &[0, 0], "{what}");
+        assert_eq!(cp.cur_data_segno[1..3], [0, 0], "{what}");
+        let size = fs::metadata(&img).unwrap().len();
+        assert!(size < fs::metadata(&normal).unwrap().len(), "{what}: ro is smaller");
+        assert_eq!(
+            (size - 8192) % (2 << 20),
+            0,
+            "{what}: whole segments after the superblocks"
+        );
+        drop(fs);
+        // Linux mounts ro volumes read-only only; so does uf2fs.
+        let err = Fs::open_rw(&img, &[])
+            .err()
+            .expect("ro is refused for writing")
+            .to_string();
+        assert!(err.contains("ro"), "{err}");
+    }
+    // Without a tree, mkfs -O ro makes the same layout as mkfs.f2fs 1.16 -O ro (64 MiB:
+    // 31 segments, 25 in the main area, hot node at 24; figures from its image).
+    let empty = tmp.path().join("empty.img");
+    uf2fs()
+        .run(
+            ["mkfs", "-q", "--size", "64M", "-O", "ro"]
+                .map(std::ffi::OsStr::new)
+                .into_iter()
+                .chain([empty.as_os_str()]),
+        )
+        .assert_ok();
+    fsck_clean(&empty);
+    let fs = Fs::open(&empty, &[]).unwrap();
+    let (sb, cp) = (fs.superblock(), fs.checkpoint());
+    assert_eq!(
+        (sb.segment_count, sb.segment_count_main, sb.main_blkaddr),
+        (31, 25, 0xc02)
+    );
+    assert_eq!(
+        (cp.cur_node_segno[0], cp.free_segment_count, cp.user_block_count),
+        (24, 23, 11776)
+    );
+    // What ro cannot be combined with is refused before anything is written.
+    let bad = tmp.path().join("bad.img");
+    let out = uf2fs().run(
+        ["mkfs", "--size", "64M", "-O", "ro", "--overprovision", "5"]
+            .map(std::ffi::OsStr::new)
+            .into_iter()
+            .chain([bad.as_os_str()]),
+    );
+    out.assert_clean_failure();
+    assert!(out.err().contains("overprovision") && !bad.exists(), "{}", out.err());
+    // ro with compression is refused by name (see docs/packer.md), before any write.
+    let out = uf2fs().run(
+        ["mkfs", "-O", "ro", "--compress", "lz4"]
+            .map(std::ffi::OsStr::new)
+            .into_iter()
+            .chain([bad.as_os_str(), src.as_os_str()]),
+    );
+    out.assert_clean_failure();
+    assert!(
+        out.err().contains("-O ro with --compress") && !bad.exists(),
+        "{}",
+        out.err()
+    );
+}
+
+#[test]
+fn sparse_output_unpacks_to_the_raw_image_byte_for_byte() {
+    let tmp = scratch("pack-sparse");
+    let src = tmp.path().join("src");
+    let xattrs = make_tree(&src);
+    for extra in [&[][..], &["-O", "ro"], &["--compress", "zstd"]] {
+        let what = format!("{extra:?}");
+        let raw = tmp.path().join("raw.img");
+        let simg = tmp.path().join("sparse.img");
+        pack(&raw, &src, extra);
+        let sparse_args: Vec<&str> = extra.iter().copied().chain(["--sparse"]).collect();
+        pack(&simg, &src, &sparse_args);
+        let bytes = fs::read(&simg).unwrap();
+        assert_eq!(&bytes[..4], &0xED26_FF3Au32.to_le_bytes(), "{what}: sparse magic");
+        assert!(
+            bytes.len() < fs::metadata(&raw).unwrap().len() as usize / 2,
+            "{what}: free space is left out"
+        );
+        let back = tmp.path().join("back.img");
+        let st = Command::new("simg2img")
+            .arg(&simg)
+            .arg(&back)
+            .status()
+            .expect("cannot run simg2img (is android-sdk-libsparse-utils installed?)");
+        assert!(st.success(), "{what}: simg2img");
+        assert!(
+            fs::read(&back).unwrap() == fs::read(&raw).unwrap(),
+            "{what}: simg2img gives the raw image back"
+        );
+        // uf2fs reads the sparse image in place.
+        extracts_as(&simg, &src, &tmp.path().join("out"), xattrs, &what);
+        // No temporary raw image is left beside it.
+        let left: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".uf2fs-"))
+            .collect();
+        assert!(left.is_empty(), "{what}: {left:?}");
+    }
+}

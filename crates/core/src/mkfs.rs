@@ -30,7 +30,8 @@ pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_INODE_CRTIME
     | FEATURE_SB_CHKSUM
     | FEATURE_LOST_FOUND
-    | FEATURE_COMPRESSION;
+    | FEATURE_COMPRESSION
+    | FEATURE_RO;
 /// Features that need extra_attr (room in the inode for their fields).
 const NEED_EXTRA_ATTR: u32 =
     FEATURE_INODE_CHKSUM | FEATURE_FLEXIBLE_INLINE_XATTR | FEATURE_INODE_CRTIME | FEATURE_COMPRESSION;
@@ -172,6 +173,32 @@ pub fn block_geometry(block_size: u32) -> Result<Geometry> {
         .map_err(|_| Error::Invalid(format!("block size {block_size}: F2FS blocks are 4096 or 16384 bytes")))
 }
 
+/// The layout `opts` ask for: the `ro` feature's ([`layout::compute_ro`]) or the normal
+/// one.
+fn compute_layout(input: &LayoutInput, opts: &MkfsOptions) -> Result<Layout> {
+    if opts.features & FEATURE_RO == 0 {
+        return layout::compute(input);
+    }
+    if input.geometry != Geometry::DEFAULT {
+        return Err(Error::Invalid(format!(
+            "the ro feature with {}-byte blocks is not made yet (its layout was checked against mkfs.f2fs with 4 KiB \
+             blocks only): drop -O ro or -b",
+            input.geometry.block_size()
+        )));
+    }
+    if opts.features & FEATURE_BLKZONED != 0 {
+        return Err(Error::Invalid(
+            "the ro feature makes no zoned volumes: blkzoned and ro cannot be combined".into(),
+        ));
+    }
+    if opts.overprovision_pct.is_some() {
+        return Err(Error::Invalid(
+            "the ro feature keeps no overprovision space: drop the overprovision ratio".into(),
+        ));
+    }
+    layout::compute_ro(input)
+}
+
 /// Formats `path` (see [`MkfsOptions`]). Validates everything first; on error nothing
 /// has been written.
 pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
@@ -198,7 +225,7 @@ pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn Fn
         input.bytes = t.bytes;
         input.sector_size = t.sector_size;
     }
-    let layout = layout::compute(&input)?;
+    let layout = compute_layout(&input, opts)?;
     let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
     let version = opts.version.clone().unwrap_or_else(kernel_version);
     let trimmed = target.as_ref().is_none_or(|t| t.regular);
@@ -254,7 +281,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
         geometry: block_geometry(opts.block_size)?,
     };
     layout::check_options(&input)?;
-    let layout = layout::compute(&input)?;
+    let layout = compute_layout(&input, opts)?;
     let (uid, gid) = opts.root_owner.unwrap_or_else(process_owner);
     let version = opts.version.clone().unwrap_or_else(kernel_version);
     let params = image::Params {

@@ -3,7 +3,7 @@
 //! loaded, the read-write state built, orphans reclaimed and fsync'd data replayed
 //! ([`Fs::open_with`] and its kin); and [`Fs::unmount`].
 
-use crate::checkpoint::write::check_writable;
+use crate::checkpoint::write::{check_buildable, check_writable};
 use crate::checkpoint::{load_checkpoint, load_superblock, read_blocks, CheckpointState, SuperblockChoice};
 use crate::device::{read_block, sparse, BlockDevice, ConcatDevice, FileDevice, SparseDevice};
 use crate::fs::ReadWrite;
@@ -173,6 +173,23 @@ impl Fs {
         Fs::mount_as_is(dev, sbc, paths, options)
     }
 
+    /// Opens a freshly made image for filling by a builder (`uf2fs mkfs IMAGE SOURCE`):
+    /// as [`Fs::open_rw`], and a volume with the `ro` feature is accepted too (it is
+    /// refused for writing otherwise, as Linux mounts it read-only only). On an `ro`
+    /// volume only the hot data and hot node logs are written, no summary goes to the
+    /// SSA (it has none) and nothing is ever cleaned: a tree too large is `ENOSPC`.
+    pub fn open_to_build(image: &Path) -> Result<Fs> {
+        let options = OpenOptions { read_write: true };
+        let (dev, sbc) = open_devices(image, &[], true)?;
+        let ro = sbc.sb.has(uf2fs_format::superblock::FEATURE_RO);
+        if !ro {
+            return Fs::mount(dev, sbc, vec![image.to_path_buf()], options);
+        }
+        let fs = Fs::mount_checked(dev, sbc, vec![image.to_path_buf()], options, check_buildable)?;
+        fs.set_gc_enabled(false)?;
+        Ok(fs)
+    }
+
     /// Whether this read-only file system shows fsync'd data replayed in memory (see
     /// [`Fs::open`]); false for read-write ones, which replay it on the image.
     pub fn replayed_in_memory(&self) -> bool {
@@ -185,6 +202,18 @@ impl Fs {
         sbc: SuperblockChoice,
         paths: Vec<PathBuf>,
         options: OpenOptions,
+    ) -> Result<Fs> {
+        Fs::mount_checked(dev, sbc, paths, options, check_writable)
+    }
+
+    /// [`Fs::mount_as_is`], with `writable` saying whether a read-write open may write
+    /// the volume.
+    fn mount_checked(
+        dev: Box<dyn BlockDevice>,
+        sbc: SuperblockChoice,
+        paths: Vec<PathBuf>,
+        options: OpenOptions,
+        writable: fn(&uf2fs_format::superblock::Superblock, &crate::checkpoint::CheckpointState) -> Result<()>,
     ) -> Result<Fs> {
         if sbc.sb.has(uf2fs_format::superblock::FEATURE_PACKED_SSA) {
             return Err(Error::Unsupported {
@@ -207,7 +236,7 @@ impl Fs {
         }
         let cps = load_checkpoint(dev.as_ref(), sb)?;
         if options.read_write {
-            check_writable(sb, &cps)?;
+            writable(sb, &cps)?;
         }
         let nodes = NodeManager::new(sb, &cps.cp, cps.nat_bitmap.clone(), &cps.nat_journal);
         let rw = if options.read_write {

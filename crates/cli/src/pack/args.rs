@@ -68,6 +68,10 @@ pub struct PackArgs {
     /// Volume UUID (default: derived from the tree and options).
     #[arg(long, value_name = "UUID", requires = "source")]
     pub uuid: Option<String>,
+    /// Write an Android sparse image (sload/mkf2fsuserimg.sh -S): free space as
+    /// "don't care" chunks; simg2img gives the raw image back.
+    #[arg(short = 'S', long, requires = "source")]
+    pub sparse: bool,
     /// Percent added to the shrink-to-fit size.
     #[arg(long, value_name = "PCT", default_value_t = 0, requires = "source")]
     pub margin: u64,

@@ -18,6 +18,7 @@
 mod args;
 pub mod contexts;
 pub mod fs_config;
+pub mod sparse;
 
 pub use args::PackArgs;
 
@@ -29,7 +30,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use uf2fs_core::compress::{encode_cluster, ClusterCodec, ClusterData, CompressedCluster};
-use uf2fs_core::mkfs::layout::{compute, LayoutInput};
+use uf2fs_core::mkfs::layout::{compute, compute_ro, LayoutInput, RO_ACTIVE_LOGS};
 use uf2fs_core::mkfs::Geometry;
 use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp};
 
@@ -107,7 +108,7 @@ fn kind_name(mode: u32) -> &'static str {
 
 /// Data ranges of `file` (`size` bytes) by `SEEK_DATA`/`SEEK_HOLE`; one range when the
 /// host cannot tell.
-fn data_ranges(file: &File, size: u64) -> Vec<(u64, u64)> {
+pub(crate) fn data_ranges(file: &File, size: u64) -> Vec<(u64, u64)> {
     use nix::unistd::{lseek, Whence};
     use std::os::fd::AsFd;
     let mut out = Vec::new();
@@ -423,11 +424,16 @@ fn blocks_needed(scan: &Scan, geo: Geometry) -> u64 {
 }
 
 /// The smallest volume (whole segments: a multiple of 2 MiB, or 8 MiB with 16 KiB
-/// blocks) whose user blocks of `geo`'s size hold `blocks` plus the six open logs'
-/// segments and `margin` percent more.
-fn shrink_size(blocks: u64, margin_pct: u64, geo: Geometry) -> anyhow::Result<u64> {
+/// blocks; with `ro` whole segments after the two superblock blocks) whose user blocks
+/// of `geo`'s size hold `blocks` plus the open logs' segments and `margin` percent more.
+fn shrink_size(blocks: u64, margin_pct: u64, ro: bool, geo: Geometry) -> anyhow::Result<u64> {
     let seg = geo.block_size() as u64 * 512;
-    let want = blocks + blocks * margin_pct / 100 + 8 * 512;
+    let (base, logs) = if ro {
+        (2 * geo.block_size() as u64, RO_ACTIVE_LOGS as u64 + 2)
+    } else {
+        (0, 8)
+    };
+    let want = blocks + blocks * margin_pct / 100 + logs * 512;
     let fits = |bytes: u64| -> bool {
         let input = LayoutInput {
             bytes,
@@ -437,8 +443,10 @@ fn shrink_size(blocks: u64, margin_pct: u64, geo: Geometry) -> anyhow::Result<u6
             overprovision_pct: None,
             geometry: geo,
         };
-        compute(&input).is_ok_and(|l| l.user_block_count() >= want)
+        let layout = if ro { compute_ro(&input) } else { compute(&input) };
+        layout.is_ok_and(|l| l.user_block_count() >= want)
     };
+    let fits = |bytes: u64| fits(bytes + base);
     let (mut lo, mut hi) = (seg * 8, seg * 16);
     while !fits(hi) {
         lo = hi;
@@ -455,7 +463,7 @@ fn shrink_size(blocks: u64, margin_pct: u64, geo: Geometry) -> anyhow::Result<u6
             lo = mid;
         }
     }
-    Ok(hi)
+    Ok(hi + base)
 }
 
 /// What [`fill`] made.
@@ -486,9 +494,9 @@ pub fn prepare(opts: &PackOptions) -> anyhow::Result<Inputs> {
 
 impl Inputs {
     /// Bytes of the smallest image of `geo`'s blocks that holds the tree, plus
-    /// `margin_pct` percent.
-    pub fn shrink_size(&self, margin_pct: u64, geo: Geometry) -> anyhow::Result<u64> {
-        shrink_size(blocks_needed(&self.scan, geo), margin_pct, geo)
+    /// `margin_pct` percent. With `ro`, the `ro` feature's layout.
+    pub fn shrink_size(&self, margin_pct: u64, ro: bool, geo: Geometry) -> anyhow::Result<u64> {
+        shrink_size(blocks_needed(&self.scan, geo), margin_pct, ro, geo)
     }
 
     /// The UUID and checkpoint version this tree and options give.
@@ -802,10 +810,10 @@ mod tests {
 
     #[test]
     fn shrink_sizes_grow_with_the_tree() {
-        let a = shrink_size(1000, 0, Geometry::DEFAULT).unwrap();
-        let b = shrink_size(100_000, 0, Geometry::DEFAULT).unwrap();
+        let a = shrink_size(1000, 0, false, Geometry::DEFAULT).unwrap();
+        let b = shrink_size(100_000, 0, false, Geometry::DEFAULT).unwrap();
         assert!(a < b && a % (2 << 20) == 0);
-        let c = shrink_size(1000, 0, Geometry::BLOCK_16K).unwrap();
+        let c = shrink_size(1000, 0, false, Geometry::BLOCK_16K).unwrap();
         assert!(c % (8 << 20) == 0);
     }
 }

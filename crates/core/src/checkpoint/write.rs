@@ -29,7 +29,8 @@ use uf2fs_format::checkpoint::{
 use uf2fs_format::consts::NR_CURSEG_DATA_TYPE;
 use uf2fs_format::superblock::{
     Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_CASEFOLD, FEATURE_COMPRESSION, FEATURE_EXTRA_ATTR,
-    FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_SB_CHKSUM,
+    FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_RO,
+    FEATURE_SB_CHKSUM,
 };
 
 /// Features uf2fs can write images with (besides the default set, which has none).
@@ -52,6 +53,26 @@ const KEPT_FLAGS: u32 = CP_LARGE_NAT_BITMAP_FLAG | CP_CRC_RECOVERY_FLAG | CP_NOC
 /// checkpoints disabled. Whatever fsync left after a checkpoint not written by a clean
 /// unmount is replayed at open (`crate::recovery`).
 pub fn check_writable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
+    if sb.has(FEATURE_RO) {
+        return Err(Error::Unsupported {
+            feature: "ro",
+            detail:
+                "an ro volume is mounted read-only only, as Linux mounts it (uf2fs mkfs IMAGE SOURCE -O ro builds one)"
+                    .into(),
+        });
+    }
+    check_writable_features(sb, cps)
+}
+
+/// [`check_writable`] for a volume being built ([`crate::Fs::open_to_build`]): the `ro`
+/// feature is accepted.
+pub fn check_buildable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
+    let mut plain = sb.clone();
+    plain.feature &= !FEATURE_RO;
+    check_writable_features(&plain, cps)
+}
+
+fn check_writable_features(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
     let cp = &cps.cp;
     for &(bit, name) in FEATURES {
         if sb.feature & bit != 0 && WRITABLE_FEATURES & bit == 0 {

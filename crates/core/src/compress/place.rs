@@ -268,9 +268,7 @@ pub(crate) fn drop_compressed_clusters(t: &Tree, inode: &mut InodeMut, from: u64
             Tree::drop_extent_over(inode, first + k);
         }
         if let Some(b) = s.node {
-            let offset = NodeFooter::decode(&b)
-                .map_err(|e| Error::corrupt(format!("node {}", s.loc.nid), None, e.to_string()))?
-                .offset();
+            let offset = crate::tree::footer_of(&b, s.loc.nid)?.offset();
             t.nodes
                 .store_dirty(s.loc.nid, b, node_log(inode.inode.geometry, offset, inode.is_dir()));
         }

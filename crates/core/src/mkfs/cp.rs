@@ -98,11 +98,14 @@ fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
         })
         .collect();
     let made = inos.len() as u32;
+    // The logs written: all six, or with `ro` hot node and hot data (the other four
+    // share segment 0 with hot data and have no entry of their own).
+    let logs = if l.ro { 1 } else { 3 };
     let mut sit = Vec::with_capacity(NR_CURSEG_TYPE as usize);
-    for (i, &seg_type) in NODE_SEG_TYPES.iter().enumerate() {
+    for (i, &seg_type) in NODE_SEG_TYPES.iter().enumerate().take(logs) {
         sit.push((l.cur_node_segno[i], sit_entry(seg_type, if i == 0 { made } else { 0 })));
     }
-    for (i, &seg_type) in DATA_SEG_TYPES.iter().enumerate() {
+    for (i, &seg_type) in DATA_SEG_TYPES.iter().enumerate().take(logs) {
         sit.push((l.cur_data_segno[i], sit_entry(seg_type, if i == 0 { made } else { 0 })));
     }
     let hot: Vec<Summary> = inos

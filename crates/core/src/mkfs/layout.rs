@@ -10,6 +10,10 @@
 //! Reserved and overprovisioned segments come from the overprovision ratio, which is
 //! searched for the largest user space when not given.
 
+mod ro;
+
+pub use ro::{compute_ro, min_bytes_ro, RO_ACTIVE_LOGS};
+
 use crate::{Error, Result};
 use uf2fs_format::consts::BLOCKS_PER_SEG;
 use uf2fs_format::Geometry;
@@ -102,6 +106,8 @@ pub struct Layout {
     pub cur_node_segno: [u32; 3],
     /// See `cur_node_segno`.
     pub cur_data_segno: [u32; 3],
+    /// The `ro` feature's layout ([`compute_ro`]): two logs written, no SSA.
+    pub ro: bool,
 }
 
 impl Layout {
@@ -135,9 +141,10 @@ impl Layout {
         self.segs_per_sec * self.secs_per_zone
     }
 
-    /// Free main-area segments after the six active logs took one each.
+    /// Free main-area segments after the active logs (six, or two with `ro`) took one
+    /// each.
     pub fn free_segment_count(&self) -> u32 {
-        self.segment_count_main - NR_CURSEG_TYPE
+        self.segment_count_main - if self.ro { RO_ACTIVE_LOGS } else { NR_CURSEG_TYPE }
     }
 
     /// Blocks users may fill: the main area less the overprovisioned segments.
@@ -274,6 +281,7 @@ fn try_layout(input: &LayoutInput) -> std::result::Result<Layout, &'static str> 
         overprov_segments: 0,
         cur_node_segno: [0; 3],
         cur_data_segno: [0; 3],
+        ro: false,
     };
     set_overprovision(&mut layout, input.overprovision_pct)?;
     layout.place_active_logs(total_zones);

@@ -9,7 +9,7 @@ use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM, NR_CURSEG_DATA_TYPE, 
 use uf2fs_format::summary::{
     compacted_blocks, compacted_data_summaries, Summary, SummaryBlock, SUM_TYPE_DATA, SUM_TYPE_NODE,
 };
-use uf2fs_format::superblock::Superblock;
+use uf2fs_format::superblock::{Superblock, FEATURE_RO};
 
 /// Allocation type of a log: append to free segments (LFS).
 pub const ALLOC_LFS: u8 = 0;
@@ -120,7 +120,10 @@ pub fn load_logs(dev: &dyn BlockDevice, sb: &Superblock, cps: &CheckpointState) 
         if segno >= sb.segment_count_main || blkoff as u32 > BLOCKS_PER_SEG || alloc > ALLOC_SSR {
             return Err(bad(format!("log {i} at segment {segno} offset {blkoff} type {alloc}")));
         }
-        if pos[..i].iter().any(|p| p.0 == segno) {
+        // With `ro` only hot data (0) and hot node (3) are written; mkfs records the
+        // other four at segment 0, beside hot data.
+        let written = |i: usize| !sb.has(FEATURE_RO) || i == 0 || i == NR_CURSEG_DATA_TYPE;
+        if written(i) && pos[..i].iter().enumerate().any(|(j, p)| written(j) && p.0 == segno) {
             return Err(bad(format!("two active logs share segment {segno}")));
         }
     }

@@ -38,6 +38,9 @@ struct Geometry {
     segs_per_sec: u32,
     secs_per_zone: u32,
     ssa_blkaddr: u64,
+    /// The `ro` feature's layout: no SSA, and only the hot data and hot node logs are
+    /// written (the other four stay where mkfs put them, at segment 0).
+    ro: bool,
     sit: SitArea,
     /// The volume's block geometry (summary blocks are whole blocks).
     blocks: uf2fs_format::Geometry,
@@ -148,6 +151,7 @@ impl SegmentManager {
             segs_per_sec: sb.segs_per_sec.max(1),
             secs_per_zone: sb.secs_per_zone.max(1),
             ssa_blkaddr: sb.ssa_blkaddr as u64,
+            ro: sb.has(uf2fs_format::superblock::FEATURE_RO),
             sit: area,
             blocks: sb.geometry(),
         };
@@ -171,7 +175,7 @@ impl SegmentManager {
             invalidated: [0; 2],
             logs,
             streams: Vec::new(),
-            active_logs: ActiveLogs::default(),
+            active_logs: if geo.ro { ActiveLogs::Two } else { ActiveLogs::default() },
             clock: Clock {
                 at_open_secs: cps.cp.elapsed_time,
                 opened: Instant::now(),
@@ -220,7 +224,12 @@ impl SegmentManager {
                 cp.valid_node_count
             )));
         }
-        for log in &self.logs {
+        let written = self.active_logs.logs();
+        for (li, log) in self.logs.iter().enumerate() {
+            // ro's four unused logs share segment 0 with hot data and are never written.
+            if self.geo.ro && !written.contains(&Self::log_type(li)) {
+                continue;
+            }
             let e = &self.sit[log.segno as usize];
             if log.alloc_type == ALLOC_LFS && (log.next_blkoff as u32..BLOCKS_PER_SEG).any(|o| e.is_valid(o)) {
                 return Err(bad(format!(
@@ -510,7 +519,11 @@ impl SegmentManager {
     }
 
     /// Writes log `li`'s summary block to its segment's SSA slot.
+    /// (None with `ro`: it has no SSA.)
     fn write_summary(&self, dev: &dyn BlockDevice, li: usize) -> Result<()> {
+        if self.geo.ro {
+            return Ok(());
+        }
         let log = self.cur(li);
         let block = SummaryBlock {
             entries: log.sum.clone(),
@@ -529,8 +542,11 @@ impl SegmentManager {
 
     /// Changes the logs written to, from the next block on (the logs left keep their
     /// segments, recorded by every checkpoint as before).
+    /// An `ro` volume keeps its two logs.
     pub fn set_active_logs(&mut self, logs: ActiveLogs) {
-        self.active_logs = logs;
+        if !self.geo.ro {
+            self.active_logs = logs;
+        }
     }
 
     /// The active log `log`.

@@ -88,6 +88,12 @@ impl SegmentManager {
                 "segment {segno} belongs to an active log; its summary is in memory"
             )));
         }
+        if self.geo.ro {
+            return Err(Error::Unsupported {
+                feature: "ro",
+                detail: "an ro volume has no SSA: its segments cannot be cleaned".into(),
+            });
+        }
         let addr = self.geo.ssa_blkaddr + segno as u64;
         let b = read_block(dev, addr)?;
         SummaryBlock::decode(&b)
