@@ -1043,14 +1043,14 @@ fn sha256_hex(data: &[u8]) -> String {
     h.iter().map(|x| format!("{x:08x}")).collect()
 }
 
-/// A read-write open of the compressed fixture (a copy): a compressed file's data
-/// cannot be changed (EOPNOTSUPP, file untouched), but compressed files can be
-/// renamed, linked, chmod'ed and removed, plain files are written beside them in a
-/// compressed directory, and fsck.f2fs finds the result clean; reopened, every
-/// compressed file left reads back as the kernel wrote it.
+/// A read-write open of the compressed fixture (a copy): a compressed file's data is
+/// overwritten, extended, truncated and fallocated (issue 28), compressed files are
+/// renamed, linked, chmod'ed and removed, a new file is written in a directory of
+/// compressed files, and fsck.f2fs finds the result clean; reopened, the edited file
+/// reads as edited and every other compressed file as the kernel wrote it.
 #[test]
 fn compressed_files_on_a_read_write_open() {
-    use uf2fs_core::{Error, Fs, SetAttr};
+    use uf2fs_core::{Fs, SetAttr};
     let fx = fixture("compress");
     let tmp = scratch("kernel-compress-rw-");
     let img = tmp.path().join("rw.img");
@@ -1070,31 +1070,25 @@ fn compressed_files_on_a_read_write_open() {
         sha256_hex(&buf)
     };
     let want_sha = |path: &[u8]| want[path].sha256.clone().unwrap();
-    {
+    let edited = {
         let fs = Fs::open_rw(&img, &[]).unwrap();
         let root = fs.root();
         let text = fs.resolve(b"/lz4-c4-sum/text.txt", true).unwrap();
-        // Data changes are refused with EOPNOTSUPP and change nothing.
-        for r in [
-            fs.write(text, 0, b"x").map(|_| ()),
-            fs.write(text, 1 << 20, b"x").map(|_| ()),
-            fs.truncate(text, 10),
-            fs.fallocate(text, 0, 4096, 0),
-        ] {
-            let e = r.unwrap_err();
-            assert!(
-                matches!(
-                    e,
-                    Error::Unsupported {
-                        feature: "compression",
-                        ..
-                    }
-                ),
-                "{e}"
-            );
-            assert_eq!(e.errno(), libc::EOPNOTSUPP);
-        }
-        assert_eq!(sha(&fs, b"/lz4-c4-sum/text.txt"), want_sha(b"/lz4-c4-sum/text.txt"));
+        // Data changes to a file Linux compressed work as on Linux (issue 28): an
+        // overwrite inside a compressed cluster, a write far past the end, a truncate
+        // into the first cluster, and an allocating fallocate that grows it again.
+        let size = fs.stat(text).unwrap().size as usize;
+        let mut before = vec![0u8; size];
+        assert_eq!(fs.read(text, 0, &mut before).unwrap(), size);
+        assert!(size >= 10);
+        fs.write(text, 0, b"x").unwrap();
+        fs.write(text, 1 << 20, b"x").unwrap();
+        fs.truncate(text, 10).unwrap();
+        fs.fallocate(text, 0, 4096, 0).unwrap();
+        let mut edited = before[..10].to_vec();
+        edited[0] = b'x';
+        edited.resize(4096, 0);
+        assert_eq!(sha(&fs, b"/lz4-c4-sum/text.txt"), sha256_hex(&edited));
         // Names, attributes and removal work.
         let mixed = fs.resolve(b"/zstd-15-c8/mixed.bin", true).unwrap();
         let attrs = SetAttr {
@@ -1114,13 +1108,14 @@ fn compressed_files_on_a_read_write_open() {
             fs.unlink(zstd, &e.name).unwrap();
         }
         fs.rmdir(root, b"zstd-1-c6-sum").unwrap();
-        // A plain file written in a compressed directory (uf2fs writes it plain).
+        // A new file written in a directory of compressed files (compressed or not as
+        // the directory's flags say, as Linux's set_compress_new_inode decides).
         let plain = fs.create(rle, b"plain.txt", 0o100644, 0, 0).unwrap().ino;
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         assert_eq!(fs.write(plain, 0, &data).unwrap(), data.len());
-        assert!(fs.compression(plain).unwrap().is_none());
         fs.unmount().unwrap();
-    }
+        edited
+    };
     if let Err(e) = uf2fs_testkit::fsck::fsck_clean(&img, tmp.path()) {
         panic!("fsck.f2fs after changes on the compressed image: {e}");
     }
@@ -1131,10 +1126,12 @@ fn compressed_files_on_a_read_write_open() {
     assert!(fs.resolve(b"/zstd-1-c6-sum", true).is_err());
     let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
     assert_eq!(sha(&fs, b"/lzo-rle-c3-sum/plain.txt"), sha256_hex(&data));
+    assert_eq!(sha(&fs, b"/lz4-c4-sum/text.txt"), sha256_hex(&edited));
     for (path, e) in &want {
         let untouched = e.kind == b'f'
             && !path.starts_with(b"/zstd-1-c6-sum")
             && *path != b"/lzo-c2/text.txt"
+            && *path != b"/lz4-c4-sum/text.txt"
             && *path != b"/lzo-rle-c3-sum/big.bin"
             && *path != b"/lzo-c2/released.bin";
         if untouched {
