@@ -394,7 +394,7 @@ fn bad_options_write_nothing() {
 fn unsupported_features_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("img");
-    for name in ["encrypt", "casefold", "verity", "quota", "project_quota", "ro"] {
+    for name in ["encrypt", "casefold", "verity", "quota", "project_quota"] {
         let opts = MkfsOptions {
             size_bytes: Some(GIB),
             features: parse_features(&format!("extra_attr,{name}")).unwrap(),
