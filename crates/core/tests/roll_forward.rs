@@ -441,3 +441,45 @@ fn a_power_cut_during_recovery_recovers_again() {
         fsck_clean(tmp.path(), &dev2.image_now(), &what);
     }
 }
+
+/// Every xattr removed (the xattr node freed), then an fsync by roll-forward and a
+/// power cut: the xattrs stay removed after recovery (the recovered inode's xattr node
+/// id is the fsync'd one, none).
+#[test]
+fn removed_xattrs_stay_removed_after_roll_forward() {
+    for features in ["", EXTRA] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (fs, dev) = open_rw(fresh_image(tmp.path(), features, 64 * MIB));
+        let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+        fs.write(ino, 0, b"data").unwrap();
+        let big = vec![b'v'; 900];
+        for k in 0..4 {
+            fs.set_xattr(ino, format!("user.k{k}").as_bytes(), &big, 0).unwrap();
+        }
+        fs.write_checkpoint().unwrap();
+        for k in 0..4 {
+            fs.remove_xattr(ino, format!("user.k{k}").as_bytes()).unwrap();
+        }
+        fs.write(ino, 4, b"more").unwrap();
+        fs.fsync(ino, false).unwrap();
+        let fsynced = dev.flush_count();
+        let image = dev.image_after_cut(fsynced, &|_| false);
+        drop(fs);
+        assert!(
+            has_fsync_chain(&image),
+            "{features:?}: the fsync was a roll-forward record"
+        );
+        let (fs, dev) = open_rw(image);
+        let ino = fs.lookup(fs.root(), b"f").unwrap();
+        assert_eq!(read_all(&fs, ino), b"datamore", "{features:?}");
+        for k in 0..4 {
+            assert_eq!(
+                fs.get_xattr(ino, format!("user.k{k}").as_bytes()).unwrap(),
+                None,
+                "{features:?}: user.k{k} came back after recovery"
+            );
+        }
+        fs.unmount().unwrap();
+        fsck_clean(tmp.path(), &dev.image_now(), "recovered xattr removal");
+    }
+}
