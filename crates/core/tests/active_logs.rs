@@ -5,9 +5,11 @@
 //! logs not in use must not have moved, and `fsck.f2fs -f` must find the image clean
 //! (f2fs-tools 1.15 must be installed: these tests fail, not skip, without it).
 
+#[path = "common/oracle.rs"]
+mod oracle;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use uf2fs_core::checkpoint::{load_checkpoint, CheckpointState};
 use uf2fs_core::device::FileDevice;
 use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
@@ -20,30 +22,6 @@ use uf2fs_format::sit::{sit_block_addr, sit_block_entry};
 const MIB: u64 = 1 << 20;
 /// Addresses (or node ids) per direct (indirect) node.
 const PER_NODE: usize = 1018;
-
-fn fsck_clean(img: &Path, what: &str) {
-    let copy = img.with_extension("fsck");
-    std::fs::copy(img, &copy).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .arg("-f")
-        .arg(&copy)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run fsck.f2fs: {e} (is f2fs-tools installed?)"));
-    let _ = std::fs::remove_file(&copy);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bad: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
-        .collect();
-    assert!(
-        out.status.success() && bad.is_empty(),
-        "fsck.f2fs -f after {what}:\n{text}"
-    );
-}
 
 fn image(dir: &Path, size: u64, features: &str) -> PathBuf {
     let img = dir.join(format!("logs-{}.img", features.replace(',', "-")));
@@ -231,7 +209,7 @@ fn run(logs: ActiveLogs, features: &str) {
     let files = workload(&fs);
     fs.unmount().unwrap();
     let what = format!("{} logs on {features:?}", logs.count());
-    fsck_clean(&img, &what);
+    oracle::fsck_clean(&img, &what);
 
     let fs = Fs::open(&img, &[]).unwrap();
     let cps = load_checkpoint(&FileDevice::open(&img).unwrap(), fs.superblock()).unwrap();
@@ -310,7 +288,7 @@ fn switching_logs_midway_stays_clean() {
         }
     }
     fs.unmount().unwrap();
-    fsck_clean(&img, "switching active logs");
+    oracle::fsck_clean(&img, "switching active logs");
 }
 
 /// With two logs every class's need falls on the same two logs: filling a small volume
@@ -351,5 +329,5 @@ fn two_logs_fill_a_volume_cleanly() {
     }
     assert!(full, "64 MiB volume never filled");
     fs.unmount().unwrap();
-    fsck_clean(&img, "filling a volume with two logs");
+    oracle::fsck_clean(&img, "filling a volume with two logs");
 }

@@ -6,60 +6,18 @@
 //! after writeback), the image `fsck.f2fs -f -y` finds clean after each test, and GC
 //! moves compressed clusters without changing a byte.
 
+#[path = "common/data.rs"]
+mod data;
+#[path = "common/oracle.rs"]
+mod oracle;
+
 use std::path::Path;
-use std::process::Command;
 use uf2fs_core::flags::{FS_COMPR_FL, SETTABLE_FLAGS};
 use uf2fs_core::gc::GcKind;
 use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
 use uf2fs_core::{CompressMode, CompressOptions, Fs};
 
 const MIB: u64 = 1 << 20;
-
-fn fsck_clean(img: &Path, what: &str) {
-    let copy = img.with_extension("fsck");
-    std::fs::copy(img, &copy).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .args(["-f", "-y"])
-        .arg(&copy)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run fsck.f2fs: {e} (is f2fs-tools installed?)"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _ = std::fs::remove_file(&copy);
-    let bad = text
-        .lines()
-        .any(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"));
-    assert!(out.status.success() && !bad, "fsck.f2fs -f -y after {what}:\n{text}");
-}
-
-fn text(n: usize, seed: u32) -> Vec<u8> {
-    let words = [&b"super "[..], b"block ", b"segment ", b"node ", b"\n", b"checkpoint "];
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        v.extend_from_slice(words[(x % 6) as usize]);
-    }
-    v.truncate(n);
-    v
-}
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn volume(path: &Path, mib: u64) {
     let opts = MkfsOptions {
@@ -154,7 +112,7 @@ fn writes_overwrites_appends_holes_and_truncates_with_every_algorithm() {
             let mut m = compressed_file(&fs, &name);
             let cb = 4096usize << log.parse::<u32>().unwrap();
             // Whole clusters in unaligned pieces, then a short tail.
-            m.write_in_pieces(0, &text(10 * cb + 1000, n as u32 + 3), 7000);
+            m.write_in_pieces(0, &data::text(10 * cb + 1000, n as u32 + 3), 7000);
             m.writeback();
             let c = fs.compression(m.ino).unwrap().unwrap();
             assert_eq!(c.compressed_clusters, 10, "{name}: {c:?}");
@@ -163,13 +121,13 @@ fn writes_overwrites_appends_holes_and_truncates_with_every_algorithm() {
             m.write(2 * cb + 300, b"overwritten bytes in a compressed cluster");
             m.writeback();
             // A cluster of noise stays plain.
-            m.write(4 * cb, &noise(cb, 9));
+            m.write(4 * cb, &data::noise(cb, 9));
             m.writeback();
             let c = fs.compression(m.ino).unwrap().unwrap();
             assert_eq!(c.compressed_clusters, 9, "{name}: {c:?}");
             // Append, past a hole of one cluster and a half.
             let end = m.data.len() + cb + cb / 2;
-            m.write_in_pieces(end, &text(3 * cb, 77), 5000);
+            m.write_in_pieces(end, &data::text(3 * cb, 77), 5000);
             m.writeback();
             // Truncate into a compressed cluster, then to a cluster boundary, then grow.
             m.truncate(6 * cb + 5000);
@@ -178,7 +136,7 @@ fn writes_overwrites_appends_holes_and_truncates_with_every_algorithm() {
             m.truncate(8 * cb + 100);
             // Into a compressed cluster and straight back out, before writeback: the
             // bytes past the cut read as zeros (the crash harness found this).
-            m.write(8 * cb, &text(cb, 5));
+            m.write(8 * cb, &data::text(cb, 5));
             m.writeback();
             m.truncate(8 * cb + 100);
             m.truncate(9 * cb);
@@ -188,7 +146,7 @@ fn writes_overwrites_appends_holes_and_truncates_with_every_algorithm() {
             fs.write_checkpoint().unwrap();
             saved.push((name, m.ino, m.data.clone()));
             fs.unmount().unwrap();
-            fsck_clean(&img, &format!("writing {algo} with clusters of 2^{log}"));
+            oracle::fsck_clean_fixing(&img, &format!("writing {algo} with clusters of 2^{log}"));
         }
     }
     let fs = Fs::open(&img, &[]).unwrap();
@@ -225,7 +183,7 @@ fn new_files_take_compression_from_the_directory_and_the_extension_lists() {
         (fs.root(), "e.bin", false),
     ] {
         let ino = fs.create(dir, name.as_bytes(), 0o100644, 0, 0).unwrap().ino;
-        let data = text(64 * 1024 + 123, ino);
+        let data = data::text(64 * 1024 + 123, ino);
         assert_eq!(fs.write(ino, 0, &data).unwrap(), data.len());
         expect.push((name, ino, compressed, data));
     }
@@ -247,13 +205,13 @@ fn new_files_take_compression_from_the_directory_and_the_extension_lists() {
         .unwrap();
     assert_eq!(fs.compress_options().mode, CompressMode::User);
     let ino = fs.create(d, b"user", 0o100644, 0, 0).unwrap().ino;
-    let data = text(64 * 1024, 5);
+    let data = data::text(64 * 1024, 5);
     fs.write(ino, 0, &data).unwrap();
     fs.writeback().unwrap();
     let c = fs.compression(ino).unwrap().unwrap();
     assert_eq!((c.compressed_clusters, c.plain_clusters), (0, 4));
     fs.unmount().unwrap();
-    fsck_clean(&img, "creating compressed files");
+    oracle::fsck_clean_fixing(&img, "creating compressed files");
     let fs = Fs::open(&img, &[]).unwrap();
     for (name, ino, _, data) in &expect {
         let mut back = vec![0u8; data.len()];
@@ -285,8 +243,8 @@ fn gc_moves_compressed_clusters_and_unlink_frees_them() {
                 Ok(i) => i,
                 Err(_) => fs.create(d, name.as_bytes(), 0o100644, 0, 0).unwrap().ino,
             };
-            let mut data = text(200 * 1024, k + round * 100);
-            data.extend(noise(30 * 1024, k as u64));
+            let mut data = data::text(200 * 1024, k + round * 100);
+            data.extend(data::noise(30 * 1024, k as u64));
             fs.write(ino, 0, &data).unwrap();
             if round == 3 {
                 files.push((ino, data));
@@ -310,5 +268,5 @@ fn gc_moves_compressed_clusters_and_unlink_frees_them() {
         assert!(back == *data, "file {k} after GC");
     }
     fs.unmount().unwrap();
-    fsck_clean(&img, "GC of compressed clusters");
+    oracle::fsck_clean_fixing(&img, "GC of compressed clusters");
 }

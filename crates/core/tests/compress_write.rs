@@ -3,62 +3,17 @@
 //! released blocks, must read back through uf2fs's reader, report what they saved,
 //! and leave an image `fsck.f2fs -f` finds clean (f2fs-tools must be installed).
 
+#[path = "common/data.rs"]
+mod data;
+#[path = "common/oracle.rs"]
+mod oracle;
+
 use std::path::Path;
-use std::process::Command;
 use uf2fs_core::compress::{ClusterCodec, ClusterWrite};
 use uf2fs_core::mkfs::{mkfs, parse_features, MkfsOptions};
 use uf2fs_core::Fs;
 
 const MIB: u64 = 1 << 20;
-
-/// `fsck.f2fs -f -y` on a copy: with fixing on, fsck also checks what it only fixes
-/// silently otherwise (`i_compr_blocks`), and any fix it makes is a failure.
-fn fsck_clean(img: &Path, what: &str) {
-    let copy = img.with_extension("fsck");
-    std::fs::copy(img, &copy).unwrap();
-    let out = Command::new("fsck.f2fs")
-        .args(["-f", "-y"])
-        .arg(&copy)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run fsck.f2fs: {e} (is f2fs-tools installed?)"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _ = std::fs::remove_file(&copy);
-    let bad = text
-        .lines()
-        .any(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"));
-    assert!(out.status.success() && !bad, "fsck.f2fs -f -y after {what}:\n{text}");
-}
-
-/// Data that compresses: words from a small vocabulary.
-fn text(n: usize, seed: u32) -> Vec<u8> {
-    let words = [&b"super "[..], b"block ", b"segment ", b"node ", b"\n", b"checkpoint "];
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        v.extend_from_slice(words[(x % 6) as usize]);
-    }
-    v.truncate(n);
-    v
-}
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn volume(path: &Path) {
     let opts = MkfsOptions {
@@ -103,10 +58,10 @@ fn compressed_files_read_back_and_fsck_finds_them_clean() {
                 let cb = codec.cluster_bytes();
                 // Two compressible clusters, one of noise, one with a hole, and a
                 // short tail.
-                let mut data = text(2 * cb, n as u32 + log as u32);
-                data.extend(noise(cb, log as u64));
-                data.extend(text(cb, 99));
-                data.extend(text(cb / 2 + 100, 7));
+                let mut data = data::text(2 * cb, n as u32 + log as u32);
+                data.extend(data::noise(cb, log as u64));
+                data.extend(data::text(cb, 99));
+                data.extend(data::text(cb / 2 + 100, 7));
                 let hole = 3 * codec.cluster_blocks() + 1;
                 let name = format!("{}-{log}-{checksum}-{released}", algo.replace(':', "_"));
                 let compressed = write_file(&fs, &name, &codec, released, &data, &[hole]);
@@ -117,7 +72,7 @@ fn compressed_files_read_back_and_fsck_finds_them_clean() {
         }
     }
     fs.unmount().unwrap();
-    fsck_clean(&img, "writing compressed files");
+    oracle::fsck_clean_fixing(&img, "writing compressed files");
     let fs = Fs::open(&img, &[]).unwrap();
     for (name, data, compressed, released) in &expect {
         let ino = fs.lookup(fs.root(), name.as_bytes()).unwrap();
@@ -144,8 +99,8 @@ fn a_cluster_rewritten_in_place_drops_what_it_held() {
     let codec = ClusterCodec::parse("lz4", 2, true).unwrap();
     let ino = fs.create(fs.root(), b"f", 0o100644, 0, 0).unwrap().ino;
     fs.set_compression(ino, &codec, false).unwrap();
-    let a = text(4 * 4096, 1);
-    let b = noise(4 * 4096, 2);
+    let a = data::text(4 * 4096, 1);
+    let b = data::noise(4 * 4096, 2);
     assert!(matches!(
         fs.write_cluster(ino, 0, &a, &[]).unwrap(),
         ClusterWrite::Compressed { .. }
@@ -165,7 +120,7 @@ fn a_cluster_rewritten_in_place_drops_what_it_held() {
     // A file with data cannot change its compression.
     assert!(fs.set_compression(ino, &codec, true).is_err());
     fs.unmount().unwrap();
-    fsck_clean(&img, "rewriting clusters");
+    oracle::fsck_clean_fixing(&img, "rewriting clusters");
     let fs = Fs::open(&img, &[]).unwrap();
     let mut back = vec![0u8; 8 * 4096];
     assert_eq!(fs.read(ino, 0, &mut back).unwrap(), 8 * 4096);
