@@ -13,29 +13,10 @@ mod common;
 
 use common::fsck;
 use common::mount::{fuse_available, Mounted, Volume};
+use common::tool::{ok, run};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
-
-fn run(argv: &[&str]) -> (bool, String) {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn ok(argv: &[&str]) -> String {
-    let (success, text) = run(argv);
-    assert!(success, "{argv:?} failed: {text}");
-    text
-}
 
 /// The number `f2fs_io get_cblocks|release_cblocks|reserve_cblocks` prints.
 fn cblocks(cmd: &str, file: &Path) -> u64 {

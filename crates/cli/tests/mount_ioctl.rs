@@ -12,30 +12,10 @@ mod common;
 
 use common::fsck;
 use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
+use common::tool::{ok, run};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
-
-/// Runs `argv`; its success and what it printed.
-fn run(argv: &[&str]) -> (bool, String) {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn ok(argv: &[&str]) -> String {
-    let (success, text) = run(argv);
-    assert!(success, "{argv:?} failed: {text}");
-    text
-}
 
 /// Issues ioctl `cmd` on `path` with an argument of `arg` (hex bytes) through python3,
 /// as user `as_user` (`None`: this one); prints `OK <hex of the argument after>` or

@@ -4,6 +4,7 @@
 
 pub mod fsck;
 pub mod mount;
+pub mod tool;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
