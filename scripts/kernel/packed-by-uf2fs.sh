@@ -73,6 +73,11 @@ variants=(
     "ro|-O ro"
     "ro-android|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime"
     "ro-sparse|-O ro --sparse"
+    "ro-lz4|-O ro --compress lz4"
+    "ro-lz4-released|-O ro --compress lz4 --release-blocks"
+    "ro-android-lz4|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime --compress lz4 --release-blocks"
+    "ro-lzo-16|-O ro --compress lzo --compress-log-size 4 --compress-chksum"
+    "ro-zstd-256|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime --compress zstd:3 --compress-log-size 8 --compress-chksum --release-blocks"
 )
 for v in "${variants[@]}"; do
     name=${v%%|*}

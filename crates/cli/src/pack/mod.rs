@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use uf2fs_core::compress::{encode_cluster, ClusterCodec, ClusterData, CompressedCluster};
 use uf2fs_core::mkfs::layout::{compute, compute_ro, LayoutInput, RO_ACTIVE_LOGS};
 use uf2fs_core::mkfs::Geometry;
-use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp};
+use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp, TreeShape};
 
 /// What `uf2fs mkfs` with a source tree was asked for.
 #[derive(Debug, Clone, Default)]
@@ -381,7 +381,7 @@ pub fn derived_ids(id: &[u8]) -> ([u8; 16], u64) {
 
 /// Blocks of `geo`'s size the tree needs at most (data, nodes, dentries, xattr
 /// nodes), counting compressed files as if they did not compress.
-fn blocks_needed(scan: &Scan, geo: Geometry) -> u64 {
+fn blocks_needed(scan: &Scan, geo: Geometry, ro: bool) -> u64 {
     let bs = geo.block_size() as u64;
     // Addresses an inode keeps for data with room for extra attributes and inline
     // xattrs (900 of 923 with 4 KiB blocks), a direct node's, and dentry slots a block.
@@ -402,6 +402,8 @@ fn blocks_needed(scan: &Scan, geo: Geometry) -> u64 {
             blocks += 1;
         }
         let data = match e.mode & 0o170000 {
+            // Compressed files on ro volumes keep fewer holes (ro_stored_ranges).
+            0o100000 if ro && e.compress => ro_stored_bound(&e.data, e.size, geo).div_ceil(bs) + 1,
             0o100000 if e.size > 3000 => e.data.iter().map(|(a, b)| b.div_ceil(bs) - a / bs).sum::<u64>(),
             0o120000 if e.target.len() > 3000 => 1,
             _ => 0,
@@ -496,7 +498,7 @@ impl Inputs {
     /// Bytes of the smallest image of `geo`'s blocks that holds the tree, plus
     /// `margin_pct` percent. With `ro`, the `ro` feature's layout.
     pub fn shrink_size(&self, margin_pct: u64, ro: bool, geo: Geometry) -> anyhow::Result<u64> {
-        shrink_size(blocks_needed(&self.scan, geo), margin_pct, ro, geo)
+        shrink_size(blocks_needed(&self.scan, geo, ro), margin_pct, ro, geo)
     }
 
     /// The UUID and checkpoint version this tree and options give.
@@ -626,7 +628,19 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
         .filter(|c| e.compress && e.size >= c.cluster_bytes() as u64);
     if let Some(codec) = codec {
         fs.set_compression(ino, &codec, opts.release)?;
-        return write_compressed(fs, ino, e, &f, &codec).map(Some);
+        let ro = fs.superblock().has(uf2fs_core::mkfs::parse_features("ro")?);
+        let data = if ro {
+            ro_stored_ranges(&e.data, e.size, fs.tree_shape(ino)?)
+        } else {
+            e.data.clone()
+        };
+        let compressed = write_compressed(fs, ino, e, &data, &f, &codec)?;
+        if ro {
+            if let Some(m) = fs.linux_ro_misread(ino)? {
+                bail!("uf2fs bug: Linux would misread this compressed file on the ro volume ({m})");
+            }
+        }
+        return Ok(Some(compressed));
     }
     const CHUNK: u64 = 1 << 20;
     let mut buf = vec![0u8; CHUNK as usize];
@@ -648,6 +662,49 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
     Ok(None)
 }
 
+/// The byte ranges of a compressed file of `size` bytes with data at `data` that are
+/// written on an `ro` volume, where Linux reads a hole inside a plain cluster wrongly
+/// (`uf2fs_core::compress::ro`): every block up to the end of the file, zeros where the
+/// source has holes (as sload writes every file), except the blocks of a direct node
+/// (`shape`) that would hold holes only, which stay holes (no node, so Linux reads
+/// zeros). The inode's own addresses always exist, so holes among them are written.
+fn ro_stored_ranges(data: &[(u64, u64)], size: u64, shape: TreeShape) -> Vec<(u64, u64)> {
+    const BS: u64 = 4096;
+    let blocks = size.div_ceil(BS);
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut b = 0;
+    while b < blocks {
+        let (lo, hi) = shape.node_span(b);
+        let hi = hi.min(blocks).max(b + 1);
+        let (x, y) = (lo * BS, (hi * BS).min(size));
+        if lo == 0 || data.iter().any(|&(a, z)| a < y && z > x) {
+            match out.last_mut() {
+                Some(last) if last.1 == x => last.1 = y,
+                _ => out.push((x, y)),
+            }
+        }
+        b = hi;
+    }
+    out
+}
+
+/// An upper bound of the bytes of a compressed file written on an `ro` volume
+/// ([`ro_stored_ranges`]) without its tree's shape: each data range widened by a
+/// direct node's addresses (at least the inode's) on both sides.
+fn ro_stored_bound(data: &[(u64, u64)], size: u64, geo: Geometry) -> u64 {
+    let widen = geo.addrs_per_block().max(geo.addrs_per_inode()) as u64 * geo.block_size() as u64;
+    let mut total = 0;
+    let mut reach = 0u64;
+    for &(a, z) in data {
+        let (x, y) = (a.saturating_sub(widen).max(reach), (z + widen).min(size));
+        if y > x {
+            total += y - x;
+            reach = y;
+        }
+    }
+    total
+}
+
 /// One cluster read from the host: its index, bytes, holes, and its encoding (when
 /// it is whole, has no holes and compression saves a block).
 struct ReadCluster {
@@ -660,10 +717,18 @@ struct ReadCluster {
 /// Clusters read and encoded together (then written in order).
 const BATCH_CLUSTERS: usize = 64;
 
-/// Writes compressed file `ino` from `f`: clusters in batches, each batch encoded on
-/// every core ([`std::thread::available_parallelism`]), then placed in order. Returns
-/// the clusters stored compressed.
-fn write_compressed(fs: &Fs, ino: Ino, e: &Entry, f: &File, codec: &ClusterCodec) -> anyhow::Result<u64> {
+/// Writes compressed file `ino` from `f`, whose bytes outside the ranges `data` are
+/// written as holes: clusters in batches, each batch encoded on every core
+/// ([`std::thread::available_parallelism`]), then placed in order. Returns the
+/// clusters stored compressed.
+fn write_compressed(
+    fs: &Fs,
+    ino: Ino,
+    e: &Entry,
+    data: &[(u64, u64)],
+    f: &File,
+    codec: &ClusterCodec,
+) -> anyhow::Result<u64> {
     let cb = codec.cluster_bytes() as u64;
     let clusters = e.size.div_ceil(cb);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -679,7 +744,7 @@ fn write_compressed(fs: &Fs, ino: Ino, e: &Entry, f: &File, codec: &ClusterCodec
             let holes: Vec<bool> = (0..len.div_ceil(4096) as u64)
                 .map(|b| {
                     let (lo, hi) = (start + b * 4096, (start + (b + 1) * 4096).min(e.size));
-                    !e.data.iter().any(|&(a, z)| a < hi && z > lo)
+                    !data.iter().any(|&(a, z)| a < hi && z > lo)
                 })
                 .collect();
             if !holes.iter().all(|&h| h) {
