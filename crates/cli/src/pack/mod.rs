@@ -18,6 +18,7 @@
 mod args;
 pub mod contexts;
 pub mod fs_config;
+mod holes;
 pub mod sparse;
 
 pub use args::PackArgs;
@@ -32,7 +33,7 @@ use std::path::{Path, PathBuf};
 use uf2fs_core::compress::{encode_cluster, ClusterCodec, ClusterData, CompressedCluster};
 use uf2fs_core::mkfs::layout::{compute, compute_ro, LayoutInput, RO_ACTIVE_LOGS};
 use uf2fs_core::mkfs::Geometry;
-use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp, TreeShape};
+use uf2fs_core::{Fs, Ino, SetAttr, Stamp, Timestamp};
 
 /// What `uf2fs mkfs` with a source tree was asked for.
 #[derive(Debug, Clone, Default)]
@@ -380,8 +381,9 @@ pub fn derived_ids(id: &[u8]) -> ([u8; 16], u64) {
 }
 
 /// Blocks of `geo`'s size the tree needs at most (data, nodes, dentries, xattr
-/// nodes), counting compressed files as if they did not compress.
-fn blocks_needed(scan: &Scan, geo: Geometry, ro: bool) -> u64 {
+/// nodes), counting compressed files (clusters of `cluster_blocks`) as if they did not
+/// compress, with the holes the packer writes ([`holes::stored_ranges`]).
+fn blocks_needed(scan: &Scan, geo: Geometry, ro: bool, cluster_blocks: Option<u64>) -> u64 {
     let bs = geo.block_size() as u64;
     // Addresses an inode keeps for data with room for extra attributes and inline
     // xattrs (900 of 923 with 4 KiB blocks), a direct node's, and dentry slots a block.
@@ -402,8 +404,20 @@ fn blocks_needed(scan: &Scan, geo: Geometry, ro: bool) -> u64 {
             blocks += 1;
         }
         let data = match e.mode & 0o170000 {
-            // Compressed files on ro volumes keep fewer holes (ro_stored_ranges).
-            0o100000 if ro && e.compress => ro_stored_bound(&e.data, e.size, geo).div_ceil(bs) + 1,
+            // Compressed files keep fewer holes (holes::stored_ranges): on ro volumes
+            // none up to a direct node past the last data, elsewhere a cluster for
+            // each direct node of holes.
+            0o100000 if e.compress && cluster_blocks.is_some() => {
+                let last = e.data.last().map_or(0, |&(_, z)| z.div_ceil(bs));
+                let widen = per_node.max(per_inode + 23);
+                if ro {
+                    (last + widen).min(e.size.div_ceil(bs))
+                } else {
+                    let nodes = e.size.div_ceil(bs).div_ceil(per_node - 256) + 1;
+                    let data = e.data.iter().map(|(a, b)| b.div_ceil(bs) - a / bs).sum::<u64>();
+                    data + nodes * cluster_blocks.unwrap_or(0)
+                }
+            }
             0o100000 if e.size > 3000 => e.data.iter().map(|(a, b)| b.div_ceil(bs) - a / bs).sum::<u64>(),
             0o120000 if e.target.len() > 3000 => 1,
             _ => 0,
@@ -484,6 +498,8 @@ pub struct Inputs {
     fsc: Option<FsConfig>,
     fc: Option<FileContexts>,
     scan: Scan,
+    /// Blocks per cluster of compressed files (`--compress`).
+    cluster_blocks: Option<u64>,
 }
 
 /// Loads fs_config and file_contexts and scans the tree (no image touched).
@@ -491,14 +507,24 @@ pub fn prepare(opts: &PackOptions) -> anyhow::Result<Inputs> {
     let fsc = opts.fs_config.as_deref().map(FsConfig::load).transpose()?;
     let fc = opts.file_contexts.as_deref().map(FileContexts::load).transpose()?;
     let scan = scan(opts, fsc.as_ref(), fc.as_ref())?;
-    Ok(Inputs { fsc, fc, scan })
+    Ok(Inputs {
+        fsc,
+        fc,
+        scan,
+        cluster_blocks: opts.compress.map(|c| c.cluster_blocks() as u64),
+    })
 }
 
 impl Inputs {
     /// Bytes of the smallest image of `geo`'s blocks that holds the tree, plus
     /// `margin_pct` percent. With `ro`, the `ro` feature's layout.
     pub fn shrink_size(&self, margin_pct: u64, ro: bool, geo: Geometry) -> anyhow::Result<u64> {
-        shrink_size(blocks_needed(&self.scan, geo, ro), margin_pct, ro, geo)
+        shrink_size(
+            blocks_needed(&self.scan, geo, ro, self.cluster_blocks),
+            margin_pct,
+            ro,
+            geo,
+        )
     }
 
     /// The UUID and checkpoint version this tree and options give.
@@ -629,11 +655,8 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
     if let Some(codec) = codec {
         fs.set_compression(ino, &codec, opts.release)?;
         let ro = fs.superblock().has(uf2fs_core::mkfs::parse_features("ro")?);
-        let data = if ro {
-            ro_stored_ranges(&e.data, e.size, fs.tree_shape(ino)?)
-        } else {
-            e.data.clone()
-        };
+        let cluster = codec.cluster_blocks() as u64;
+        let data = holes::stored_ranges(&e.data, e.size, fs.tree_shape(ino)?, cluster, ro);
         let compressed = write_compressed(fs, ino, e, &data, &f, &codec)?;
         if ro {
             if let Some(m) = fs.linux_ro_misread(ino)? {
@@ -660,49 +683,6 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
         fs.truncate(ino, e.size)?;
     }
     Ok(None)
-}
-
-/// The byte ranges of a compressed file of `size` bytes with data at `data` that are
-/// written on an `ro` volume, where Linux reads a hole inside a plain cluster wrongly
-/// (`uf2fs_core::compress::ro`): every block up to the end of the file, zeros where the
-/// source has holes (as sload writes every file), except the blocks of a direct node
-/// (`shape`) that would hold holes only, which stay holes (no node, so Linux reads
-/// zeros). The inode's own addresses always exist, so holes among them are written.
-fn ro_stored_ranges(data: &[(u64, u64)], size: u64, shape: TreeShape) -> Vec<(u64, u64)> {
-    const BS: u64 = 4096;
-    let blocks = size.div_ceil(BS);
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    let mut b = 0;
-    while b < blocks {
-        let (lo, hi) = shape.node_span(b);
-        let hi = hi.min(blocks).max(b + 1);
-        let (x, y) = (lo * BS, (hi * BS).min(size));
-        if lo == 0 || data.iter().any(|&(a, z)| a < y && z > x) {
-            match out.last_mut() {
-                Some(last) if last.1 == x => last.1 = y,
-                _ => out.push((x, y)),
-            }
-        }
-        b = hi;
-    }
-    out
-}
-
-/// An upper bound of the bytes of a compressed file written on an `ro` volume
-/// ([`ro_stored_ranges`]) without its tree's shape: each data range widened by a
-/// direct node's addresses (at least the inode's) on both sides.
-fn ro_stored_bound(data: &[(u64, u64)], size: u64, geo: Geometry) -> u64 {
-    let widen = geo.addrs_per_block().max(geo.addrs_per_inode()) as u64 * geo.block_size() as u64;
-    let mut total = 0;
-    let mut reach = 0u64;
-    for &(a, z) in data {
-        let (x, y) = (a.saturating_sub(widen).max(reach), (z + widen).min(size));
-        if y > x {
-            total += y - x;
-            reach = y;
-        }
-    }
-    total
 }
 
 /// One cluster read from the host: its index, bytes, holes, and its encoding (when
