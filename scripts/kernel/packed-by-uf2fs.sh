@@ -2,11 +2,13 @@
 # Images built by `uf2fs mkfs IMAGE SOURCE` (the packer), judged by Linux F2FS:
 # a seeded tree (uf2fs-gen-tree mix:N: files up to 4 MiB, holes, a directory of many
 # entries, hard links, symlinks, fifos, setuid/setgid/sticky modes, owners, user.* and
-# trusted.* xattrs) is packed plain and with every compression algorithm (lz4,
-# lz4hc:9, lzo, lzo-rle, zstd:3; clusters of 4, 16 and 256 blocks; checksums; released
-# blocks), and with the ro feature's layout (plain, with Android's inode features, and
-# as an Android sparse image, which is turned back into a raw one with simg2img
-# first), then for each image:
+# trusted.* xattrs; and sparse files with holes every way across clusters and direct
+# nodes) is packed plain and with every compression algorithm (lz4, lz4hc:9, lzo,
+# lzo-rle, zstd:3; clusters of 4, 16 and 256 blocks; checksums; released blocks), and
+# with the ro feature's layout (plain, with Android's inode features, as an Android
+# sparse image, which is turned back into a raw one with simg2img first, and
+# compressed: lz4, lzo, zstd, clusters of 4, 16 and 256 blocks, checksums, released
+# blocks, Android's feature set), then for each image:
 #   1. fsck.f2fs -f clean;
 #   2. Linux mounts it read-only and lists it (kernel-check.sh mount --manifest-out);
 #      every regular file's sha256 as the kernel read it must be the source file's, and
@@ -58,6 +60,24 @@ fsck_clean() { # IMG WHAT
 }
 
 "$gen" "mix:$files" "$work/src" 20261128 >/dev/null
+# Files whose holes and data fall every way across clusters and direct nodes (holes
+# after a cluster's first block, at the start, over whole clusters and over whole
+# 4 MiB direct nodes, at the end; incompressible data; a short last cluster): what the
+# packer must lay out so that Linux's ro read path and fsck.f2fs 1.15 read them right.
+put() { # FILE OFFSET LENGTH t|r (text or random bytes)
+    if [ "$4" = t ]; then { yes 'vendor system odm product apex' || true; } | head -c "$3"; else head -c "$3" /dev/urandom; fi |
+        dd of="$1" bs=4096 seek="$2" oflag=seek_bytes conv=notrunc status=none
+}
+sp=$work/src/sparse
+mkdir -p "$sp"
+put "$sp/hole-after-first" 0 4106 r; put "$sp/hole-after-first" $((1 << 20)) 20000 r
+put "$sp/hole-after-first" $((2 << 20)) 4096 t; truncate -s $(((3 << 20) + 5)) "$sp/hole-after-first"
+put "$sp/hole-first" 10000 90000 r
+put "$sp/far" 0 4096 t; put "$sp/far" $((24 << 20)) 40000 t
+put "$sp/far-random" $((5 << 20)) 30000 r; truncate -s $((9 << 20)) "$sp/far-random"
+put "$sp/short-tail" 0 $((3 * 16384 + 4097)) t
+truncate -s 200000 "$sp/all-holes"
+for i in 0 1 2 3 4 5; do put "$sp/mixed" $((i * 65536)) 65536 $([ $((i % 2)) = 0 ] && echo t || echo r); done
 # The source's view: path, type letter, permission bits, sha256 of regular files.
 (cd "$work/src" && find . -mindepth 1 -printf '/%P\t%y\t%#m\n' | sed 's/\t0*\([0-7]\{1,4\}\)$/\t\1/') | sort >"$work/src.types"
 (cd "$work/src" && find . -type f -print0 | xargs -0 -r sha256sum | sed 's/^\([0-9a-f]*\)  \.\(.*\)$/\2\t\1/') | sort >"$work/src.sha"
@@ -73,6 +93,13 @@ variants=(
     "ro|-O ro"
     "ro-android|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime"
     "ro-sparse|-O ro --sparse"
+    "ro-lz4|-O ro --compress lz4"
+    "ro-lz4-released|-O ro --compress lz4 --release-blocks"
+    "ro-android-lz4|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime --compress lz4 --release-blocks"
+    "ro-lzo-16|-O ro --compress lzo --compress-log-size 4 --compress-chksum"
+    "ro-lz4hc-32|-O ro --compress lz4hc:9 --compress-log-size 5"
+    "ro-lzo-rle-8|-O ro --compress lzo-rle --compress-log-size 3 --release-blocks"
+    "ro-zstd-256|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime --compress zstd:3 --compress-log-size 8 --compress-chksum --release-blocks"
 )
 for v in "${variants[@]}"; do
     name=${v%%|*}

@@ -237,14 +237,6 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     let inputs = prepare(&opts).map_err(|e| UsageError(format!("{e:#}")))?;
     let geometry = uf2fs_core::mkfs::block_geometry(req.block_size)?;
     let ro = features & parse_features("ro")? != 0;
-    if ro && compress.is_some() {
-        return Err(UsageError(
-            "-O ro with --compress: not made yet (Linux 6.1 read a file of such an image differently from its \
-             source; docs/packer.md); pack ro images uncompressed, or compressed without ro"
-                .into(),
-        )
-        .into());
-    }
     let shrink = inputs.shrink_size(a.margin, ro, geometry)?;
     let size = match req.size {
         Some(s) if s < shrink => {

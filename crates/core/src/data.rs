@@ -136,7 +136,7 @@ impl Mapper<'_> {
 
     /// Address slot `slot` of `node` as stored (`NULL_ADDR`, `NEW_ADDR` and
     /// `COMPRESS_ADDR` included); for the inode block, slot 0 is its first data slot.
-    fn raw_addr(&self, node: &NodeBlock, in_inode: bool, slot: usize) -> Result<u32> {
+    pub(crate) fn raw_addr(&self, node: &NodeBlock, in_inode: bool, slot: usize) -> Result<u32> {
         if in_inode {
             Ok(self.inode.inode.addr(node, slot))
         } else {

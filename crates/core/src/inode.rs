@@ -126,6 +126,12 @@ impl InodeRef {
 }
 
 impl Fs {
+    /// The shape of inode `ino`'s node tree: data addresses in the inode and per direct
+    /// node (whole clusters for a compressed file), node ids per indirect node.
+    pub fn tree_shape(&self, ino: Ino) -> Result<uf2fs_format::node::TreeShape> {
+        Ok(self.inode(ino)?.inode.tree_shape())
+    }
+
     /// Reads and validates inode `ino`.
     ///
     /// On a read-write file system an inode number whose NAT entry is free names an

@@ -56,5 +56,6 @@ pub use label::FSLABEL_MAX;
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
 pub use mount::OpenOptions;
 pub use namei::{flags, Creator, Stamp};
+pub use node::TreeShape;
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

@@ -128,3 +128,64 @@ fn a_cluster_rewritten_in_place_drops_what_it_held() {
     let c = fs.compression(ino).unwrap().unwrap();
     assert_eq!((c.compressed_clusters, c.plain_clusters), (1, 1));
 }
+
+/// The layouts Linux 6.1 misread on an `ro` volume (measured in QEMU: holes read as the
+/// next blocks' data, or `access invalid blkaddr` and EIO), found by
+/// `Fs::linux_ro_misread`; hole-free files and a whole direct node of holes are not.
+#[test]
+fn layouts_linux_misreads_on_ro_volumes_are_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("ro.img");
+    let opts = MkfsOptions {
+        size_bytes: Some(64 * MIB),
+        features: parse_features("extra_attr,compression,ro").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(&img, &opts).unwrap();
+    let fs = Fs::open_to_build(&img).unwrap();
+    let codec = ClusterCodec::parse("lz4", 2, false).unwrap();
+    // Incompressible data: every cluster is stored plain.
+    let data = noise(12 * 4096 + 100, 5);
+    // (name, holes, the first block Linux misreads)
+    let cases: [(&str, &[usize], Option<u64>); 6] = [
+        ("whole", &[], None),
+        // Block 4 written, 5..7 holes, the file going on: Linux read 5..7 as 8..10.
+        ("hole-after-first", &[5, 6, 7], Some(5)),
+        // A cluster of holes between data: its extent starts at block 0.
+        ("hole-cluster", &[4, 5, 6, 7], Some(4)),
+        // Two holes first: the same.
+        ("two-holes-first", &[4, 5], Some(4)),
+        // One hole first: no extent; read from the node by 6.1, from the middle by
+        // kernels without the aligned-extent fix.
+        ("one-hole-first", &[4], Some(5)),
+        // Holes in the last, short cluster after its first block: past the end.
+        ("hole-in-the-tail", &[], None),
+    ];
+    for (name, holes, want) in cases {
+        let d = if name == "hole-in-the-tail" {
+            &data[..8 * 4096 + 10]
+        } else {
+            &data[..]
+        };
+        write_file(&fs, name, &codec, false, d, holes);
+        let ino = fs.lookup(fs.root(), name.as_bytes()).unwrap();
+        let got = fs.linux_ro_misread(ino).unwrap();
+        assert_eq!(got.as_ref().map(|m| m.block), want, "{name}: {got:?}");
+    }
+    // A whole direct node of holes has no node: read as zeros. Every address of the
+    // inode written, then the third direct node's up to the end of the file (the first
+    // two direct nodes missing).
+    let ino = fs.create(fs.root(), b"far", 0o100644, 0, 0).unwrap().ino;
+    fs.set_compression(ino, &codec, false).unwrap();
+    let shape = fs.tree_shape(ino).unwrap();
+    let third = shape.in_inode + 2 * shape.per_dnode;
+    assert_eq!(shape.node_span(third + 8), (third, third + shape.per_dnode));
+    for cluster in (0..shape.in_inode / 4).chain(third / 4..third / 4 + 3) {
+        fs.write_cluster(ino, cluster, &data[..4 * 4096], &[]).unwrap();
+    }
+    assert_eq!(fs.linux_ro_misread(ino).unwrap(), None, "holes where no node is");
+    // A cluster of holes among the inode's addresses (which always exist) is misread.
+    fs.write_cluster(ino, 1, &[0u8; 4 * 4096], &[true; 4]).unwrap();
+    assert_eq!(fs.linux_ro_misread(ino).unwrap().map(|m| m.block), Some(4));
+    fs.unmount().unwrap();
+}

@@ -193,6 +193,18 @@ impl TreeShape {
         let (d, n) = (self.per_dnode, self.per_indirect);
         self.in_inode + 2 * d + 2 * d * n + d * n * n
     }
+
+    /// The file blocks whose addresses sit in the same node block as block `index`'s,
+    /// as `[start, end)`: `[0, in_inode)` for the inode's own, else one direct node's
+    /// `per_dnode` blocks (direct nodes follow one another in file order, whether the
+    /// inode, an indirect or a double-indirect node points at them).
+    pub fn node_span(&self, index: u64) -> (u64, u64) {
+        if index < self.in_inode || self.per_dnode == 0 {
+            return (0, self.in_inode);
+        }
+        let start = self.in_inode + (index - self.in_inode) / self.per_dnode * self.per_dnode;
+        (start, start + self.per_dnode)
+    }
 }
 
 /// A time stamp as stored: seconds and nanoseconds.
@@ -641,4 +653,30 @@ pub fn set_inode_nid(b: &mut [u8], i: usize, nid: u32) -> Result<()> {
     }
     put_u32(b, at + 4 * i, nid);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TreeShape;
+
+    #[test]
+    fn node_spans_follow_the_inode_then_one_direct_node_after_another() {
+        // A compressed file with clusters of 4: 900 addresses in the inode, 1016 a node.
+        let s = TreeShape {
+            in_inode: 900,
+            per_dnode: 1016,
+            per_indirect: 1018,
+        };
+        assert_eq!(s.node_span(0), (0, 900));
+        assert_eq!(s.node_span(899), (0, 900));
+        assert_eq!(s.node_span(900), (900, 1916));
+        assert_eq!(s.node_span(1915), (900, 1916));
+        assert_eq!(s.node_span(1916), (1916, 2932));
+        // Past the two direct nodes: the first node under the first indirect node.
+        assert_eq!(s.node_span(2932 + 5), (2932, 3948));
+        let far = s.max_blocks() - 1;
+        let (a, b) = s.node_span(far);
+        assert_eq!(b, s.max_blocks());
+        assert_eq!(b - a, 1016);
+    }
 }

@@ -18,6 +18,7 @@
 mod args;
 pub mod contexts;
 pub mod fs_config;
+mod holes;
 pub mod sparse;
 
 pub use args::PackArgs;
@@ -380,8 +381,9 @@ pub fn derived_ids(id: &[u8]) -> ([u8; 16], u64) {
 }
 
 /// Blocks of `geo`'s size the tree needs at most (data, nodes, dentries, xattr
-/// nodes), counting compressed files as if they did not compress.
-fn blocks_needed(scan: &Scan, geo: Geometry) -> u64 {
+/// nodes), counting compressed files (clusters of `cluster_blocks`) as if they did not
+/// compress, with the holes the packer writes ([`holes::stored_ranges`]).
+fn blocks_needed(scan: &Scan, geo: Geometry, ro: bool, cluster_blocks: Option<u64>) -> u64 {
     let bs = geo.block_size() as u64;
     // Addresses an inode keeps for data with room for extra attributes and inline
     // xattrs (900 of 923 with 4 KiB blocks), a direct node's, and dentry slots a block.
@@ -402,6 +404,20 @@ fn blocks_needed(scan: &Scan, geo: Geometry) -> u64 {
             blocks += 1;
         }
         let data = match e.mode & 0o170000 {
+            // Compressed files keep fewer holes (holes::stored_ranges): on ro volumes
+            // none up to a direct node past the last data, elsewhere a cluster for
+            // each direct node of holes.
+            0o100000 if e.compress && cluster_blocks.is_some() => {
+                let last = e.data.last().map_or(0, |&(_, z)| z.div_ceil(bs));
+                let widen = per_node.max(per_inode + 23);
+                if ro {
+                    (last + widen).min(e.size.div_ceil(bs))
+                } else {
+                    let nodes = e.size.div_ceil(bs).div_ceil(per_node - 256) + 1;
+                    let data = e.data.iter().map(|(a, b)| b.div_ceil(bs) - a / bs).sum::<u64>();
+                    data + nodes * cluster_blocks.unwrap_or(0)
+                }
+            }
             0o100000 if e.size > 3000 => e.data.iter().map(|(a, b)| b.div_ceil(bs) - a / bs).sum::<u64>(),
             0o120000 if e.target.len() > 3000 => 1,
             _ => 0,
@@ -482,6 +498,8 @@ pub struct Inputs {
     fsc: Option<FsConfig>,
     fc: Option<FileContexts>,
     scan: Scan,
+    /// Blocks per cluster of compressed files (`--compress`).
+    cluster_blocks: Option<u64>,
 }
 
 /// Loads fs_config and file_contexts and scans the tree (no image touched).
@@ -489,14 +507,24 @@ pub fn prepare(opts: &PackOptions) -> anyhow::Result<Inputs> {
     let fsc = opts.fs_config.as_deref().map(FsConfig::load).transpose()?;
     let fc = opts.file_contexts.as_deref().map(FileContexts::load).transpose()?;
     let scan = scan(opts, fsc.as_ref(), fc.as_ref())?;
-    Ok(Inputs { fsc, fc, scan })
+    Ok(Inputs {
+        fsc,
+        fc,
+        scan,
+        cluster_blocks: opts.compress.map(|c| c.cluster_blocks() as u64),
+    })
 }
 
 impl Inputs {
     /// Bytes of the smallest image of `geo`'s blocks that holds the tree, plus
     /// `margin_pct` percent. With `ro`, the `ro` feature's layout.
     pub fn shrink_size(&self, margin_pct: u64, ro: bool, geo: Geometry) -> anyhow::Result<u64> {
-        shrink_size(blocks_needed(&self.scan, geo), margin_pct, ro, geo)
+        shrink_size(
+            blocks_needed(&self.scan, geo, ro, self.cluster_blocks),
+            margin_pct,
+            ro,
+            geo,
+        )
     }
 
     /// The UUID and checkpoint version this tree and options give.
@@ -626,7 +654,16 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
         .filter(|c| e.compress && e.size >= c.cluster_bytes() as u64);
     if let Some(codec) = codec {
         fs.set_compression(ino, &codec, opts.release)?;
-        return write_compressed(fs, ino, e, &f, &codec).map(Some);
+        let ro = fs.superblock().has(uf2fs_core::mkfs::parse_features("ro")?);
+        let cluster = codec.cluster_blocks() as u64;
+        let data = holes::stored_ranges(&e.data, e.size, fs.tree_shape(ino)?, cluster, ro);
+        let compressed = write_compressed(fs, ino, e, &data, &f, &codec)?;
+        if ro {
+            if let Some(m) = fs.linux_ro_misread(ino)? {
+                bail!("uf2fs bug: Linux would misread this compressed file on the ro volume ({m})");
+            }
+        }
+        return Ok(Some(compressed));
     }
     const CHUNK: u64 = 1 << 20;
     let mut buf = vec![0u8; CHUNK as usize];
@@ -660,10 +697,18 @@ struct ReadCluster {
 /// Clusters read and encoded together (then written in order).
 const BATCH_CLUSTERS: usize = 64;
 
-/// Writes compressed file `ino` from `f`: clusters in batches, each batch encoded on
-/// every core ([`std::thread::available_parallelism`]), then placed in order. Returns
-/// the clusters stored compressed.
-fn write_compressed(fs: &Fs, ino: Ino, e: &Entry, f: &File, codec: &ClusterCodec) -> anyhow::Result<u64> {
+/// Writes compressed file `ino` from `f`, whose bytes outside the ranges `data` are
+/// written as holes: clusters in batches, each batch encoded on every core
+/// ([`std::thread::available_parallelism`]), then placed in order. Returns the
+/// clusters stored compressed.
+fn write_compressed(
+    fs: &Fs,
+    ino: Ino,
+    e: &Entry,
+    data: &[(u64, u64)],
+    f: &File,
+    codec: &ClusterCodec,
+) -> anyhow::Result<u64> {
     let cb = codec.cluster_bytes() as u64;
     let clusters = e.size.div_ceil(cb);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -679,7 +724,7 @@ fn write_compressed(fs: &Fs, ino: Ino, e: &Entry, f: &File, codec: &ClusterCodec
             let holes: Vec<bool> = (0..len.div_ceil(4096) as u64)
                 .map(|b| {
                     let (lo, hi) = (start + b * 4096, (start + (b + 1) * 4096).min(e.size));
-                    !e.data.iter().any(|&(a, z)| a < hi && z > lo)
+                    !data.iter().any(|&(a, z)| a < hi && z > lo)
                 })
                 .collect();
             if !holes.iter().all(|&h| h) {
