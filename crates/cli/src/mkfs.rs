@@ -192,7 +192,7 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     let compress = a
         .compress
         .as_deref()
-        .map(|c| ClusterCodec::parse(c, a.compress_log_size, a.compress_chksum))
+        .map(|c| ClusterCodec::parse(c, a.compress_log_size.unwrap_or(2), a.compress_chksum))
         .transpose()
         .map_err(|e| UsageError(format!("--compress: {e}")))?;
     let mut mount_point = a.mount_point.as_bytes().to_vec();

@@ -18,6 +18,7 @@
 mod args;
 pub mod contexts;
 pub mod fs_config;
+pub mod like;
 pub mod sparse;
 
 pub use args::PackArgs;

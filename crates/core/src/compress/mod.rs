@@ -20,12 +20,14 @@ mod ioctl;
 pub mod lzo;
 pub mod place;
 pub mod policy;
+mod stored;
 mod write;
 pub(crate) mod writeback;
 
 pub use encode::{encode_cluster, ClusterCodec, CompressedCluster};
 pub use place::{ClusterData, Placed};
 pub use policy::{CompressMode, CompressOptions};
+pub use stored::StoredCompression;
 pub use write::ClusterWrite;
 
 use crate::{Error, Ino, Result};
