@@ -247,6 +247,15 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     }
     let shrink = inputs.shrink_size(a.margin, ro, geometry)?;
     let size = match req.size {
+        Some(s) if s < shrink && a.size_from_like => {
+            return Err(UsageError(format!(
+                "the tree needs about {} and the original given to --like is {}: pass --shrink-to-fit, or a \
+                 larger --size",
+                human_bytes(shrink),
+                human_bytes(s)
+            ))
+            .into());
+        }
         Some(s) if s < shrink => {
             return Err(UsageError(format!(
                 "the tree needs about {} and --size gives {}: pass a larger --size, or none to shrink to fit",

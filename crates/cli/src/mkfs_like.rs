@@ -21,7 +21,21 @@ pub struct Given {
 pub fn apply(req: &mut MkfsRequest, given: &Given) -> anyhow::Result<()> {
     if let Some(path) = req.pack.like.clone() {
         let like = Like::of_image(&path)?;
+        let size_before = req.size;
         apply_settings(req, given, &like);
+        req.pack.size_from_like = size_before.is_none() && req.size.is_some();
+        // A feature uf2fs cannot make yet is named now, before the tree is scanned.
+        if req.features.iter().all(|f| like.features.join(",") == *f) {
+            let bits = uf2fs_core::mkfs::parse_features(&like.features.join(","))?;
+            if let Err(e) = uf2fs_core::mkfs::check_features(bits) {
+                return Err(UsageError(format!(
+                    "--like {}: {e} (the original's features: {}; pass -O to choose others)",
+                    crate::names::escape_os(&path),
+                    like.features.join(",")
+                ))
+                .into());
+            }
+        }
         if !req.quiet {
             warn_inexact(&path, &like);
         }

@@ -79,6 +79,10 @@ pub struct PackArgs {
     /// size.
     #[arg(long, conflicts_with = "size", requires = "source")]
     pub shrink_to_fit: bool,
+    /// Whether `--size` was filled in by `--like` (for the error when the tree does
+    /// not fit).
+    #[arg(skip)]
+    pub size_from_like: bool,
     /// Percent added to the shrink-to-fit size.
     #[arg(long, value_name = "PCT", default_value_t = 0, requires = "source")]
     pub margin: u64,
