@@ -192,8 +192,8 @@ pub enum Command {
         #[arg(long, value_name = "SIZE", value_parser = crate::mkfs::parse_size)]
         size: Option<u64>,
         /// Segments per section (the unit of garbage collection).
-        #[arg(short = 's', long, value_name = "N", default_value_t = 1)]
-        segs_per_sec: u32,
+        #[arg(short = 's', long, value_name = "N")]
+        segs_per_sec: Option<u32>,
         /// Overprovision ratio in percent (default: the one leaving the most space).
         #[arg(short = 'o', long, value_name = "PCT")]
         overprovision: Option<f64>,
@@ -208,12 +208,12 @@ pub enum Command {
         #[arg(short = 'O', value_name = "FEATURES")]
         features: Vec<String>,
         /// Volume label.
-        #[arg(short = 'l', long, value_name = "LABEL", default_value = "")]
-        label: String,
+        #[arg(short = 'l', long, value_name = "LABEL")]
+        label: Option<String>,
         /// Block size in bytes, as mkfs.f2fs -b: 4096, or 16384 for Android's 16 KiB-page
         /// devices (the SSA layout without packed_ssa, as mkfs.f2fs -b 16384 makes it).
-        #[arg(short = 'b', long, value_name = "BYTES", default_value_t = 4096)]
-        block_size: u32,
+        #[arg(short = 'b', long, value_name = "BYTES")]
+        block_size: Option<u32>,
         /// Replace an existing file, or overwrite an existing file system.
         #[arg(short = 'f', long)]
         force: bool,

@@ -3,6 +3,7 @@
 //! docs/json.md).
 
 use crate::json;
+use crate::pack::like::Like;
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,14 +11,24 @@ use uf2fs_core::Fs;
 
 /// Prints the summary of `fs`; `paths` are the image and its further devices as given.
 pub fn run(fs: &Fs, paths: &[PathBuf], as_json: bool) -> anyhow::Result<()> {
+    // The repack settings need the whole tree walked on compressed volumes; a volume
+    // whose tree cannot be read still gets the rest of its summary.
+    let like = paths.first().map(|image| Like::of(fs, image));
     if as_json {
-        return json::print(&ImageInfo::of(fs, paths));
+        let mut info = ImageInfo::of(fs, paths);
+        info.repack = like.and_then(Result::ok).map(|l| Repack::of(&l));
+        return json::print(&info);
     }
     let text = fs.info()?.to_string();
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
         out.write_all(b"\n")?;
+    }
+    match like {
+        Some(Ok(l)) => writeln!(out, "repack with:        {}", l.command_line())?,
+        Some(Err(e)) => writeln!(out, "repack with:        (not known: {e:#})")?,
+        None => {}
     }
     out.flush()?;
     Ok(())
@@ -54,6 +65,68 @@ struct ImageInfo {
     /// Whether fsync'd data written after the checkpoint was replayed (in memory: the
     /// image is unchanged).
     roll_forward_replayed: bool,
+    /// The settings `uf2fs mkfs --like IMAGE` takes from it (`null` when the tree could
+    /// not be read).
+    repack: Option<Repack>,
+}
+
+/// `repack`: what a repack like this image uses (see `crate::pack::like`).
+#[derive(Debug, Serialize)]
+struct Repack {
+    /// The `uf2fs mkfs` options after `IMAGE SOURCE`.
+    args: Vec<String>,
+    /// The whole command, shell-quoted.
+    command: String,
+    features: Vec<String>,
+    block_size: u32,
+    label: String,
+    segments_per_section: u32,
+    /// `original` (the image's size) or `shrink_to_fit` (an `ro` image).
+    size_policy: &'static str,
+    /// Bytes, or `null` when shrunk to fit.
+    size: Option<u64>,
+    sparse: bool,
+    compression: Option<RepackCompression>,
+}
+
+#[derive(Debug, Serialize)]
+struct RepackCompression {
+    algorithm: String,
+    log_cluster_size: u8,
+    chksum: bool,
+    release_blocks: bool,
+    extensions: Vec<String>,
+    nocompress_extensions: Vec<String>,
+    compressed_files: u64,
+    mismatched_files: u64,
+    other_settings_files: u64,
+}
+
+impl Repack {
+    fn of(l: &Like) -> Repack {
+        Repack {
+            args: l.args(),
+            command: l.command_line(),
+            features: l.features.clone(),
+            block_size: l.block_size,
+            label: l.label.clone(),
+            segments_per_section: l.segs_per_sec,
+            size_policy: if l.size.is_some() { "original" } else { "shrink_to_fit" },
+            size: l.size,
+            sparse: l.sparse,
+            compression: l.compress.as_ref().map(|c| RepackCompression {
+                algorithm: c.algorithm.clone(),
+                log_cluster_size: c.log_cluster_size,
+                chksum: c.chksum,
+                release_blocks: c.release_blocks,
+                extensions: c.extensions.clone(),
+                nocompress_extensions: c.nocompress_extensions.clone(),
+                compressed_files: c.compressed_files,
+                mismatched_files: c.mismatched_files,
+                other_settings_files: c.other_settings_files,
+            }),
+        }
+    }
 }
 
 /// Where each area starts and its length in segments.
@@ -145,6 +218,7 @@ impl ImageInfo {
                 orphan_inode_count: fs.orphan_inodes().len(),
             },
             roll_forward_replayed: fs.replayed_in_memory(),
+            repack: None,
         }
     }
 }

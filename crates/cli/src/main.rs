@@ -17,6 +17,7 @@ mod json;
 mod ls;
 mod ls_json;
 mod mkfs;
+mod mkfs_like;
 mod mount;
 mod mount_helper;
 mod mount_options;
@@ -131,26 +132,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             source,
             pack,
         } => {
-            mkfs::check_block_size(block_size)?;
             if !devices.is_empty() {
                 return Err(
                     errors::UsageError("mkfs makes single-device volumes; --device is not accepted".into()).into(),
                 );
             }
-            let request = mkfs::MkfsRequest {
-                size,
+            let given = mkfs_like::Given {
                 segs_per_sec,
+                label,
+                block_size,
+            };
+            let mut request = mkfs::MkfsRequest {
+                size,
+                segs_per_sec: segs_per_sec.unwrap_or(1),
                 overprovision,
                 zoned,
                 features,
-                label,
-                block_size,
+                label: given.label.clone().unwrap_or_default(),
+                block_size: block_size.unwrap_or(4096),
                 force,
                 quiet,
                 image,
                 source,
                 pack,
             };
+            mkfs_like::apply(&mut request, &given)?;
+            mkfs::check_block_size(request.block_size)?;
             mkfs::run(&request)
         }
         Command::Bench { what } => {

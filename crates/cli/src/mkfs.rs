@@ -192,7 +192,7 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     let compress = a
         .compress
         .as_deref()
-        .map(|c| ClusterCodec::parse(c, a.compress_log_size, a.compress_chksum))
+        .map(|c| ClusterCodec::parse(c, a.compress_log_size.unwrap_or(2), a.compress_chksum))
         .transpose()
         .map_err(|e| UsageError(format!("--compress: {e}")))?;
     let mut mount_point = a.mount_point.as_bytes().to_vec();
@@ -239,6 +239,15 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
     let ro = features & parse_features("ro")? != 0;
     let shrink = inputs.shrink_size(a.margin, ro, geometry)?;
     let size = match req.size {
+        Some(s) if s < shrink && a.size_from_like => {
+            return Err(UsageError(format!(
+                "the tree needs about {} and the original given to --like is {}: pass --shrink-to-fit, or a \
+                 larger --size",
+                human_bytes(shrink),
+                human_bytes(s)
+            ))
+            .into());
+        }
         Some(s) if s < shrink => {
             return Err(UsageError(format!(
                 "the tree needs about {} and --size gives {}: pass a larger --size, or none to shrink to fit",

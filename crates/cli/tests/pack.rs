@@ -307,9 +307,9 @@ fn android_metadata_reaches_every_inode_and_round_trips() {
     // Revision 2 with the effective flag; permitted 0xc0 and 0x1 in the high half.
     assert_eq!(caps, [1, 0, 0, 2, 0xc0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
     let label = |p: &[u8]| fs.get_xattr(at(p), b"security.selinux").unwrap();
-    assert_eq!(label(b"/").unwrap(), b"u:object_r:system_file:s0\0");
-    assert_eq!(label(b"/bin/random").unwrap(), b"u:object_r:random_exec:s0\0");
-    assert_eq!(label(b"/bin").unwrap(), b"u:object_r:system_exec:s0\0");
+    assert_eq!(label(b"/").unwrap(), b"u:object_r:system_file:s0");
+    assert_eq!(label(b"/bin/random").unwrap(), b"u:object_r:random_exec:s0");
+    assert_eq!(label(b"/bin").unwrap(), b"u:object_r:system_exec:s0");
     assert_eq!(label(b"/etc/many/a"), None, "<<none>>");
     let e = fs.stat(at(b"/etc")).unwrap();
     assert_eq!((e.mode & 0o7777, e.uid, e.gid), (0o700, 1000, 1000));

@@ -45,25 +45,21 @@ pub struct PackArgs {
     /// -c -a). Sets the compression and extra_attr features.
     #[arg(long, value_name = "ALGO", requires = "source")]
     pub compress: Option<String>,
-    /// log2 of the blocks per cluster, 2 to 8 (sload -L).
-    #[arg(long, value_name = "N", default_value_t = 2, requires = "compress")]
-    pub compress_log_size: u8,
+    /// log2 of the blocks per cluster, 2 to 8 (sload -L); default 2. Needs --compress
+    /// (or --like of an image with compressed files).
+    #[arg(long, value_name = "N")]
+    pub compress_log_size: Option<u8>,
     /// Only compress files with this extension (repeatable; sload -i).
-    #[arg(
-        long,
-        value_name = "EXT",
-        requires = "compress",
-        conflicts_with = "nocompress_extension"
-    )]
+    #[arg(long, value_name = "EXT", conflicts_with = "nocompress_extension")]
     pub compress_extension: Vec<String>,
     /// Compress every file but those with this extension (repeatable; sload -x).
-    #[arg(long, value_name = "EXT", requires = "compress")]
+    #[arg(long, value_name = "EXT")]
     pub nocompress_extension: Vec<String>,
     /// Checksums in compressed clusters (compress_chksum).
-    #[arg(long, requires = "compress")]
+    #[arg(long)]
     pub compress_chksum: bool,
     /// Compressed files keep no reserved blocks, for read-only images (sload -r).
-    #[arg(long, requires = "compress")]
+    #[arg(long)]
     pub release_blocks: bool,
     /// Volume UUID (default: derived from the tree and options).
     #[arg(long, value_name = "UUID", requires = "source")]
@@ -72,6 +68,21 @@ pub struct PackArgs {
     /// "don't care" chunks; simg2img gives the raw image back.
     #[arg(short = 'S', long, requires = "source")]
     pub sparse: bool,
+    /// Make the volume like the F2FS image IMAGE (raw or sparse), the partition being
+    /// repacked: its features, block size, layout (ro), label, size (an ro image
+    /// shrunk to fit, as AOSP builds them), sparse output and compression (algorithm,
+    /// cluster size, checksums, released blocks, which files). Options given beside
+    /// it win. `uf2fs info IMAGE` shows the options it stands for.
+    #[arg(long, value_name = "IMAGE")]
+    pub like: Option<PathBuf>,
+    /// Shrink the image to fit the tree even where --like would keep the original's
+    /// size.
+    #[arg(long, conflicts_with = "size", requires = "source")]
+    pub shrink_to_fit: bool,
+    /// Whether `--size` was filled in by `--like` (for the error when the tree does
+    /// not fit).
+    #[arg(skip)]
+    pub size_from_like: bool,
     /// Percent added to the shrink-to-fit size.
     #[arg(long, value_name = "PCT", default_value_t = 0, requires = "source")]
     pub margin: u64,

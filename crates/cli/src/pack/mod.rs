@@ -19,6 +19,7 @@ mod args;
 pub mod contexts;
 pub mod fs_config;
 mod holes;
+pub mod like;
 pub mod sparse;
 
 pub use args::PackArgs;
@@ -291,9 +292,9 @@ fn scan(opts: &PackOptions, fsc: Option<&FsConfig>, fc: Option<&FileContexts>) -
             }
             if let Some(c) = fc {
                 if let Some(label) = c.lookup(&full, e.mode) {
-                    let mut v = label.to_vec();
-                    // Stored as sload stores it: with the terminating NUL.
-                    v.push(0);
+                    // Stored as sload stores it: the label's bytes, no terminating
+                    // NUL (f2fs-tools' inode_set_selinux passes strlen).
+                    let v = label.to_vec();
                     e.xattrs.retain(|(n, _)| n != b"security.selinux");
                     e.xattrs.push((b"security.selinux".to_vec(), v));
                 }

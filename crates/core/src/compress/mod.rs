@@ -21,6 +21,7 @@ pub mod lzo;
 pub mod place;
 pub mod policy;
 pub mod ro;
+mod stored;
 mod write;
 pub(crate) mod writeback;
 
@@ -28,6 +29,7 @@ pub use encode::{encode_cluster, ClusterCodec, CompressedCluster};
 pub use place::{ClusterData, Placed};
 pub use policy::{CompressMode, CompressOptions};
 pub use ro::{linux_ro_cluster_extent, ro_cluster_misread, LinuxClusterExtent, RoMisread};
+pub use stored::StoredCompression;
 pub use write::ClusterWrite;
 
 use crate::{Error, Ino, Result};
