@@ -158,6 +158,8 @@ fn verbose() -> bool {
 /// device wrapper, which refuses every write from then on).
 struct Session {
     damaged: Arc<AtomicBool>,
+    /// Changes refused after the volume reported damage.
+    refused: std::cell::Cell<usize>,
 }
 
 impl Session {
@@ -194,6 +196,9 @@ impl Session {
             !(stopped && ok),
             "{what} succeeded after the volume reported damage (it must refuse every change)"
         );
+        if stopped {
+            self.refused.set(self.refused.get() + 1);
+        }
         v
     }
 }
@@ -274,9 +279,20 @@ fn run_op(s: &Session, fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u
     }
 }
 
+/// How a session went (for the replay test: the seeds must reach the stopped volume).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The read-write open succeeded.
+    pub opened: bool,
+    /// Some call reported damage ([`Error::Corrupt`]).
+    pub damage_reported: bool,
+    /// Changes refused after that.
+    pub refused: usize,
+}
+
 /// The fuzz target: damage a base image as `data` says, open it read-write, run the ops,
 /// unmount, and reopen what is durable.
-pub fn run(data: &[u8]) {
+pub fn run(data: &[u8]) -> Outcome {
     let damages = data.get(1).copied().unwrap_or(0) as usize % (MAX_OPS + 1);
     let mut inp = Input { data, pos: 2 };
     let img: Patched = damaged_image_with(data.first().copied().unwrap_or(0), |img| {
@@ -304,12 +320,16 @@ pub fn run(data: &[u8]) {
     };
     let s = Session {
         damaged: Arc::clone(&damaged),
+        refused: std::cell::Cell::new(0),
     };
     let Some(fs) = s.note(
         "read-write open",
         Fs::open_device_with(Box::new(guard), "fuzz.img", OpenOptions { read_write: true }),
     ) else {
-        return;
+        return Outcome {
+            damage_reported: damaged.load(Ordering::Relaxed),
+            ..Outcome::default()
+        };
     };
     let root = fs.root();
     let mut known = Known {
@@ -351,5 +371,10 @@ pub fn run(data: &[u8]) {
     let w = walk(&again);
     if verbose() {
         eprintln!("reopened: {w:?}");
+    }
+    Outcome {
+        opened: true,
+        damage_reported: stopped,
+        refused: s.refused.get(),
     }
 }
