@@ -375,6 +375,11 @@ impl ReadWrite {
         }
     }
 
+    /// Why the file system stopped writing, if it did (see `failed`).
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Marks the file system failed (see `failed`).
     pub(crate) fn fail(&self, why: &Error) {
         let mut f = self.failed.lock().unwrap_or_else(PoisonError::into_inner);

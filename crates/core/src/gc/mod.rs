@@ -36,6 +36,8 @@ mod snapshot;
 pub(crate) mod state;
 mod status;
 
+pub use status::{ByKind, DeviceBlocks, Fsyncs, GcCalls, Paced, Recovered, Status, WriteStatus, Writeback};
+
 pub use background::{BgCleaner, BgOutcome, BgTimes};
 use migrate::Migration;
 pub use migrate::Moved;
