@@ -12,6 +12,7 @@
 # directory). Crashing inputs land in fuzz/artifacts/<target>/. Before fuzzing, saved
 # regressions (fuzz/regressions/<target>/*) must not crash; known unfixed crashes
 # (fuzz/known-crashes/<target>/*) are replayed and reported without failing.
+# FUZZ_LOG_DIR=DIR keeps each target's libFuzzer log there (the scratch copy is removed).
 set -euo pipefail
 
 secs="${1:?usage: fuzz/run-all.sh SECONDS [TARGET...]}"
@@ -89,11 +90,14 @@ run_one() {
 declare -A pids=()
 report() { # report TARGET STATUS
     local t="$1" status="$2" log="$scratch/$1.log"
-    local runs execs
+    local runs execs cov
     runs="$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | tail -n 1 || true)"
     execs="$(grep -o 'exec/s: [0-9]*' "$log" | tail -n 1 || true)"
+    # libFuzzer's last status line: edges covered, features, corpus entries/bytes.
+    cov="$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -n 1 || true)"
+    [[ -n "${FUZZ_LOG_DIR:-}" ]] && cp "$log" "$FUZZ_LOG_DIR/"
     if [[ "$status" == 0 ]]; then
-        printf 'ok   %-11s %s, %s\n' "$t" "${runs:-?}" "${execs:-?}"
+        printf 'ok   %-11s %s, %s, %s\n' "$t" "${runs:-?}" "${execs:-?}" "${cov:-?}"
     else
         printf 'FAIL %-11s exit %s\n' "$t" "$status" >&2
         if ! grep -E 'panicked at|ERROR: libFuzzer|SUMMARY|Test unit written|==[0-9]+==ERROR' "$log" | head -n 20 >&2; then

@@ -29,6 +29,7 @@
 use flate2::read::GzDecoder;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use uf2fs_core::device::{BlockDevice, BLOCK};
 use uf2fs_core::{Error, FileKind, Fs, Ino, Result};
@@ -323,15 +324,31 @@ pub struct Walk {
     pub entries: usize,
     /// Bytes read from files and symlinks.
     pub bytes: u64,
+    /// Of the errors, those reporting damage ([`Error::Corrupt`]).
+    pub corrupt: usize,
 }
 
-impl Walk {
+/// A walk in progress: what it saw, and the flag to set at the first damage reported.
+struct Walker<'a> {
+    w: Walk,
+    damaged: Option<&'a AtomicBool>,
+}
+
+impl Walker<'_> {
     fn err(&mut self, e: Error) {
-        self.errors += 1;
+        self.w.errors += 1;
         let msg = e.to_string();
         assert!(!msg.is_empty());
         if verbose() {
             eprintln!("  {msg}");
+        }
+        // Damage is reported as damage (Corrupt, Unsupported, ...), never as uf2fs's bug.
+        assert!(!e.is_bug(), "{msg}");
+        if matches!(e, Error::Corrupt { .. }) {
+            self.w.corrupt += 1;
+            if let Some(flag) = self.damaged {
+                flag.store(true, Ordering::Relaxed);
+            }
         }
     }
     fn check<T>(&mut self, r: Result<T>) -> Option<T> {
@@ -364,7 +381,15 @@ fn read_offsets(size: u64) -> Vec<u64> {
 
 /// Walks everything reachable from the root, depth first with an explicit stack.
 pub fn walk(fs: &Fs) -> Walk {
-    let mut w = Walk::default();
+    walk_noting(fs, None)
+}
+
+/// [`walk`], setting `damaged` at the first [`Error::Corrupt`] (before the next call).
+pub fn walk_noting(fs: &Fs, damaged: Option<&AtomicBool>) -> Walk {
+    let mut w = Walker {
+        w: Walk::default(),
+        damaged,
+    };
     if let Some(info) = w.check(fs.info()) {
         assert!(!info.to_string().is_empty());
     }
@@ -376,8 +401,8 @@ pub fn walk(fs: &Fs) -> Walk {
         if !seen.insert(ino) {
             continue;
         }
-        w.visited += 1;
-        if w.visited > MAX_VISITS {
+        w.w.visited += 1;
+        if w.w.visited > MAX_VISITS {
             break;
         }
         let _ = w.check(fs.list_xattrs(ino));
@@ -387,7 +412,7 @@ pub fn walk(fs: &Fs) -> Walk {
                 let Some(entries) = w.check(fs.read_dir(ino)) else {
                     continue;
                 };
-                w.entries += entries.len();
+                w.w.entries += entries.len();
                 for (i, e) in entries.iter().enumerate() {
                     if i < 4 || i + 1 == entries.len() {
                         let _ = w.check(fs.lookup(ino, &e.name));
@@ -404,7 +429,7 @@ pub fn walk(fs: &Fs) -> Walk {
                 for off in read_offsets(st.size) {
                     if let Some(n) = w.check(fs.read(ino, off, &mut buf)) {
                         assert!(n <= buf.len());
-                        w.bytes += n as u64;
+                        w.w.bytes += n as u64;
                     }
                 }
                 if st.kind == FileKind::Symlink {
@@ -423,7 +448,7 @@ pub fn walk(fs: &Fs) -> Walk {
         let _ = w.check(fs.resolve(p, true));
         let _ = w.check(fs.resolve(p, false));
     }
-    w
+    w.w
 }
 
 /// The fuzz target: damage a base image as `data` says, open it, walk it.

@@ -9,9 +9,19 @@
 //!   blocks) or past the end of the image, or a discard outside the main area;
 //! * an image that no longer opens after the read-write open succeeded: whether the
 //!   unmount wrote its checkpoint or the core stopped after an error, the last durable
-//!   checkpoint must open read-only and read back (the `image` target's walk).
+//!   checkpoint must open read-only and read back (the `image` target's walk);
+//! * an error that is not clear: [`uf2fs_core::Error::Bug`] (uf2fs's own bug, never the
+//!   right answer to damage), or `EIO` while the volume has reported no damage (the
+//!   device here never fails, so `EIO` can only be the stopped volume's answer);
+//! * a volume that goes on writing after it reported damage: from the first
+//!   [`uf2fs_core::Error::Corrupt`] (`EUCLEAN`) any operation returns (the read-write
+//!   open's, the ops', the walk's), the volume must stop as Linux's
+//!   `f2fs_stop_checkpoint`: every later change, fsync, GC pass and checkpoint is
+//!   refused, and nothing more reaches the device, the unmount included (the device
+//!   wrapper panics at the first write or discard after it).
 //!
-//! Errors from the operations are the expected outcome on a damaged image.
+//! Other errors from the operations (not found, exists, no space, ...) are the expected
+//! outcome of random ops on a damaged image.
 //!
 //! ```text
 //! byte 0          as the image target (base image, fix checksums)
@@ -34,11 +44,11 @@
 //!  10 link        file:u8 dir:u8 name:u8
 //! ```
 
-use crate::image::{apply_op, damaged_image_with, walk, Input, Patched, MAX_OPS};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::image::{apply_op, damaged_image_with, walk, walk_noting, Input, Patched, MAX_OPS};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use uf2fs_core::device::{BlockDevice, OverlayDevice, BLOCK};
-use uf2fs_core::{Fs, GcKind, Ino, OpenOptions, Result, RENAME_EXCHANGE, RENAME_NOREPLACE};
+use uf2fs_core::{Error, Fs, GcKind, Ino, OpenOptions, Result, RENAME_EXCHANGE, RENAME_NOREPLACE};
 use uf2fs_format::le::u32_at;
 
 /// Most file system operations run from one input.
@@ -62,6 +72,18 @@ struct Guard {
     main_start: u64,
     blocks: u64,
     writes: Arc<AtomicU64>,
+    /// Set once an operation reported damage: no write or discard may follow.
+    damaged: Arc<AtomicBool>,
+}
+
+impl Guard {
+    fn check_stopped(&self, what: &str, blkaddr: u64, n: u64) {
+        assert!(
+            !self.damaged.load(Ordering::Relaxed),
+            "{what} of blocks {blkaddr:#x}..{:#x} after the volume reported damage (it must stop writing)",
+            blkaddr.saturating_add(n)
+        );
+    }
 }
 
 impl BlockDevice for Guard {
@@ -75,6 +97,7 @@ impl BlockDevice for Guard {
 
     fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> Result<()> {
         let n = (buf.len() / BLOCK) as u64;
+        self.check_stopped("write", blkaddr, n);
         let end = blkaddr.checked_add(n).expect("write range overflows");
         assert!(
             end <= self.blocks,
@@ -95,6 +118,7 @@ impl BlockDevice for Guard {
     }
 
     fn discard(&self, blkaddr: u64, blocks: u64) -> Result<()> {
+        self.check_stopped("discard", blkaddr, blocks);
         let end = blkaddr.checked_add(blocks).expect("discard range overflows");
         assert!(
             blkaddr >= self.main_start && end <= self.blocks,
@@ -130,27 +154,61 @@ fn verbose() -> bool {
     *V.get_or_init(|| std::env::var_os("UF2FS_FUZZ_VERBOSE").is_some())
 }
 
-/// Notes an operation's error (every error must say something).
-fn note<T>(what: &str, r: Result<T>) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(e) => {
-            let msg = e.to_string();
-            assert!(!msg.is_empty(), "{what}: an error without a message");
-            if verbose() {
-                eprintln!("{what}: {msg}");
-            }
-            None
+/// What the session has seen: whether the volume reported damage (shared with the
+/// device wrapper, which refuses every write from then on).
+struct Session {
+    damaged: Arc<AtomicBool>,
+    /// Changes refused after the volume reported damage.
+    refused: std::cell::Cell<usize>,
+}
+
+impl Session {
+    /// Notes an operation's result; every error must say something, none may be uf2fs's
+    /// own bug, and `EIO` only comes from a volume stopped after reporting damage.
+    fn note<T>(&self, what: &str, r: Result<T>) -> Option<T> {
+        let e = match r {
+            Ok(v) => return Some(v),
+            Err(e) => e,
+        };
+        let msg = e.to_string();
+        assert!(!msg.is_empty(), "{what}: an error without a message");
+        if verbose() {
+            eprintln!("{what}: {msg}");
         }
+        assert!(!e.is_bug(), "{what}: {msg}");
+        match e {
+            Error::Corrupt { .. } => self.damaged.store(true, Ordering::Relaxed),
+            Error::Io { .. } => assert!(
+                self.damaged.load(Ordering::Relaxed),
+                "{what}: {msg} (EIO from a device that never fails, before any damage was reported)"
+            ),
+            _ => {}
+        }
+        None
+    }
+
+    /// [`Session::note`] for a change: once the volume reported damage it must refuse it.
+    fn change<T>(&self, what: &str, r: Result<T>) -> Option<T> {
+        let stopped = self.damaged.load(Ordering::Relaxed);
+        let ok = r.is_ok();
+        let v = self.note(what, r);
+        assert!(
+            !(stopped && ok),
+            "{what} succeeded after the volume reported damage (it must refuse every change)"
+        );
+        if stopped {
+            self.refused.set(self.refused.get() + 1);
+        }
+        v
     }
 }
 
 /// Runs one op (tag and operands from `inp`).
-fn run_op(fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u8]) {
+fn run_op(s: &Session, fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u8]) {
     match inp.u8() % 11 {
         0 => {
             let (dir, n) = (known.dir(inp.u8()), name(inp.u8()));
-            if let Some(st) = note("create", fs.create(dir, n, 0o644, 0, 0)) {
+            if let Some(st) = s.change("create", fs.create(dir, n, 0o644, 0, 0)) {
                 known.files.push(st.ino);
             }
         }
@@ -163,7 +221,7 @@ fn run_op(fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u8]) {
             );
             if let Some(ino) = known.file(file) {
                 buf[..len].fill(byte);
-                if let Some(n) = note("write", fs.write(ino, off, &buf[..len])) {
+                if let Some(n) = s.change("write", fs.write(ino, off, &buf[..len])) {
                     assert!(n <= len, "wrote {n} of {len} bytes");
                 }
             }
@@ -172,32 +230,32 @@ fn run_op(fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u8]) {
             let (dir, n) = (known.dir(inp.u8()), name(inp.u8()));
             let (to_dir, to) = (known.dir(inp.u8()), name(inp.u8()));
             let flags = [0, RENAME_NOREPLACE, RENAME_EXCHANGE][inp.u8() as usize % 3];
-            note("rename", fs.rename(dir, n, to_dir, to, flags));
+            s.change("rename", fs.rename(dir, n, to_dir, to, flags));
         }
         3 => {
             let (dir, n) = (known.dir(inp.u8()), name(inp.u8()));
-            note("unlink", fs.unlink(dir, n));
+            s.change("unlink", fs.unlink(dir, n));
         }
         4 => {
             let (dir, n) = (known.dir(inp.u8()), name(inp.u8()));
-            if let Some(st) = note("mkdir", fs.mkdir(dir, n, 0o755, 0, 0)) {
+            if let Some(st) = s.change("mkdir", fs.mkdir(dir, n, 0o755, 0, 0)) {
                 known.dirs.push(st.ino);
             }
         }
         5 => {
             let (dir, n) = (known.dir(inp.u8()), name(inp.u8()));
-            note("rmdir", fs.rmdir(dir, n));
+            s.change("rmdir", fs.rmdir(dir, n));
         }
         6 => {
             let (file, datasync) = (inp.u8(), inp.u8() & 1 != 0);
             if let Some(ino) = known.file(file) {
-                note("fsync", fs.fsync(ino, datasync));
+                s.change("fsync", fs.fsync(ino, datasync));
             }
         }
         7 => {
             let (file, size) = (inp.u8(), inp.u16() as u64 * 256);
             if let Some(ino) = known.file(file) {
-                note("truncate", fs.truncate(ino, size));
+                s.change("truncate", fs.truncate(ino, size));
             }
         }
         8 => {
@@ -206,24 +264,35 @@ fn run_op(fs: &Fs, known: &mut Known, inp: &mut Input, buf: &mut [u8]) {
             } else {
                 GcKind::Foreground
             };
-            note("gc", fs.gc(kind));
+            s.change("gc", fs.gc(kind));
         }
         9 => {
-            note("checkpoint", fs.write_checkpoint());
+            s.change("checkpoint", fs.write_checkpoint());
         }
         _ => {
             let file = inp.u8();
             let (dir, n) = (known.dir(inp.u8()), name(inp.u8()));
             if let Some(ino) = known.file(file) {
-                note("link", fs.link(ino, dir, n));
+                s.change("link", fs.link(ino, dir, n));
             }
         }
     }
 }
 
+/// How a session went (for the replay test: the seeds must reach the stopped volume).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The read-write open succeeded.
+    pub opened: bool,
+    /// Some call reported damage ([`Error::Corrupt`]).
+    pub damage_reported: bool,
+    /// Changes refused after that.
+    pub refused: usize,
+}
+
 /// The fuzz target: damage a base image as `data` says, open it read-write, run the ops,
 /// unmount, and reopen what is durable.
-pub fn run(data: &[u8]) {
+pub fn run(data: &[u8]) -> Outcome {
     let damages = data.get(1).copied().unwrap_or(0) as usize % (MAX_OPS + 1);
     let mut inp = Input { data, pos: 2 };
     let img: Patched = damaged_image_with(data.first().copied().unwrap_or(0), |img| {
@@ -240,25 +309,34 @@ pub fn run(data: &[u8]) {
     let blocks = img.blocks;
     let overlay = OverlayDevice::new(Arc::new(img));
     let writes = Arc::new(AtomicU64::new(0));
+    let damaged = Arc::new(AtomicBool::new(false));
     let guard = Guard {
         inner: overlay.clone(),
         cp_start,
         main_start,
         blocks,
         writes: Arc::clone(&writes),
+        damaged: Arc::clone(&damaged),
     };
-    let Some(fs) = note(
+    let s = Session {
+        damaged: Arc::clone(&damaged),
+        refused: std::cell::Cell::new(0),
+    };
+    let Some(fs) = s.note(
         "read-write open",
         Fs::open_device_with(Box::new(guard), "fuzz.img", OpenOptions { read_write: true }),
     ) else {
-        return;
+        return Outcome {
+            damage_reported: damaged.load(Ordering::Relaxed),
+            ..Outcome::default()
+        };
     };
     let root = fs.root();
     let mut known = Known {
         dirs: vec![root],
         files: Vec::new(),
     };
-    if let Ok(entries) = fs.read_dir(root) {
+    if let Some(entries) = s.note("read_dir /", fs.read_dir(root)) {
         for e in entries.iter().take(16) {
             match e.kind {
                 uf2fs_core::FileKind::Dir => known.dirs.push(e.ino),
@@ -272,13 +350,14 @@ pub fn run(data: &[u8]) {
         if inp.done() {
             break;
         }
-        run_op(&fs, &mut known, &mut inp, &mut buf);
+        run_op(&s, &fs, &mut known, &mut inp, &mut buf);
     }
-    let walked = walk(&fs);
-    let unmounted = note("unmount", fs.unmount()).is_some();
+    let walked = walk_noting(&fs, Some(&damaged));
+    let stopped = damaged.load(Ordering::Relaxed);
+    let unmounted = s.note("unmount", fs.unmount()).is_some();
     if verbose() {
         eprintln!(
-            "{damages} damage(s), {} block(s) written, unmount {}: {walked:?}",
+            "{damages} damage(s), {} block(s) written, damage reported: {stopped}, unmount {}: {walked:?}",
             writes.load(Ordering::Relaxed),
             if unmounted { "ok" } else { "failed" }
         );
@@ -292,5 +371,10 @@ pub fn run(data: &[u8]) {
     let w = walk(&again);
     if verbose() {
         eprintln!("reopened: {w:?}");
+    }
+    Outcome {
+        opened: true,
+        damage_reported: stopped,
+        refused: s.refused.get(),
     }
 }

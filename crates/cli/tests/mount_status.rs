@@ -65,7 +65,8 @@ fn status_reports_settings_and_blocks_written() {
         field(&report, "recovered at open"),
         "0 inodes from 0 fsync'd node blocks"
     );
-    // The same figures as JSON (docs/json.md), numbers as numbers.
+    // The same figures as JSON (docs/json.md): the mount's status structure
+    // serialised, numbers as numbers.
     let out = uf2fs().run([OsString::from("status"), OsString::from("--json"), mnt.clone().into()]);
     let doc: serde_json::Value = serde_json::from_slice(out.assert_ok()).expect("status --json is JSON");
     assert_eq!(doc["mode"], "read-write", "{doc}");
@@ -73,7 +74,24 @@ fn status_reports_settings_and_blocks_written() {
     assert_eq!(doc["background_gc"], "off", "{doc}");
     assert_eq!(doc["user_blocks_written"].as_u64(), Some(user), "{doc}");
     let blocks = &doc["device_blocks"];
-    assert!(blocks["value"].as_u64().is_some_and(|d| d >= user), "{doc}");
+    assert!(blocks["total"].as_u64().is_some_and(|d| d >= user), "{doc}");
+    assert_eq!(blocks["total"].as_u64(), Some(device), "the text's total: {doc}");
+    assert_eq!(blocks["per_device"], serde_json::json!([device]), "{doc}");
+    assert_eq!(doc["stopped"], serde_json::Value::Null, "{doc}");
+    assert_eq!(doc["fsync_mode"], "posix", "{doc}");
+    assert_eq!(doc["active_logs"], 6, "{doc}");
+    assert_eq!(
+        doc["recovered_at_open"],
+        serde_json::json!({"inodes": 0, "node_blocks": 0}),
+        "{doc}"
+    );
+    assert_eq!(
+        doc["gc_pacing"]
+            .as_str()
+            .map(|p| field(&report, "gc pacing").starts_with(p)),
+        Some(true),
+        "{doc}"
+    );
     let kinds: u64 = [
         "user_data",
         "gc_data",
@@ -94,7 +112,7 @@ fn status_reports_settings_and_blocks_written() {
     .sum();
     assert_eq!(
         Some(kinds),
-        blocks["value"].as_u64(),
+        blocks["total"].as_u64(),
         "the kinds add up to the total: {doc}"
     );
     assert!(blocks["user_data"].as_u64().is_some_and(|d| d >= user), "{doc}");
@@ -115,7 +133,7 @@ fn status_reports_settings_and_blocks_written() {
     assert!(field(&report, "mode").starts_with("read-only"), "{report}");
     let out = uf2fs().run([OsString::from("status"), OsString::from("--json"), mnt.clone().into()]);
     let doc: serde_json::Value = serde_json::from_slice(out.assert_ok()).expect("status --json is JSON");
-    assert_eq!(doc["mode"], "read-only (nothing is written)", "{doc}");
+    assert_eq!(doc, serde_json::json!({"mode": "read-only"}), "{doc}");
     m.unmount();
 
     let out = uf2fs().run([OsString::from("status"), tmp.path().into()]);

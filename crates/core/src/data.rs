@@ -601,6 +601,11 @@ impl Fs {
     /// Read-write, a read holds `cp_lock` shared and the inode's lock (writes wait for
     /// it): no writeback moves a block from the page cache to the device under it.
     pub fn read(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.stop_on_damage(self.read_inner(ino, offset, buf))
+    }
+
+    /// [`Fs::read`], before damage it reports stops the volume.
+    fn read_inner(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let _held = self.rw.as_ref().map(|rw| (rw.cp_shared(), rw.lock_inodes(&[ino])));
         let i = self.inode(ino)?;
         match i.kind()? {
@@ -620,6 +625,11 @@ impl Fs {
     /// offset found (at least `offset`), or `None` for `ENXIO` (at or past the end of the
     /// file, or no data after `offset`). Other kinds of inode are [`Error::Invalid`].
     pub fn seek(&self, ino: Ino, offset: u64, whence: Seek) -> Result<Option<u64>> {
+        self.stop_on_damage(self.seek_inner(ino, offset, whence))
+    }
+
+    /// [`Fs::seek`], before damage it reports stops the volume.
+    fn seek_inner(&self, ino: Ino, offset: u64, whence: Seek) -> Result<Option<u64>> {
         let _held = self.rw.as_ref().map(|rw| (rw.cp_shared(), rw.lock_inodes(&[ino])));
         let i = self.inode(ino)?;
         if i.kind()? != FileKind::File {
@@ -634,6 +644,11 @@ impl Fs {
     /// How a compressed file is stored (its algorithm, cluster size, and how many of
     /// its clusters are compressed); `None` for any other inode.
     pub fn compression(&self, ino: Ino) -> Result<Option<crate::compress::FileCompression>> {
+        self.stop_on_damage(self.compression_inner(ino))
+    }
+
+    /// [`Fs::compression`], before damage it reports stops the volume.
+    fn compression_inner(&self, ino: Ino) -> Result<Option<crate::compress::FileCompression>> {
         let i = self.inode(ino)?;
         if !i.inode.is_compressed() {
             return Ok(None);
@@ -649,6 +664,11 @@ impl Fs {
     /// compressed file, plain clusters only. Blocks still in the page cache are listed
     /// where the device holds them (if anywhere).
     pub fn extents(&self, ino: Ino) -> Result<Vec<(u64, u64, u64)>> {
+        self.stop_on_damage(self.extents_inner(ino))
+    }
+
+    /// [`Fs::extents`], before damage it reports stops the volume.
+    fn extents_inner(&self, ino: Ino) -> Result<Vec<(u64, u64, u64)>> {
         let i = self.inode(ino)?;
         if i.inode.has_inline(uf2fs_format::node::F2FS_INLINE_DATA) || i.inode.is_compressed() {
             return Ok(Vec::new());
@@ -667,6 +687,11 @@ impl Fs {
 
     /// Target of a symbolic link.
     pub fn read_link(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.stop_on_damage(self.read_link_inner(ino))
+    }
+
+    /// [`Fs::read_link`], before damage it reports stops the volume.
+    fn read_link_inner(&self, ino: Ino) -> Result<Vec<u8>> {
         let i = self.inode(ino)?;
         if i.kind()? != FileKind::Symlink {
             return Err(Error::NotSymlink(format!("inode {ino}")));

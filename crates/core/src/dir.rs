@@ -235,6 +235,11 @@ impl Fs {
 
     /// Look `name` up in directory `dir` ("." and ".." work too). `Error::NotFound` if absent.
     pub fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        self.stop_on_damage(self.lookup_inner(dir, name))
+    }
+
+    /// [`Fs::lookup`], before damage it reports stops the volume.
+    fn lookup_inner(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
         let d = self.dir_inode(dir)?;
         if name == b"." {
             return Ok(dir);
@@ -303,6 +308,11 @@ impl Fs {
 
     /// All entries of a directory except "." and "..", in on-disk order.
     pub fn read_dir(&self, dir: Ino) -> Result<Vec<DirEntry>> {
+        self.stop_on_damage(self.read_dir_inner(dir))
+    }
+
+    /// [`Fs::read_dir`], before damage it reports stops the volume.
+    fn read_dir_inner(&self, dir: Ino) -> Result<Vec<DirEntry>> {
         let d = self.dir_inode(dir)?;
         self.mapper(&d).read_dir()
     }

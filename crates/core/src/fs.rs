@@ -181,6 +181,18 @@ impl Fs {
         self.writable()
     }
 
+    /// Passes `r` on; when it reports damage ([`Error::Corrupt`]) on a read-write
+    /// volume, the volume stops writing first (as Linux F2FS's `f2fs_stop_checkpoint`):
+    /// every later change, fsync, GC pass and checkpoint fails with `EIO` and nothing
+    /// more reaches the device, so that damage is not built on. What the last
+    /// checkpoint holds stays readable; fsck.f2fs repairs the image.
+    pub(crate) fn stop_on_damage<T>(&self, r: Result<T>) -> Result<T> {
+        if let (Err(e @ Error::Corrupt { .. }), Some(rw)) = (&r, &self.rw) {
+            rw.fail(e);
+        }
+        r
+    }
+
     /// A reader of inode `i`'s data, directory entries and xattrs (dirty pages first).
     pub(crate) fn mapper<'a>(&'a self, i: &'a InodeRef) -> Mapper<'a> {
         Mapper {
@@ -361,6 +373,11 @@ impl ReadWrite {
             ))),
             None => Ok(()),
         }
+    }
+
+    /// Why the file system stopped writing, if it did (see `failed`).
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Marks the file system failed (see `failed`).

@@ -201,6 +201,6 @@ impl Fs {
 
     /// Attributes of an inode.
     pub fn stat(&self, ino: Ino) -> Result<Stat> {
-        self.inode(ino)?.stat()
+        self.stop_on_damage(self.inode(ino).and_then(|i| i.stat()))
     }
 }

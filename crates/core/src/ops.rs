@@ -7,7 +7,8 @@
 //!   ([`crate::tree::Tree::block_pool`]) so that no operation racing it takes them;
 //! - carries the node tree writer ([`crate::tree::Tree`]) and the node ids taken ahead;
 //! - fails the whole file system when it fails after its first change
-//!   ([`Op::commit`], [`Op::end`]), so that the image keeps its last checkpoint;
+//!   ([`Op::commit`], [`Op::end`]), or finds damage on the image, so that the image
+//!   keeps its last checkpoint;
 //! - writes the dirty nodes out at its end when they passed their bound.
 //!
 //! [`Fs::with_room`] is the retry every operation that can run out of space takes:
@@ -87,8 +88,9 @@ impl<'a> Op<'a> {
         self.t.release_pool();
         if let Err(e) = &r {
             // uf2fs's own bug stops the volume even before the first change: its state
-            // in memory cannot be trusted.
-            if self.changing || e.is_bug() {
+            // in memory cannot be trusted; so does damage found on the image
+            // ([`Fs::stop_on_damage`]): nothing more is built on it.
+            if self.changing || e.is_bug() || matches!(e, Error::Corrupt { .. }) {
                 self.rw.fail(e);
             }
             return r;

@@ -87,3 +87,45 @@ fn a_damaged_dentry_block_is_named_with_its_block() {
     let fs = open(&damaged, RW);
     expect_corrupt_at(fs.create(d, b"new", 0o644, 0, 0), at, "create in the damaged directory");
 }
+
+/// Damage found on a read-write volume stops it, as Linux's `f2fs_stop_checkpoint`:
+/// the read that found it reports it, every later change, fsync, GC pass and checkpoint
+/// is refused with `EIO` naming the damage, nothing more reaches the device (the
+/// unmount included), the status says why, and undamaged files still read.
+#[test]
+fn damage_found_stops_the_volume() {
+    let (image, d, f0) = image();
+    let at = open(&image, RO).node_blkaddr(f0).unwrap();
+    let mut damaged = image.clone();
+    damaged[at as usize * BLOCK + I_MODE..][..2].copy_from_slice(&0o644u16.to_le_bytes());
+    let sb = uf2fs_format::superblock::Superblock::decode(&damaged[1024..1024 + 3072]).unwrap();
+    let (dev, counter) = uf2fs_core::device::counting(Box::new(MemDevice::new(damaged)), &sb);
+    let fs = Fs::open_device_with(dev, "damaged", RW).unwrap();
+    let f1 = fs.lookup(d, b"f1").unwrap();
+    assert!(fs.status().unwrap().writes.unwrap().stopped.is_none());
+    let before = counter.counts().total();
+    expect_corrupt_at(fs.stat(f0), at, "stat of the damaged inode");
+    let why = fs
+        .status()
+        .unwrap()
+        .writes
+        .unwrap()
+        .stopped
+        .expect("the status names the stop");
+    assert!(why.contains(&format!("at block {at:#x}")), "{why}");
+    assert!(fs.status_report().unwrap().contains("stopped:"));
+    let refused = |what: &str, r: Result<(), Error>| {
+        let e = r.expect_err(what);
+        assert_eq!(e.errno(), 5, "{what}: {e}");
+        assert!(e.to_string().contains(&why), "{what}: {e}");
+    };
+    refused("create", fs.create(d, b"new", 0o644, 0, 0).map(drop));
+    refused("write", fs.write(f1, 0, b"x").map(drop));
+    refused("unlink", fs.unlink(d, b"f2"));
+    refused("fsync", fs.fsync(f1, false));
+    refused("gc", fs.gc(uf2fs_core::GcKind::Foreground).map(drop));
+    refused("checkpoint", fs.write_checkpoint().map(drop));
+    assert_eq!(fs.stat(f1).unwrap().ino, f1, "undamaged inodes still read");
+    assert!(fs.unmount().is_err(), "the unmount cannot write its checkpoint");
+    assert_eq!(counter.counts().total(), before, "nothing was written after the damage");
+}

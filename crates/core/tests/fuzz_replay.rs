@@ -85,7 +85,35 @@ fn recovery_inputs_pass() {
 
 #[test]
 fn write_inputs_pass() {
-    assert!(replay("write", write::run) >= 5);
+    assert!(
+        replay("write", |data| {
+            write::run(data);
+        }) >= 5
+    );
+}
+
+/// The write target's `damage-*` seeds damage a block the session reads: the volume
+/// reports it, stops, and refuses the changes that follow (and the target's device
+/// wrapper sees no write after it).
+#[test]
+fn write_seeds_reach_a_stopped_volume() {
+    let seeds: Vec<PathBuf> = inputs("corpus", "write")
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("damage-"))
+        })
+        .collect();
+    assert!(seeds.len() >= 2, "the damage-* seeds are missing");
+    for path in seeds {
+        let data = std::fs::read(&path).unwrap();
+        let o = write::run(&data);
+        assert!(
+            o.opened && o.damage_reported && o.refused >= 3,
+            "{}: {o:?}",
+            path.display()
+        );
+    }
 }
 
 #[test]

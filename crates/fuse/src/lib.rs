@@ -66,6 +66,11 @@ pub use uf2fs_core;
 /// xattr namespace, so it cannot clash with a stored attribute, and it is not listed.
 pub const STATUS_XATTR: &str = "uf2fs.status";
 
+/// Name of the extended attribute of a mount's root directory that holds the mount's
+/// status as JSON ([`uf2fs_core::gc::Status`] serialised: `uf2fs status --json`, field
+/// names in docs/json.md); like [`STATUS_XATTR`], in no namespace and not listed.
+pub const STATUS_JSON_XATTR: &str = "uf2fs.status.json";
+
 /// The kernel's default periodic checkpoint interval (sysfs `cp_interval`).
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 

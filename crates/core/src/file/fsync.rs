@@ -28,6 +28,11 @@ impl Fs {
     /// recovery frees the blocks it held (more than 128 of them: a
     /// checkpoint). `datasync` changes nothing: both write the same.
     pub fn fsync(&self, ino: Ino, datasync: bool) -> Result<()> {
+        self.stop_on_damage(self.fsync_inner(ino, datasync))
+    }
+
+    /// [`Fs::fsync`], before damage it reports stops the volume.
+    fn fsync_inner(&self, ino: Ino, datasync: bool) -> Result<()> {
         let _ = datasync;
         let rw = self.rw()?;
         self.live_inode(ino)?;

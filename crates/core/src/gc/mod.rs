@@ -36,6 +36,8 @@ mod snapshot;
 pub(crate) mod state;
 mod status;
 
+pub use status::{ByKind, DeviceBlocks, Fsyncs, GcCalls, Paced, Recovered, Status, WriteStatus, Writeback};
+
 pub use background::{BgCleaner, BgOutcome, BgTimes};
 use migrate::Migration;
 pub use migrate::Moved;
@@ -369,6 +371,11 @@ impl Fs {
     /// sections are free or nothing is left to clean; background: one victim), and
     /// returns the sections it emptied. For tests, the lab and the background thread.
     pub fn gc(&self, kind: GcKind) -> Result<u64> {
+        self.stop_on_damage(self.gc_inner(kind))
+    }
+
+    /// [`Fs::gc`], before damage it reports stops the volume.
+    fn gc_inner(&self, kind: GcKind) -> Result<u64> {
         let rw = self.rw()?;
         let mut writer = rw.cp_exclusive();
         rw.check_failed()?;

@@ -143,6 +143,11 @@ impl Fs {
     /// and the inode's lock, so that it never sees an inode and an xattr node from
     /// different changes.
     pub fn list_xattrs(&self, ino: Ino) -> Result<Vec<Xattr>> {
+        self.stop_on_damage(self.list_xattrs_inner(ino))
+    }
+
+    /// [`Fs::list_xattrs`], before damage it reports stops the volume.
+    fn list_xattrs_inner(&self, ino: Ino) -> Result<Vec<Xattr>> {
         let _held = self.rw.as_ref().map(|rw| (rw.cp_shared(), rw.lock_inodes(&[ino])));
         let i = self.inode(ino)?;
         self.mapper(&i).xattrs()

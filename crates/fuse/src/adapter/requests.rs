@@ -159,6 +159,10 @@ impl F2fsFuse {
         if node == INodeNo::ROOT && name.as_bytes() == crate::STATUS_XATTR.as_bytes() {
             return self.fs.status_report().map(String::into_bytes).or_errno();
         }
+        if node == INodeNo::ROOT && name.as_bytes() == crate::STATUS_JSON_XATTR.as_bytes() {
+            let status = self.fs.status().or_errno()?;
+            return serde_json::to_vec(&status).map_err(|_| Errno::EIO);
+        }
         let ino = self.inos.to_core(node)?;
         self.fs
             .get_xattr(ino, name.as_bytes())
