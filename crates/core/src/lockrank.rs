@@ -16,10 +16,12 @@
 //! 7. the device.
 //!
 //! In debug builds every thread keeps the ranks it holds of `cp_lock`, `rename_lock`,
-//! the inode locks and the `SegmentManager` mutex (the locks whose holders wait for
-//! others), and taking one of them while holding one of the same rank or a later one
-//! panics, naming both: a deadlock found by a test instead of a hang in the field.
-//! Release builds keep nothing ([`Ranked`] is then its guard alone).
+//! the inode locks, the `NodeManager`'s dirty-node map and the `SegmentManager` mutex
+//! (the locks whose holders wait for others), and taking one of them while holding one
+//! of the same rank or a later one panics, naming both: a deadlock found by a test
+//! instead of a hang in the field. Functions that need a lock held (or none held, before
+//! they wait) say so with [`assert_held`] and [`assert_none_held`]. Release builds keep
+//! nothing ([`Ranked`] is then its guard alone, the assertions nothing).
 
 use std::ops::{Deref, DerefMut};
 
@@ -35,8 +37,8 @@ pub(crate) enum Rank {
     /// The page cache's mutex and the open-inode table (not tracked).
     #[allow(dead_code)]
     PageCache = 4,
-    /// The `NodeManager`'s locks (not tracked).
-    #[allow(dead_code)]
+    /// The `NodeManager`'s locks (tracked: the dirty-node map, the one held while
+    /// the `SegmentManager` is locked).
     Nodes = 5,
     /// The `SegmentManager` mutex.
     Segments = 6,
@@ -137,6 +139,44 @@ impl<G: DerefMut> DerefMut for Ranked<G> {
     fn deref_mut(&mut self) -> &mut G::Target {
         &mut self.guard
     }
+}
+
+/// Panics (debug builds) unless the thread holds a lock of `rank`: the precondition
+/// of a function that `what` names.
+#[track_caller]
+pub(crate) fn assert_held(rank: Rank, what: &str) {
+    #[cfg(not(debug_assertions))]
+    let _ = (rank, what);
+    #[cfg(debug_assertions)]
+    HELD.with(|h| {
+        if !h.borrow().contains(&rank) && !std::thread::panicking() {
+            panic!("{what} needs {rank:?} (rank {}) held; see crate::lockrank", rank as u8);
+        }
+    });
+}
+
+/// Panics (debug builds) when the thread holds a lock of `rank` or a later one, before
+/// `what` (which waits for others that take such locks).
+#[track_caller]
+pub(crate) fn assert_none_held(rank: Rank, what: &str) {
+    #[cfg(not(debug_assertions))]
+    let _ = (rank, what);
+    #[cfg(debug_assertions)]
+    HELD.with(|h| {
+        if let Some(&worst) = h.borrow().iter().max() {
+            if worst >= rank && !std::thread::panicking() {
+                panic!("{what} with {worst:?} (rank {}) held; see crate::lockrank", worst as u8);
+            }
+        }
+    });
+}
+
+/// Locks a `NodeManager` mutex of rank [`Rank::Nodes`] (the dirty-node map), its rank
+/// recorded (debug builds).
+pub(crate) fn lock_nodes<T>(m: &std::sync::Mutex<T>) -> Ranked<std::sync::MutexGuard<'_, T>> {
+    Ranked::take(Rank::Nodes, || {
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    })
 }
 
 /// Locks the segment manager's mutex, its rank recorded (debug builds).

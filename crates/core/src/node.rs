@@ -16,6 +16,7 @@ use uf2fs_format::superblock::Superblock;
 
 mod cache;
 mod free_nid;
+mod order;
 mod path;
 mod write;
 pub use path::{is_dnode, node_path, NodePath, TreeShape};
@@ -97,8 +98,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Looks nodes up by id, and (read-write) keeps dirty node blocks and free node ids.
 /// Locks, outermost first: `dirty`, `free_nids`, `nat`, `nat_cache`, `node_cache`,
 /// `counts`. No NodeManager lock is held while the SegmentManager is locked, except
-/// `dirty` while dirty nodes are written out or moved, and in `free_node`
-/// (NodeManager -> SegmentManager, the order of `crate::lockrank`).
+/// `dirty` while a write-out takes its blocks (or GC moves nodes), and in `free_node`
+/// (NodeManager -> SegmentManager, the order of `crate::lockrank`). Neither is held
+/// while node blocks are written: see [`NodeManager::write_dirty_nodes`].
 pub struct NodeManager {
     geometry: uf2fs_format::Geometry,
     nat_blkaddr: u32,
@@ -109,8 +111,11 @@ pub struct NodeManager {
     reserved: [u32; 2],
     nat_cache: Mutex<ClockCache<NodeBlock>>,
     node_cache: Mutex<ClockCache<NodeBlock>>,
-    /// Node blocks changed since they were last written (read-write only).
+    /// Node blocks changed since they were last written, and those being written
+    /// (read-write only).
     dirty: Mutex<write::DirtyNodes>,
+    /// The order node write-outs reach the device in ([`order`]).
+    order: order::WriteOrder,
     /// Node ids ready to hand out (read-write only).
     free_nids: Mutex<free_nid::FreeNids>,
     /// Direct nodes freed since the last checkpoint that had been written (to the
@@ -159,6 +164,7 @@ impl NodeManager {
             nat_cache: cache(NAT_CACHE_BLOCKS),
             node_cache: cache(NODE_CACHE_BLOCKS),
             dirty: Mutex::new(write::DirtyNodes::default()),
+            order: order::WriteOrder::default(),
             free_nids: Mutex::new(free_nid::FreeNids::new(cp.next_free_nid, sb.max_nid())),
             freed_dnodes: Mutex::new(HashMap::new()),
         }
@@ -308,7 +314,7 @@ impl NodeManager {
             let addr = self.checked_node_addr(nid, ino, e)?;
             let b = dev.read_shared(addr)?;
             attempt += 1;
-            let dirty = lock(&self.dirty);
+            let dirty = crate::lockrank::lock_nodes(&self.dirty);
             let current = !dirty.contains(nid) && self.nat_entry(dev, nid)?.block_addr == e.block_addr;
             if !current && attempt < READ_ATTEMPTS_MAX {
                 continue;

@@ -30,6 +30,7 @@ impl Fs {
         writer: &mut CheckpointWriter,
         umount: bool,
     ) -> Result<CheckpointReport> {
+        crate::lockrank::assert_held(crate::lockrank::Rank::Checkpoint, "a checkpoint");
         rw.check_failed()?;
         // Dirty data first, then the nodes pointing at it, then the NAT (in the writer).
         let before_nat = |cp_ver: u64| -> Result<()> {

@@ -7,13 +7,32 @@
 //! entry at the new block (version kept). A node is freed by pointing its NAT entry at
 //! `NULL_ADDR` with the version bumped (kept when it was never written, as the kernel
 //! does) and invalidating its block.
+//!
+//! A write-out runs in two phases, so that no lock other operations need is held
+//! across its device writes (up to [`DIRTY_NODES_MAX`] blocks):
+//!
+//! 1. under the dirty-node map's lock and the segment manager's mutex: the nodes leave
+//!    the dirty map, take their blocks, get their footers stamped, the blocks they
+//!    replace are invalidated, and the write-out takes its ticket in the node write
+//!    sequence ([`super::order`]); then, the segment manager released, the nodes are
+//!    published: new NAT entries, the clean cache, and `DirtyNodes::writing`, where
+//!    the blocks stay pinned until written (a reader that misses the dirty map finds
+//!    them there, never an address whose block is not yet written: the clean cache
+//!    alone could drop them);
+//! 2. with no lock held: the write-out waits for its turn (every write-out that took
+//!    its blocks before it has written them), writes its blocks in runs of consecutive
+//!    addresses, and unpins them. A failed write leaves them pinned (memory stays
+//!    right for readers), fails every later turn, and the caller fails the volume, as
+//!    for any I/O error during a write-out.
 
+use super::order::Ticket;
 use super::{lock, NodeBlock, NodeManager};
 use crate::device::{BlockDevice, WriteKind};
+use crate::lockrank::{lock_nodes, Ranked};
 use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
 use uf2fs_format::nat::NatEntry;
 use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
@@ -37,13 +56,21 @@ pub(super) struct DirtyNode {
 }
 
 /// Dirty node blocks by node id, with a count per log and the ids by inode (so that
-/// fsync finds one inode's nodes without looking at the others).
+/// fsync finds one inode's nodes without looking at the others), and the blocks being
+/// written.
 #[derive(Default)]
 pub(super) struct DirtyNodes {
     map: BTreeMap<u32, DirtyNode>,
     per_log: [u64; NR_LOGS],
     by_ino: HashMap<u32, BTreeSet<u32>>,
+    /// Nodes a write-out published (NAT entry, clean cache) whose blocks may not be on
+    /// the device yet, by node id: the address being written and the block (see the
+    /// module notes). Not dirty: a change makes a dirty copy.
+    writing: HashMap<u32, (u64, NodeBlock)>,
 }
+
+/// The dirty-node map's guard.
+type DirtyGuard<'a> = Ranked<MutexGuard<'a, DirtyNodes>>;
 
 /// The inode a node block belongs to, from its footer (0 for a block that is not a
 /// node block's size, which no dirty node is).
@@ -79,13 +106,24 @@ impl DirtyNodes {
             .unwrap_or_default()
     }
 
-    /// Whether node `nid` is dirty.
+    /// Whether node `nid` is dirty or being written (its block on the device, if any,
+    /// may be older).
     pub(super) fn contains(&self, nid: u32) -> bool {
-        self.map.contains_key(&nid)
+        self.map.contains_key(&nid) || self.writing.contains_key(&nid)
     }
 
+    /// The block of node `nid` if dirty or being written.
+    fn block(&self, nid: u32) -> Option<NodeBlock> {
+        match self.map.get(&nid) {
+            Some(n) => Some(Arc::clone(&n.block)),
+            None => self.writing.get(&nid).map(|(_, b)| Arc::clone(b)),
+        }
+    }
+
+    /// Forgets node `nid` (freed): dirty copy and pin.
     fn remove(&mut self, nid: u32) {
         self.take(nid);
+        self.writing.remove(&nid);
     }
 
     /// Takes node `nid` out, if dirty.
@@ -104,8 +142,8 @@ impl DirtyNodes {
     }
 }
 
-/// A node being written out: its id, its NAT entry (before the write, then after it)
-/// and its block.
+/// A node being written out: its id, its NAT entry (before its block is taken, then
+/// after) and its block.
 struct Pending {
     nid: u32,
     entry: NatEntry,
@@ -120,20 +158,27 @@ fn is_real(addr: u32) -> bool {
     addr != NULL_ADDR && addr != NEW_ADDR
 }
 
-fn lock_segs(segs: &Mutex<SegmentManager>) -> crate::lockrank::Ranked<std::sync::MutexGuard<'_, SegmentManager>> {
+fn lock_segs(segs: &Mutex<SegmentManager>) -> Ranked<MutexGuard<'_, SegmentManager>> {
     crate::lockrank::lock_segments(segs)
 }
 
+/// Blocks to write at consecutive addresses from the first.
+type Run = (u64, Vec<NodeBlock>);
+
 impl NodeManager {
-    /// The dirty copy of node `nid`, if any.
+    fn lock_dirty(&self) -> DirtyGuard<'_> {
+        lock_nodes(&self.dirty)
+    }
+
+    /// The dirty copy of node `nid`, or its block being written, if any.
     pub(super) fn dirty_block(&self, nid: u32) -> Option<NodeBlock> {
-        lock(&self.dirty).map.get(&nid).map(|n| n.block.clone())
+        self.lock_dirty().block(nid)
     }
 
     /// Stores a changed node block (footer already set) to be written to `log`.
     pub(crate) fn store_dirty(&self, nid: u32, block: Vec<u8>, log: LogType) {
         debug_assert_eq!(block.len(), self.geometry.block_size());
-        lock(&self.dirty).insert(
+        self.lock_dirty().insert(
             nid,
             DirtyNode {
                 block: Arc::new(block),
@@ -163,14 +208,15 @@ impl NodeManager {
         // Out of the clean cache first, so that `block` is likely the only holder.
         lock(&self.node_cache).pop(nid);
         // The dirty map, then the NAT: the order `write_dirty_nodes` takes them in.
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         let node = match dirty.take(nid) {
             Some(node) => {
                 drop(block);
                 node.block
             }
             None => {
-                if Arc::strong_count(&block) > 1 {
+                // A block still being written stays on the device: not forgotten.
+                if Arc::strong_count(&block) > 1 && !dirty.writing.contains_key(&nid) {
                     if let Ok(e) = self.nat_entry(dev, nid) {
                         if is_real(e.block_addr) {
                             dev.forget(e.block_addr as u64);
@@ -187,12 +233,12 @@ impl NodeManager {
 
     /// Dirty node blocks in all.
     pub fn dirty_node_count(&self) -> usize {
-        lock(&self.dirty).map.len()
+        self.lock_dirty().map.len()
     }
 
     /// Dirty node blocks by the log they go to.
     pub fn dirty_nodes_by_log(&self) -> [u64; NR_LOGS] {
-        lock(&self.dirty).per_log
+        self.lock_dirty().per_log
     }
 
     /// Makes `nid` (taken with [`NodeManager::alloc_nid`]) a new node of inode `ino`
@@ -208,7 +254,7 @@ impl NodeManager {
         log: LogType,
     ) -> Result<()> {
         // Held throughout, so that no write-out of dirty nodes runs halfway through.
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         let e = self.nat_entry(dev, nid)?;
         if e.block_addr != NULL_ADDR {
             let (place, at) = self.nat_entry_location(nid);
@@ -249,7 +295,7 @@ impl NodeManager {
     pub(crate) fn free_node(&self, dev: &dyn BlockDevice, segs: &Mutex<SegmentManager>, nid: u32) -> Result<()> {
         // Held throughout, so that no write-out of dirty nodes moves the node between
         // reading its NAT entry and dropping it.
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         let e = self.nat_entry(dev, nid)?;
         let mut version = e.version;
         match e.block_addr {
@@ -283,11 +329,14 @@ impl NodeManager {
         Ok(())
     }
 
-    /// Writes every dirty node block out of place to its log (see the module notes);
-    /// `node_ver` is the footer version of nodes written now (the last checkpoint's
-    /// [`crate::checkpoint::CheckpointState::node_version`]). Returns
-    /// the blocks written. An error leaves memory ahead of the device: the caller must
-    /// refuse further checkpoints.
+    /// Writes every dirty node block out of place to its log, in the two phases of the
+    /// module notes (neither the dirty map nor the segment manager locked while the
+    /// blocks are written); `node_ver` is the footer version of nodes written now (the
+    /// last checkpoint's [`crate::checkpoint::CheckpointState::node_version`]). Returns
+    /// the blocks written, once they are on the device, and with them every block an
+    /// earlier write-out took (also when nothing is dirty: a checkpoint's NAT then points
+    /// at written blocks only). An error leaves memory ahead of the device: the caller
+    /// must fail the volume.
     pub(crate) fn write_dirty_nodes(
         &self,
         dev: &dyn BlockDevice,
@@ -295,16 +344,20 @@ impl NodeManager {
         segs: &Mutex<SegmentManager>,
         node_ver: u64,
     ) -> Result<usize> {
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         if dirty.map.is_empty() {
-            return Ok(0);
+            drop(dirty);
+            return self.order.drain().map(|()| 0);
         }
         let mut entries = Vec::with_capacity(dirty.map.len());
         for &nid in dirty.map.keys() {
             entries.push(self.nat_entry(dev, nid)?);
         }
-        // Out of the map while they are written; back in it if anything fails.
-        let map = std::mem::take(&mut *dirty).map;
+        // Out of the map while they are written; back in it if they cannot be.
+        let d = &mut *dirty;
+        let map = std::mem::take(&mut d.map);
+        d.per_log = [0; NR_LOGS];
+        d.by_ino.clear();
         let pending: Vec<Pending> = (map.into_iter().zip(entries))
             .map(|((nid, node), entry)| Pending {
                 nid,
@@ -313,7 +366,7 @@ impl NodeManager {
                 marks: 0,
             })
             .collect();
-        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
+        self.write_out(dev, sb, segs, dirty, pending, 0, node_ver, WriteKind::UserNode)
     }
 
     /// Writes at most `max` dirty nodes (the lowest node ids first) as
@@ -328,7 +381,7 @@ impl NodeManager {
         node_ver: u64,
         max: usize,
     ) -> Result<usize> {
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         let nids: Vec<u32> = dirty.map.keys().take(max).copied().collect();
         if nids.is_empty() {
             return Ok(0);
@@ -347,7 +400,7 @@ impl NodeManager {
                 marks: 0,
             });
         }
-        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode)
+        self.write_out(dev, sb, segs, dirty, pending, 0, node_ver, WriteKind::UserNode)
     }
 
     /// Writes inode `ino`'s dirty direct nodes (inode, direct and xattr nodes: what
@@ -360,7 +413,8 @@ impl NodeManager {
     /// direct node, so a torn fsync can replay some of its nodes without the inode's
     /// size). With `dent`, the inode block also gets the dentry mark (recovery then
     /// adds its name to its parent). Indirect nodes stay dirty: recovery rebuilds them. `node_ver` as for
-    /// [`NodeManager::write_dirty_nodes`]. Returns the blocks written.
+    /// [`NodeManager::write_dirty_nodes`]. Returns the blocks written, once on the
+    /// device (with every block an earlier write-out took: see [`super::order`]).
     ///
     /// `empty` (`(nid, offset)`: direct nodes freed since the last checkpoint, where the
     /// file has no direct node now) go first, each as a direct node of that offset with
@@ -381,8 +435,9 @@ impl NodeManager {
     ) -> Result<usize> {
         // Read before the dirty map is locked (reads look at it); the caller holds the
         // inode, so if it is not dirty below, this is its block.
+        crate::lockrank::assert_held(crate::lockrank::Rank::Inodes, "an fsync's node write-out");
         let clean_inode = self.read(dev, ino, ino)?;
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         let mine: Vec<u32> = dirty
             .of_inode(ino)
             .into_iter()
@@ -434,85 +489,114 @@ impl NodeManager {
                 marks,
             });
         }
-        if records == 0 {
-            return self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::UserNode);
-        }
-        let mut all = pending;
-        {
-            let mut s = lock_segs(segs);
-            if let Err(e) = write_pending(dev, sb, &mut s, &mut all, node_ver, WriteKind::UserNode) {
-                dirty.put_back(all.split_off(records));
-                return Err(e);
-            }
-            for p in &all[..records] {
-                s.invalidate(p.entry.block_addr as u64)?;
-            }
-        }
-        let nodes = all.split_off(records);
-        self.written_clean(&nodes);
-        Ok(records + nodes.len())
+        self.write_out(dev, sb, segs, dirty, pending, records, node_ver, WriteKind::UserNode)
     }
 
-    /// Writes `pending` (taken out of `dirty`, which the caller holds) to their logs
-    /// ([`write_pending`]), then records them clean; on an error they go back into
-    /// `dirty`. Returns the blocks written.
+    /// Writes `pending` (taken out of the dirty map, whose guard is `dirty`) to their
+    /// logs in the two phases of the module notes. The first `records` are records
+    /// only (see [`NodeManager::write_fsync_nodes`]): not published, and their blocks
+    /// invalidated once written. If no block can be taken the nodes go back into the
+    /// dirty map. Returns the blocks written, once on the device.
     #[allow(clippy::too_many_arguments)]
     fn write_out(
         &self,
         dev: &dyn BlockDevice,
         sb: &Superblock,
         segs: &Mutex<SegmentManager>,
-        dirty: &mut DirtyNodes,
+        mut dirty: DirtyGuard<'_>,
         mut pending: Vec<Pending>,
+        records: usize,
         node_ver: u64,
         kind: WriteKind,
     ) -> Result<usize> {
-        if let Err(e) = write_pending(dev, sb, &mut lock_segs(segs), &mut pending, node_ver, kind) {
-            dirty.put_back(pending);
-            return Err(e);
+        // A checkpoint (cp_lock exclusive) never runs beside a write-out: it finds
+        // every node either dirty or written.
+        crate::lockrank::assert_held(crate::lockrank::Rank::Checkpoint, "a node write-out");
+        // Phase 1: blocks, footers and a place in the write sequence under the segment
+        // manager's mutex (tickets follow allocation order); then published.
+        let (runs, ticket) = {
+            let mut s = lock_segs(segs);
+            match take_blocks(dev, sb, &mut s, &mut pending, node_ver) {
+                Ok(runs) => (runs, self.order.ticket()),
+                Err(e) => {
+                    dirty.put_back(pending.split_off(records));
+                    return Err(e);
+                }
+            }
+        };
+        self.publish(&mut dirty, &pending[records..]);
+        drop(dirty);
+        // Phase 2: no lock held but the caller's (cp_lock, inode locks).
+        self.issue(dev, ticket, &runs, kind)?;
+        if records > 0 {
+            let mut s = lock_segs(segs);
+            for p in &pending[..records] {
+                s.invalidate(p.entry.block_addr as u64)?;
+            }
         }
-        self.written_clean(&pending);
+        let mut dirty = self.lock_dirty();
+        for p in &pending[records..] {
+            let addr = p.entry.block_addr as u64;
+            if dirty.writing.get(&p.nid).is_some_and(|(a, _)| *a == addr) {
+                dirty.writing.remove(&p.nid);
+            }
+        }
         Ok(pending.len())
     }
 
-    /// Records the nodes of `written`, just written, as clean: their new NAT entries,
-    /// and their blocks in the clean cache.
-    fn written_clean(&self, written: &[Pending]) {
+    /// Publishes the nodes of `taken`, which have their blocks (not yet written): their
+    /// new NAT entries, their blocks in the clean cache and pinned in `dirty.writing`
+    /// until written. The caller holds the dirty map (`dirty`), so that a reader finds
+    /// each node either dirty or at its new address with its block pinned.
+    fn publish(&self, dirty: &mut DirtyNodes, taken: &[Pending]) {
         {
             let mut nat = lock(&self.nat);
-            for p in written {
+            for p in taken {
                 nat.dirty.insert(p.nid, p.entry);
             }
         }
-        let mut cache = lock(&self.node_cache);
-        for p in written {
-            cache.put(p.nid, Arc::clone(&p.node.block));
+        {
+            let mut cache = lock(&self.node_cache);
+            for p in taken {
+                cache.put(p.nid, Arc::clone(&p.node.block));
+            }
         }
+        for p in taken {
+            dirty
+                .writing
+                .insert(p.nid, (p.entry.block_addr as u64, Arc::clone(&p.node.block)));
+        }
+    }
+
+    /// Writes `runs` when `ticket`'s turn comes (every write-out that took blocks
+    /// before has then written them). A failure ends the sequence (every later
+    /// write-out fails) and is returned.
+    fn issue(&self, dev: &dyn BlockDevice, ticket: Ticket<'_>, runs: &[Run], kind: WriteKind) -> Result<()> {
+        let turn = ticket.turn()?;
+        for (start, blocks) in runs {
+            // Shared with the device, which keeps them without a copy when it can.
+            if let Err(e) = dev.write_shared(*start, blocks, kind) {
+                turn.failed(format!("writing {} node blocks at {start:#x}: {e}", blocks.len()));
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }
 
-/// Takes blocks, stamps, writes (in runs of consecutive addresses) and invalidates the
-/// replaced blocks of the nodes in `nodes`, in order; each node's entry becomes its new
-/// NAT entry. On an error the nodes are left as they are (some stamped), for the caller
-/// to keep dirty.
-fn write_pending(
+/// Takes blocks for the nodes of `nodes`, in order, stamps them, and invalidates the
+/// blocks they replace; each node's entry becomes its new NAT entry. Returns the blocks
+/// to write, in runs of consecutive addresses (nothing is written here). On an error
+/// the nodes are left as they are (some stamped), for the caller to keep dirty.
+fn take_blocks(
     dev: &dyn BlockDevice,
     sb: &Superblock,
     segs: &mut SegmentManager,
     nodes: &mut [Pending],
     node_ver: u64,
-    kind: WriteKind,
-) -> Result<()> {
-    // The blocks of `nodes[run..i]` go to consecutive addresses from `run_start`.
-    let mut run = 0;
-    let mut run_start = 0u64;
-    // Shared with the device, which keeps them without a copy when it can.
-    let flush = |run: &[Pending], start: u64| {
-        let blocks: Vec<NodeBlock> = run.iter().map(|p| Arc::clone(&p.node.block)).collect();
-        dev.write_shared(start, &blocks, kind)
-    };
-    for i in 0..nodes.len() {
-        let p = &mut nodes[i];
+) -> Result<Vec<Run>> {
+    let mut runs: Vec<Run> = Vec::new();
+    for p in nodes.iter_mut() {
         let sum = Summary {
             nid: p.nid,
             version: p.entry.version,
@@ -543,20 +627,18 @@ fn write_pending(
             "node {} about to be written with another node's footer",
             p.nid
         );
-        let len = i - run;
-        if len > 0 && (run_start + len as u64 != addr || len >= GATHER_BLOCKS_MAX) {
-            flush(&nodes[run..i], run_start)?;
-            run = i;
-        }
-        if run == i {
-            run_start = addr;
+        match runs.last_mut() {
+            Some((start, blocks)) if *start + blocks.len() as u64 == addr && blocks.len() < GATHER_BLOCKS_MAX => {
+                blocks.push(Arc::clone(&p.node.block))
+            }
+            _ => runs.push((addr, vec![Arc::clone(&p.node.block)])),
         }
         if is_real(old) {
             segs.invalidate(old as u64)?;
         }
-        nodes[i].entry.block_addr = addr as u32;
+        p.entry.block_addr = addr as u32;
     }
-    flush(&nodes[run..], run_start)
+    Ok(runs)
 }
 
 /// Makes `b` the node block as written: footer's checkpoint version (`node_ver`) and
@@ -590,14 +672,14 @@ impl NodeManager {
         nodes: &[(u32, NatEntry)],
         log_of: &dyn Fn(&NodeFooter) -> LogType,
     ) -> Result<usize> {
-        let mut dirty = lock(&self.dirty);
+        let mut dirty = self.lock_dirty();
         // Out of the dirty map while they are written; in it if anything fails.
         let mut pending = Vec::with_capacity(nodes.len());
         let mut loaded = Ok(());
         for &(nid, entry) in nodes {
             let node = match dirty.take(nid) {
                 Some(node) => node,
-                None => match self.load_to_move(dev, nid, entry, log_of) {
+                None => match self.load_to_move(dev, nid, entry, dirty.block(nid), log_of) {
                     Ok(node) => node,
                     Err(e) => {
                         loaded = Err(e);
@@ -616,20 +698,22 @@ impl NodeManager {
             dirty.put_back(pending);
             return Err(e);
         }
-        self.write_out(dev, sb, segs, &mut dirty, pending, node_ver, WriteKind::GcNode)
+        self.write_out(dev, sb, segs, dirty, pending, 0, node_ver, WriteKind::GcNode)
     }
 
-    /// A clean node to move, from the clean cache (or the device), its footer checked
-    /// against its NAT `entry` and its log found by `log_of`.
+    /// A clean node to move: `writing` (its block while a write-out writes it), else
+    /// from the clean cache (or the device), its footer checked against its NAT `entry`
+    /// and its log found by `log_of`.
     fn load_to_move(
         &self,
         dev: &dyn BlockDevice,
         nid: u32,
         entry: NatEntry,
+        writing: Option<NodeBlock>,
         log_of: &dyn Fn(&NodeFooter) -> LogType,
     ) -> Result<DirtyNode> {
         let cached = lock(&self.node_cache).pop(nid);
-        let block = match cached {
+        let block = match writing.or(cached) {
             Some(b) => b,
             None => dev.read_shared(entry.block_addr as u64)?,
         };

@@ -81,6 +81,7 @@ impl<'a> Run<'a> {
 /// the inode's lock and `cp_lock`; an error leaves memory ahead of the device, so the
 /// caller must fail the file system. Returns the pages written.
 pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
+    crate::lockrank::assert_held(crate::lockrank::Rank::Checkpoint, "writing an inode's pages");
     let pages = t.pages.inode_snapshot(ino);
     if pages.is_empty() {
         return Ok(0);

@@ -1,8 +1,10 @@
 //! One file's slow fsync stalls nothing else of the mount: while an fsync waits on a
 //! device whose flushes take 400 ms, and a LOOKUP of that file waits for its inode,
 //! LOOKUPs, CREATEs and READs in another directory, served by the adapter's own
-//! request functions, each finish within a bound. The figures of docs/lock-stalls.md
-//! come from here (`--nocapture` prints them).
+//! request functions, each finish within a bound; likewise while an fsync (or, for
+//! LOOKUPs, a checkpoint) writes hundreds of node blocks to a device where each block
+//! written takes 1 ms. The figures of docs/lock-stalls.md come from here
+//! (`--nocapture` prints them).
 
 use std::ffi::OsStr;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use uf2fs_core::device::{MemDevice, SlowFlushDevice};
 use uf2fs_core::mkfs::{mkfs_blocks, MkfsOptions};
-use uf2fs_core::Fs;
+use uf2fs_core::{Fs, Ino};
 
 use super::F2fsFuse;
 
@@ -124,6 +126,210 @@ fn a_slow_fsync_stalls_no_request_in_another_directory() {
         );
     }
     delay.set(Duration::ZERO);
+    drop(fuse);
+    Arc::try_unwrap(fs).ok().unwrap().unmount().unwrap();
+}
+
+/// Time each block written takes on the slow-write device.
+const WRITE_DELAY: Duration = Duration::from_millis(1);
+
+/// Direct nodes of the file whose fsync (or whose checkpoint) writes them: one block
+/// every 4 MiB, so each in a direct node of its own.
+const DNODES: u64 = 400;
+
+/// Times, in turn until `busy` says stop (and at least three rounds), a LOOKUP, a
+/// CREATE, a READ and a WRITE of files other than the one being written out: `g` and
+/// `h` in directory `b`.
+struct Others {
+    lookups: Vec<Duration>,
+    creates: Vec<Duration>,
+    reads: Vec<Duration>,
+    writes: Vec<Duration>,
+}
+
+impl Others {
+    fn measure(fuse: &F2fsFuse, fs: &Fs, b: Ino, g: Ino, h: Ino, tag: &str, busy: impl Fn() -> bool) -> Others {
+        let mut o = Others {
+            lookups: Vec::new(),
+            creates: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+        };
+        let node = |ino| fuse.inos.to_fuse(ino);
+        let start = Instant::now();
+        let mut buf = vec![0u8; 16384];
+        let mut i = 0;
+        while busy() || i < 3 {
+            let t = Instant::now();
+            fuse.lookup_entry(node(b), OsStr::new("g")).unwrap().unwrap();
+            o.lookups.push(t.elapsed());
+            let t = Instant::now();
+            let name = format!("{tag}{i}");
+            fuse.make(node(b), |fs, dir| fs.create(dir, name.as_bytes(), 0o644, 0, 0))
+                .unwrap();
+            o.creates.push(t.elapsed());
+            let t = Instant::now();
+            assert_eq!(fs.read(g, 0, &mut buf).unwrap(), buf.len());
+            o.reads.push(t.elapsed());
+            let t = Instant::now();
+            fs.write(h, (i % 64) * 4096, &[i as u8; 4096]).unwrap();
+            o.writes.push(t.elapsed());
+            i += 1;
+            if start.elapsed() > Duration::from_secs(60) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        o
+    }
+
+    /// The figures as one line: median and max of each, in ms.
+    fn line(&mut self) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let mut parts = vec![format!("{} rounds", self.lookups.len())];
+        for (what, v) in [
+            ("lookup", &mut self.lookups),
+            ("create", &mut self.creates),
+            ("read", &mut self.reads),
+            ("write", &mut self.writes),
+        ] {
+            let max = v.iter().copied().max().unwrap();
+            parts.push(format!("{what} median {:.2} max {:.1} ms", ms(median(v)), ms(max)));
+        }
+        parts.join(", ")
+    }
+}
+
+/// A volume on a slow device (delays off until set): directories `a` (file `f`, with a
+/// block every 4 MiB for [`DNODES`] direct nodes, checkpointed, then written again so
+/// its pages are dirty) and `b` (files `g`, 16 KiB, and `h`). Returns the file system,
+/// the delays, and `a`, `b`, `f`, `g`, `h`.
+fn spread_file_volume() -> (Arc<Fs>, uf2fs_core::device::FlushDelay, [Ino; 5]) {
+    let bytes = 64u64 << 20;
+    let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
+    let mut image = vec![0u8; bytes as usize];
+    for (addr, data) in writes {
+        let at = addr as usize * 4096;
+        image[at..at + data.len()].copy_from_slice(&data);
+    }
+    let (dev, delay) = SlowFlushDevice::new(Box::new(MemDevice::new(image)));
+    let opts = uf2fs_core::OpenOptions { read_write: true };
+    let fs = Arc::new(Fs::open_device_with(Box::new(dev), "slow", opts).unwrap());
+    let root = fs.root();
+    let a = fs.mkdir(root, b"a", 0o755, 0, 0).unwrap().ino;
+    let b = fs.mkdir(root, b"b", 0o755, 0, 0).unwrap().ino;
+    let f = fs.create(a, b"f", 0o644, 0, 0).unwrap().ino;
+    let g = fs.create(b, b"g", 0o644, 0, 0).unwrap().ino;
+    let h = fs.create(b, b"h", 0o644, 0, 0).unwrap().ino;
+    fs.write(g, 0, &[9u8; 16384]).unwrap();
+    for i in 0..DNODES {
+        fs.write(f, i << 22, &[1u8; 4096]).unwrap();
+    }
+    fs.sync_fs().unwrap();
+    for i in 0..DNODES {
+        fs.write(f, i << 22, &[2u8; 4096]).unwrap();
+    }
+    (fs, delay, [a, b, f, g, h])
+}
+
+/// While one file's fsync writes its [`DNODES`] data blocks and then as many direct
+/// nodes (one write-out) to a device where each block written takes 1 ms, LOOKUPs,
+/// CREATEs, READs and WRITEs of other files each finish within [`BOUND`].
+#[test]
+fn a_slow_node_write_out_stalls_no_request_on_other_files() {
+    let (fs, delay, [_, b, f, g, h]) = spread_file_volume();
+    let fuse = Arc::new(F2fsFuse::new(Arc::clone(&fs), true));
+    delay.set_write(WRITE_DELAY);
+    let syncer = {
+        let (fuse, f) = (Arc::clone(&fuse), fuse.inos.to_fuse(f));
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            fuse.sync(f, false).unwrap();
+            t.elapsed()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let mut o = Others::measure(&fuse, &fs, b, g, h, "w", || !syncer.is_finished());
+    let fsync = syncer.join().unwrap();
+    println!(
+        "stalls (slow writes, fsync): write {:.0} ms per block; fsync {:.0} ms; other files: {}",
+        WRITE_DELAY.as_secs_f64() * 1e3,
+        fsync.as_secs_f64() * 1e3,
+        o.line()
+    );
+    assert!(
+        fsync >= WRITE_DELAY * 2 * DNODES as u32,
+        "the fsync wrote its data and nodes"
+    );
+    for (what, v) in [
+        ("lookup", &o.lookups),
+        ("create", &o.creates),
+        ("read", &o.reads),
+        ("write", &o.writes),
+    ] {
+        let worst = v.iter().copied().max().unwrap();
+        assert!(
+            worst < BOUND,
+            "a {what} of another file took {worst:?} behind a slow fsync"
+        );
+    }
+    delay.set_write(Duration::ZERO);
+    drop(fuse);
+    Arc::try_unwrap(fs).ok().unwrap().unmount().unwrap();
+}
+
+/// While a checkpoint writes [`DNODES`] data blocks and more node blocks to a device
+/// where each block written takes 1 ms, LOOKUPs of other files finish within
+/// [`BOUND`] (they take no lock the checkpoint holds). CREATEs, READs and WRITEs wait
+/// for the checkpoint by design (`cp_lock`, as Linux F2FS's cp_rwsem): measured, not
+/// bounded.
+#[test]
+fn a_slow_checkpoint_write_out_stalls_no_lookup() {
+    let (fs, delay, [_, b, _, g, h]) = spread_file_volume();
+    let fuse = Arc::new(F2fsFuse::new(Arc::clone(&fs), true));
+    delay.set_write(WRITE_DELAY);
+    let syncer = {
+        let fs = Arc::clone(&fs);
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            fs.sync_fs().unwrap();
+            t.elapsed()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    // Lookups alone while the checkpoint runs, then the rest (which wait for it).
+    let node = |ino| fuse.inos.to_fuse(ino);
+    let mut lookups = Vec::new();
+    let start = Instant::now();
+    while !syncer.is_finished() && start.elapsed() < Duration::from_secs(60) {
+        let t = Instant::now();
+        fuse.lookup_entry(node(b), OsStr::new("g")).unwrap().unwrap();
+        lookups.push(t.elapsed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let checkpoint = syncer.join().unwrap();
+    let worst = lookups.iter().copied().max().unwrap_or_default();
+    println!(
+        "stalls (slow writes, checkpoint): write {:.0} ms per block; checkpoint {:.0} ms; \
+         other directory: {} lookups, median {:.2} max {:.1} ms",
+        WRITE_DELAY.as_secs_f64() * 1e3,
+        checkpoint.as_secs_f64() * 1e3,
+        lookups.len(),
+        median(&mut lookups.clone()).as_secs_f64() * 1e3,
+        worst.as_secs_f64() * 1e3,
+    );
+    assert!(
+        lookups.len() >= 3,
+        "the checkpoint took {checkpoint:?}: too short to measure"
+    );
+    assert!(
+        worst < BOUND,
+        "a lookup in another directory took {worst:?} behind a slow checkpoint"
+    );
+    // The others still work afterwards.
+    let mut o = Others::measure(&fuse, &fs, b, g, h, "c", || false);
+    assert_eq!(o.lookups.len(), 3, "{}", o.line());
+    delay.set_write(Duration::ZERO);
     drop(fuse);
     Arc::try_unwrap(fs).ok().unwrap().unmount().unwrap();
 }
