@@ -137,9 +137,9 @@ const WRITE_DELAY: Duration = Duration::from_millis(1);
 /// every 4 MiB, so each in a direct node of its own.
 const DNODES: u64 = 400;
 
-/// Times, in turn until `busy` says stop (and at least three rounds), a LOOKUP, a
-/// CREATE, a READ and a WRITE of files other than the one being written out: `g` and
-/// `h` in directory `b`.
+/// Times LOOKUPs, CREATEs, READs and WRITEs of files other than the one being
+/// written out (`g` and `h` in directory `b`), each kind in a thread of its own, 5 ms
+/// apart, until `busy` says stop (and at least three of each).
 struct Others {
     lookups: Vec<Duration>,
     creates: Vec<Duration>,
@@ -148,45 +148,62 @@ struct Others {
 }
 
 impl Others {
-    fn measure(fuse: &F2fsFuse, fs: &Fs, b: Ino, g: Ino, h: Ino, tag: &str, busy: impl Fn() -> bool) -> Others {
-        let mut o = Others {
-            lookups: Vec::new(),
-            creates: Vec::new(),
-            reads: Vec::new(),
-            writes: Vec::new(),
-        };
+    fn measure(
+        fuse: &F2fsFuse,
+        fs: &Fs,
+        b: Ino,
+        g: Ino,
+        h: Ino,
+        tag: &str,
+        busy: &(dyn Fn() -> bool + Sync),
+    ) -> Others {
         let node = |ino| fuse.inos.to_fuse(ino);
         let start = Instant::now();
-        let mut buf = vec![0u8; 16384];
-        let mut i = 0;
-        while busy() || i < 3 {
-            let t = Instant::now();
+        let times = |op: &(dyn Fn(u64) + Sync)| {
+            let mut v = Vec::new();
+            let mut i = 0;
+            while (busy() || i < 3) && start.elapsed() < Duration::from_secs(60) {
+                let t = Instant::now();
+                op(i);
+                v.push(t.elapsed());
+                i += 1;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            v
+        };
+        let lookup = |_| {
             fuse.lookup_entry(node(b), OsStr::new("g")).unwrap().unwrap();
-            o.lookups.push(t.elapsed());
-            let t = Instant::now();
+        };
+        let create = |i| {
             let name = format!("{tag}{i}");
             fuse.make(node(b), |fs, dir| fs.create(dir, name.as_bytes(), 0o644, 0, 0))
                 .unwrap();
-            o.creates.push(t.elapsed());
-            let t = Instant::now();
+        };
+        let read = |_| {
+            let mut buf = vec![0u8; 16384];
             assert_eq!(fs.read(g, 0, &mut buf).unwrap(), buf.len());
-            o.reads.push(t.elapsed());
-            let t = Instant::now();
+        };
+        let write = |i: u64| {
             fs.write(h, (i % 64) * 4096, &[i as u8; 4096]).unwrap();
-            o.writes.push(t.elapsed());
-            i += 1;
-            if start.elapsed() > Duration::from_secs(60) {
-                break;
+        };
+        std::thread::scope(|s| {
+            let l = s.spawn(|| times(&lookup));
+            let c = s.spawn(|| times(&create));
+            let r = s.spawn(|| times(&read));
+            let w = times(&write);
+            Others {
+                lookups: l.join().unwrap(),
+                creates: c.join().unwrap(),
+                reads: r.join().unwrap(),
+                writes: w,
             }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        o
+        })
     }
 
     /// The figures as one line: median and max of each, in ms.
     fn line(&mut self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let mut parts = vec![format!("{} rounds", self.lookups.len())];
+        let mut parts = Vec::new();
         for (what, v) in [
             ("lookup", &mut self.lookups),
             ("create", &mut self.creates),
@@ -194,7 +211,12 @@ impl Others {
             ("write", &mut self.writes),
         ] {
             let max = v.iter().copied().max().unwrap();
-            parts.push(format!("{what} median {:.2} max {:.1} ms", ms(median(v)), ms(max)));
+            parts.push(format!(
+                "{} {what}s median {:.2} max {:.1} ms",
+                v.len(),
+                ms(median(v)),
+                ms(max)
+            ));
         }
         parts.join(", ")
     }
@@ -249,7 +271,7 @@ fn a_slow_node_write_out_stalls_no_request_on_other_files() {
         })
     };
     std::thread::sleep(Duration::from_millis(20));
-    let mut o = Others::measure(&fuse, &fs, b, g, h, "w", || !syncer.is_finished());
+    let mut o = Others::measure(&fuse, &fs, b, g, h, "w", &|| !syncer.is_finished());
     let fsync = syncer.join().unwrap();
     println!(
         "stalls (slow writes, fsync): write {:.0} ms per block; fsync {:.0} ms; other files: {}",
@@ -327,7 +349,7 @@ fn a_slow_checkpoint_write_out_stalls_no_lookup() {
         "a lookup in another directory took {worst:?} behind a slow checkpoint"
     );
     // The others still work afterwards.
-    let mut o = Others::measure(&fuse, &fs, b, g, h, "c", || false);
+    let mut o = Others::measure(&fuse, &fs, b, g, h, "c", &|| false);
     assert_eq!(o.lookups.len(), 3, "{}", o.line());
     delay.set_write(Duration::ZERO);
     drop(fuse);
