@@ -113,11 +113,6 @@ impl SegmentManager {
     /// Sections that will be free after the next checkpoint, beyond the free ones.
     pub fn prefree_section_gain(&self) -> u32 {
         let spsec = self.geo.segs_per_sec;
-        if spsec == 1 {
-            // A prefree segment is then a whole section of its own: the answer is the
-            // set's size, without a walk over thousands of segments after a large removal.
-            return self.prefree.len() as u32;
-        }
         // Prefree segments come in order, so a section's segments are adjacent: each
         // section is looked at once, without gathering them (this runs before every
         // operation under the default policy).
