@@ -194,7 +194,7 @@ impl Fs {
             });
         }
         let a = self.accounting()?;
-        let settings = self.settings().clone();
+        let settings = self.settings();
         let policy = self.gc_policy()?;
         let rw = self.rw()?;
         let (rolled, checkpointed) = rw.fsync_track().counts();
@@ -204,7 +204,7 @@ impl Fs {
         let writeback = self.writeback_setup().map(|(policy, contexts)| Writeback {
             contexts: contexts as u64,
             policy,
-            pages_by_context: self.writeback_stats().iter().map(|c| c.pages as u64).collect(),
+            pages_by_context: self.writeback_stats().iter().map(|c| c.pages).collect(),
         });
         let pacing = self.gc_pacing()?;
         let p = self.pacing_stats()?;
@@ -244,7 +244,7 @@ impl Fs {
                 stopped: rw.failure(),
                 gc_policy: policy.to_string(),
                 background_gc: settings.background_gc.name(),
-                active_logs: settings.active_logs.count() as u32,
+                active_logs: settings.active_logs.count(),
                 fsync_mode: settings.fsync_mode.name(),
                 fsyncs: Fsyncs {
                     roll_forward: rolled,
@@ -287,7 +287,7 @@ impl Fs {
                 writeback,
                 gc_pacing: pacing.pacing.name(),
                 gc_latency_target_us: (pacing.pacing == crate::GcPacing::Adaptive)
-                    .then(|| pacing.latency_target.as_micros() as u64),
+                    .then_some(pacing.latency_target.as_micros() as u64),
                 paced,
                 gc_time: p.gc_time.as_secs_f64(),
                 batch_sections,
