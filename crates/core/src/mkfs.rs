@@ -22,7 +22,9 @@ use uf2fs_format::checkpoint::Checkpoint;
 use uf2fs_format::superblock::*;
 pub use uf2fs_format::Geometry;
 
-/// Features `mkfs` can make, by superblock bit.
+/// Features `mkfs` can make, by superblock bit. `encrypt` and `verity` are flags only,
+/// as mkfs.f2fs sets them: the volume may hold encrypted or verity files (made later by
+/// Linux); nothing else on disk changes.
 pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_EXTRA_ATTR
     | FEATURE_INODE_CHKSUM
@@ -31,7 +33,9 @@ pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_SB_CHKSUM
     | FEATURE_LOST_FOUND
     | FEATURE_COMPRESSION
-    | FEATURE_RO;
+    | FEATURE_RO
+    | FEATURE_ENCRYPT
+    | FEATURE_VERITY;
 /// Features that need extra_attr (room in the inode for their fields).
 const NEED_EXTRA_ATTR: u32 =
     FEATURE_INODE_CHKSUM | FEATURE_FLEXIBLE_INLINE_XATTR | FEATURE_INODE_CRTIME | FEATURE_COMPRESSION;

@@ -175,18 +175,23 @@ impl Fs {
 
     /// Opens a freshly made image for filling by a builder (`uf2fs mkfs IMAGE SOURCE`):
     /// as [`Fs::open_rw`], and a volume with the `ro` feature is accepted too (it is
-    /// refused for writing otherwise, as Linux mounts it read-only only). On an `ro`
-    /// volume only the hot data and hot node logs are written, no summary goes to the
-    /// SSA (it has none) and nothing is ever cleaned: a tree too large is `ENOSPC`.
+    /// refused for writing otherwise, as Linux mounts it read-only only), as are the
+    /// `encrypt` and `verity` flags (a fresh volume has no encrypted or verity inode;
+    /// the mount refuses volumes with them for writing). On an `ro` volume only the hot
+    /// data and hot node logs are written, no summary goes to the SSA (it has none) and
+    /// nothing is ever cleaned: a tree too large is `ENOSPC`.
     pub fn open_to_build(image: &Path) -> Result<Fs> {
+        use uf2fs_format::superblock::{FEATURE_ENCRYPT, FEATURE_RO, FEATURE_VERITY};
         let options = OpenOptions { read_write: true };
         let (dev, sbc) = open_devices(image, &[], true)?;
-        let ro = sbc.sb.has(uf2fs_format::superblock::FEATURE_RO);
-        if !ro {
+        let ro = sbc.sb.has(FEATURE_RO);
+        if !ro && !sbc.sb.has(FEATURE_ENCRYPT) && !sbc.sb.has(FEATURE_VERITY) {
             return Fs::mount(dev, sbc, vec![image.to_path_buf()], options);
         }
         let fs = Fs::mount_checked(dev, sbc, vec![image.to_path_buf()], options, check_buildable)?;
-        fs.set_gc_enabled(false)?;
+        if ro {
+            fs.set_gc_enabled(false)?;
+        }
         Ok(fs)
     }
 

@@ -248,6 +248,19 @@ fn matrix(size: u64) {
     }
 }
 
+/// `encrypt` and `verity` are flags only, in mkfs.f2fs as here: the same superblock,
+/// checkpoint and blocks as mkfs.f2fs's.
+#[test]
+fn encrypt_and_verity_flags_match_mkfs_f2fs() {
+    for features in [
+        "encrypt",
+        "extra_attr,verity",
+        "extra_attr,encrypt,verity,inode_checksum,sb_checksum",
+    ] {
+        println!("{}", check(200 * MIB, 1, features));
+    }
+}
+
 #[test]
 fn matrix_64_mib() {
     matrix(64 * MIB);
@@ -394,7 +407,7 @@ fn bad_options_write_nothing() {
 fn unsupported_features_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("img");
-    for name in ["encrypt", "casefold", "verity", "quota", "project_quota"] {
+    for name in ["casefold", "quota", "project_quota"] {
         let opts = MkfsOptions {
             size_bytes: Some(GIB),
             features: parse_features(&format!("extra_attr,{name}")).unwrap(),

@@ -28,9 +28,9 @@ use uf2fs_format::checkpoint::{
 };
 use uf2fs_format::consts::NR_CURSEG_DATA_TYPE;
 use uf2fs_format::superblock::{
-    Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_CASEFOLD, FEATURE_COMPRESSION, FEATURE_EXTRA_ATTR,
+    Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_CASEFOLD, FEATURE_COMPRESSION, FEATURE_ENCRYPT, FEATURE_EXTRA_ATTR,
     FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_RO,
-    FEATURE_SB_CHKSUM,
+    FEATURE_SB_CHKSUM, FEATURE_VERITY,
 };
 
 /// Features uf2fs can write images with (besides the default set, which has none).
@@ -65,10 +65,11 @@ pub fn check_writable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
 }
 
 /// [`check_writable`] for a volume being built ([`crate::Fs::open_to_build`]): the `ro`
-/// feature is accepted.
+/// feature is accepted, and so are `encrypt` and `verity`, volume flags that a fresh
+/// volume carries without any encrypted or verity inode (the builder makes none).
 pub fn check_buildable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
     let mut plain = sb.clone();
-    plain.feature &= !FEATURE_RO;
+    plain.feature &= !(FEATURE_RO | FEATURE_ENCRYPT | FEATURE_VERITY);
     check_writable_features(&plain, cps)
 }
 
