@@ -120,6 +120,31 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     fs::set_permissions(&a, fs::Permissions::from_mode(0o666)).unwrap();
     assert_eq!(ioctl(&a, 0x0000_f501, "", Some("65534")), "ERR 13");
 
+    // Defragment, as f2fs_io asks for it: the data stays.
+    let data = fs::read(&a).unwrap();
+    ok(&["f2fs_io", "defrag_file", "0", "32768", a_s]);
+    assert_eq!(fs::read(&a).unwrap(), data);
+
+    // A commit is durable at once: a killed mount keeps it.
+    let c = mnt.join("committed");
+    fs::write(&c, b"old").unwrap();
+    ok(&[
+        "f2fs_io",
+        "write",
+        "1",
+        "0",
+        "3",
+        "inc_num",
+        "atomic_commit",
+        c.to_str().unwrap(),
+    ]);
+    let want = fs::read(&c).unwrap();
+    assert_eq!(want.len(), 3 * 4096);
+    m.kill();
+    fsck::clean(&img, tmp.path());
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "allow_other"]);
+    assert_eq!(fs::read(mnt.join("committed")).unwrap(), want);
+    assert_eq!(fs::read(mnt.join("atomic")).unwrap(), data);
     // Pins (`f2fs_io pinfile`): set and read back; fallocate gives the pinned file
     // zeroed blocks; a foreground GC leaves them; another user gets EACCES, a
     // defragment EINVAL; unpinned by `SET_PIN_FILE` 0 (f2fs_io has no command).
@@ -143,31 +168,6 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     assert_eq!(ioctl(&pf, 0x4004_f50d, "00000000", None), "OK 00000000");
     assert!(ok(&["f2fs_io", "pinfile", "get", pf_s]).contains("un-pinned"));
 
-    // Defragment, as f2fs_io asks for it: the data stays.
-    let data = fs::read(&a).unwrap();
-    ok(&["f2fs_io", "defrag_file", "0", "32768", a_s]);
-    assert_eq!(fs::read(&a).unwrap(), data);
-
-    // A commit is durable at once: a killed mount keeps it.
-    let c = mnt.join("committed");
-    fs::write(&c, b"old").unwrap();
-    ok(&[
-        "f2fs_io",
-        "write",
-        "1",
-        "0",
-        "3",
-        "inc_num",
-        "atomic_commit",
-        c.to_str().unwrap(),
-    ]);
-    let want = fs::read(&c).unwrap();
-    assert_eq!(want.len(), 3 * 4096);
-    m.kill();
-    fsck::clean(&img, tmp.path());
-    let mut m = Mounted::start(&img, &mnt, &log, &[]);
-    assert_eq!(fs::read(mnt.join("committed")).unwrap(), want);
-    assert_eq!(fs::read(mnt.join("atomic")).unwrap(), data);
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
     fsck::clean(&img, tmp.path());
