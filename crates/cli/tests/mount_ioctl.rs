@@ -100,12 +100,6 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     fs::set_permissions(&a, fs::Permissions::from_mode(0o666)).unwrap();
     assert_eq!(ioctl(&a, 0x0000_f501, "", Some("65534")), "ERR 13");
 
-    // Pins: f2fs_io reads one; pinning is refused (docs/ioctls.md).
-    let (_, said) = run(&["f2fs_io", "pinfile", "get", a_s]);
-    assert!(said.contains("un-pinned") || said.contains("0"), "{said}");
-    let (success, said) = run(&["f2fs_io", "pinfile", "set", a_s]);
-    assert!(!success, "pinfile set: {said}");
-
     // Defragment, as f2fs_io asks for it: the data stays.
     let data = fs::read(&a).unwrap();
     ok(&["f2fs_io", "defrag_file", "0", "32768", a_s]);
@@ -128,12 +122,40 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     assert_eq!(want.len(), 3 * 4096);
     m.kill();
     fsck::clean(&img, tmp.path());
-    let mut m = Mounted::start(&img, &mnt, &log, &[]);
+    let mut m = Mounted::start(&img, &mnt, &log, &["-o", "allow_other"]);
     assert_eq!(fs::read(mnt.join("committed")).unwrap(), want);
     assert_eq!(fs::read(mnt.join("atomic")).unwrap(), data);
+    // Pins (`f2fs_io pinfile`): set and read back; fallocate gives the pinned file
+    // zeroed blocks; a foreground GC leaves them; another user gets EACCES, a
+    // defragment EINVAL; unpinned by `SET_PIN_FILE` 0 (f2fs_io has no command).
+    let pf = mnt.join("pinned");
+    fs::write(&pf, b"").unwrap();
+    let pf_s = pf.to_str().unwrap();
+    assert!(ok(&["f2fs_io", "pinfile", "get", pf_s]).contains("un-pinned"));
+    ok(&["f2fs_io", "pinfile", "set", pf_s]);
+    assert!(ok(&["f2fs_io", "pinfile", "get", pf_s]).contains("pinned with 0"));
+    assert!(ok(&["f2fs_io", "getflags", pf_s]).contains("nocow(pinned)"));
+    ok(&["f2fs_io", "fallocate", "0", "0", "1048576", pf_s]);
+    assert_eq!(fs::read(&pf).unwrap(), vec![0u8; 1 << 20]);
+    ok(&["f2fs_io", "write", "1", "0", "4", "inc_num", "buffered", pf_s]);
+    let pinned_data = fs::read(&pf).unwrap();
+    assert_eq!(ioctl(&mnt, 0x4004_f506, "01000000", None), "OK 01000000");
+    assert_eq!(fs::read(&pf).unwrap(), pinned_data);
+    assert_eq!(ioctl(&pf, 0x4004_f50d, "01000000", Some("65534")), "ERR 13");
+    let range = format!("{}{}", "00".repeat(8), hex_le(1 << 20));
+    assert_eq!(ioctl(&pf, 0xc010_f508, &range, None), "ERR 22");
+    assert_eq!(ioctl(&pf, 0x0000_f501, "", None), "ERR 22");
+    assert_eq!(ioctl(&pf, 0x4004_f50d, "00000000", None), "OK 00000000");
+    assert!(ok(&["f2fs_io", "pinfile", "get", pf_s]).contains("un-pinned"));
+
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
     fsck::clean(&img, tmp.path());
+}
+
+/// `v` as 8 little-endian bytes in hex.
+fn hex_le(v: u64) -> String {
+    v.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn hex(s: &str) -> Vec<u8> {

@@ -107,6 +107,10 @@ pub enum Error {
     /// The operation is refused for this file (`EACCES`), e.g. a default ACL on a file.
     #[error("permission denied: {0}")]
     AccessDenied(String),
+    /// The request cannot be done now; trying again may work (`EAGAIN`), e.g. pinning
+    /// a file GC has failed to move too often.
+    #[error("try again: {0}")]
+    TryAgain(String),
 }
 
 /// Shows raw name bytes in an error message: lossy UTF-8 with control characters
@@ -186,6 +190,7 @@ impl Error {
             Error::AttributeTooBig(_) => 7,                                 // E2BIG
             Error::OutOfRange(_) => 34,                                     // ERANGE
             Error::AccessDenied(_) => 13,                                   // EACCES
+            Error::TryAgain(_) => 11,                                       // EAGAIN
         }
     }
 }

@@ -631,3 +631,48 @@ mod paced {
         }
     }
 }
+
+/// A pinned file (`F2FS_IOC_SET_PIN_FILE`) keeps its blocks: foreground GC leaves
+/// them in a victim whose other blocks are gone (counting a GC failure), an
+/// overwrite goes in place; unpinned, the next pass moves them.
+#[test]
+fn gc_leaves_pinned_files_blocks_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "pin.img", 96 * MIB, 1);
+    let fs = open_rw(&img, GcPolicy::Greedy);
+    let p = fs.create(fs.root(), b"pinned", 0o644, 0, 0).unwrap().ino;
+    let u = fs.create(fs.root(), b"other", 0o644, 0, 0).unwrap().ino;
+    assert_eq!(fs.set_pin_file(p, true).unwrap(), 0);
+    assert_eq!(fs.pin_file(p).unwrap(), 0);
+    let mut versions = vec![0u32; 64];
+    for i in 0..64 {
+        fs.write(p, i * B as u64, &block(i, 0)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    for i in 0..448 {
+        fs.write(u, i * B as u64, &block(i, 9)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    let placed = fs.extents(p).unwrap();
+    fs.unlink(fs.root(), b"other").unwrap();
+    fs.write_checkpoint().unwrap();
+    // In place: an overwrite keeps the addresses.
+    versions[5] = 1;
+    fs.write(p, 5 * B as u64, &block(5, 1)).unwrap();
+    fs.write_checkpoint().unwrap();
+    assert_eq!(fs.extents(p).unwrap(), placed, "an overwrite moved a pinned block");
+    let before = fs.gc_stats().unwrap();
+    fs.gc(GcKind::Foreground).unwrap();
+    assert_eq!(fs.extents(p).unwrap(), placed, "GC moved a pinned block");
+    assert!(fs.pin_file(p).unwrap() >= 1, "no GC failure counted");
+    assert_eq!(fs.gc_stats().unwrap().data_blocks_moved, before.data_blocks_moved);
+    check_file(&fs, p, &versions, "pinned, after GC");
+    // Unpinned (the count reset), the blocks move with the next pass.
+    assert_eq!(fs.set_pin_file(p, false).unwrap(), 0);
+    assert_eq!(fs.pin_file(p).unwrap(), 0);
+    fs.gc(GcKind::Foreground).unwrap();
+    assert_ne!(fs.extents(p).unwrap(), placed, "GC left an unpinned file's blocks");
+    check_file(&fs, p, &versions, "unpinned, after GC");
+    fs.unmount().unwrap();
+    fsck_clean(&img, "pinned file under GC");
+}

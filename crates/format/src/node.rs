@@ -437,6 +437,24 @@ impl Inode {
         self.inline & bit != 0
     }
 
+    /// Whether the file is pinned (`F2FS_PIN_FILE` in `i_inline`, set by
+    /// `F2FS_IOC_SET_PIN_FILE`): GC leaves its blocks where they are.
+    pub fn is_pinned(&self) -> bool {
+        self.has_inline(F2FS_PIN_FILE)
+    }
+
+    /// `i_gc_failures` of a regular file: the GC passes that could not move a pinned
+    /// file's blocks. On disk it is a `__le16` sharing `i_current_depth`'s first bytes.
+    pub fn gc_failures(&self) -> u16 {
+        (self.current_depth & 0xffff) as u16
+    }
+
+    /// Sets `i_gc_failures` (the low half of `i_current_depth`, see
+    /// [`Inode::gc_failures`]).
+    pub fn set_gc_failures(&mut self, n: u16) {
+        self.current_depth = (self.current_depth & 0xffff_0000) | u32::from(n);
+    }
+
     /// Whether the file's contents are encrypted.
     pub fn is_encrypted(&self) -> bool {
         self.advise & FADVISE_ENCRYPT_BIT != 0

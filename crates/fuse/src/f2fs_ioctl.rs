@@ -127,9 +127,8 @@ impl F2fsFuse {
                 Err(Errno::EOPNOTSUPP)
             }
             F2FS_IOC_DEFRAGMENT => self.defragment(req, ino, input),
-            // Linux answers a pinned file's count of GC failures, 0 for any other;
-            // nothing pins a file here (see `set_pin`).
-            F2FS_IOC_GET_PIN_FILE => self.fs.stat(ino).or_errno().map(|_| (0, 0u32.to_ne_bytes().to_vec())),
+            // A pinned file's count of GC failures, 0 for any other.
+            F2FS_IOC_GET_PIN_FILE => self.fs.pin_file(ino).or_errno().map(|n| (0, n.to_ne_bytes().to_vec())),
             F2FS_IOC_SET_PIN_FILE => self.set_pin(req, ino, input),
             F2FS_IOC_START_ATOMIC_WRITE => done(self.atomic_start(req, ino, false)),
             F2FS_IOC_START_ATOMIC_REPLACE => done(self.atomic_start(req, ino, true)),
@@ -174,6 +173,11 @@ impl F2fsFuse {
             return Err(Errno::EROFS);
         }
         Ok(())
+    }
+
+    /// Whether `ino` is pinned (`FS_NOCOW_FL` shows `F2FS_PIN_FILE`).
+    fn pinned(&self, ino: Ino) -> Result<bool, Errno> {
+        Ok(self.fs.file_flags(ino).or_errno()? & FS_NOCOW_FL != 0)
     }
 
     /// `inode_owner_or_capable`: the caller owns `ino` or holds `CAP_FOWNER`.
@@ -236,7 +240,9 @@ impl F2fsFuse {
         if !self.writable {
             return Err(Errno::EROFS);
         }
-        if self.atomic.contains(ino) {
+        // A pinned file is updated in place (`f2fs_should_update_inplace`): Linux does
+        // not defragment it.
+        if self.atomic.contains(ino) || self.pinned(ino)? {
             return Err(Errno::EINVAL);
         }
         let (start, len) = (u64_at(input, 0)?, u64_at(input, 8)?);
@@ -276,8 +282,9 @@ impl F2fsFuse {
         Ok((0, out))
     }
 
-    /// `SET_PIN_FILE` (`f2fs_ioc_set_pin_file`): the owner's, on a regular file;
-    /// unpinning always works, pinning is `EOPNOTSUPP` (see docs/ioctls.md).
+    /// `SET_PIN_FILE` (`f2fs_ioc_set_pin_file`): the owner's, on a regular file not
+    /// under an atomic write; answers (as the ioctl's return value) the file's GC
+    /// failures when pinning, 0 when unpinning.
     fn set_pin(&self, req: &Request, ino: Ino, input: &[u8]) -> Result<Answer, Errno> {
         let pin = u32_at(input, 0)?;
         self.owner(req, ino)?;
@@ -287,14 +294,11 @@ impl F2fsFuse {
         if !self.writable {
             return Err(Errno::EROFS);
         }
-        let pinned = self.fs.file_flags(ino).or_errno()? & FS_NOCOW_FL != 0;
-        match (pin, pinned) {
-            // Nothing to undo.
-            (0, false) => Ok((0, Vec::new())),
-            // uf2fs's cleaner moves every block it finds valid: a pin it cannot
-            // honour is refused, and one made by Linux is kept.
-            _ => Err(Errno::EOPNOTSUPP),
+        if self.atomic.contains(ino) {
+            return Err(Errno::EINVAL);
         }
+        let failures = self.fs.set_pin_file(ino, pin != 0).or_errno()?;
+        Ok((i32::try_from(failures).unwrap_or(i32::MAX), Vec::new()))
     }
 
     /// `START_ATOMIC_WRITE` / `START_ATOMIC_REPLACE` (`f2fs_ioc_start_atomic_write`).

@@ -93,12 +93,18 @@ impl Fs {
         if st.kind != crate::FileKind::File {
             return Err(Error::Invalid(format!("inode {ino} is not a regular file")));
         }
-        if self.inode(ino)?.inode.is_compressed() {
+        let i = self.inode(ino)?;
+        if i.inode.is_compressed() {
             return Err(Error::Unsupported {
                 feature: "compression",
                 detail: format!("atomic write to compressed file {ino}"),
             });
         }
+        if i.inode.is_pinned() {
+            // A pinned file is updated in place: a commit could not be all or nothing.
+            return Err(Error::Invalid(format!("atomic write to pinned file {ino}")));
+        }
+        drop(i);
         Ok(AtomicWrite {
             blocks: BTreeMap::new(),
             size: if replace { 0 } else { st.size },

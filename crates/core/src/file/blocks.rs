@@ -14,6 +14,7 @@
 
 use crate::inode::InodeMut;
 use crate::node::{node_path, NodeBlock, NodePath, TreeShape};
+use crate::segment::LogType;
 use crate::tree::{node_log, set_slot, slot_of as slot, Tree};
 use crate::{Error, Ino, Result};
 use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
@@ -226,6 +227,93 @@ pub fn reserve_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64) -
         index = stop;
     }
     Ok(reserved)
+}
+
+/// Gives every reserved slot (`NEW_ADDR`) of blocks `first..end` a block of its own
+/// from log `log`, written with zeros: what fallocate does for a pinned file, whose
+/// blocks Linux allocates at once (`F2FS_GET_BLOCK_PRE_DIO`) so that they never move
+/// again. The blocks of one node are consecutive in the log. Run after
+/// [`reserve_range`] over the same blocks (the reservations pay for them). Returns the
+/// blocks allocated.
+pub fn allocate_range(t: &mut Tree, inode: &mut InodeMut, first: u64, end: u64, log: LogType) -> Result<u64> {
+    let in_inode = inode.inode.addrs_per_inode() as u64;
+    let (d, _) = fan(inode);
+    let dir = inode.is_dir();
+    let ino = inode.ino;
+    let mut done = 0;
+    let mut index = first;
+    while index < end {
+        let path = node_path(shape(inode), index)?;
+        if path.depth == 0 {
+            let stop = end.min(in_inode);
+            let slots: Vec<usize> = (index as usize..stop as usize)
+                .filter(|&s| inode.slot(s) == NEW_ADDR)
+                .collect();
+            for (s, a) in place_zeroed(t, ino, &slots, log)? {
+                inode.set_slot(s, a);
+            }
+            done += slots.len() as u64;
+            index = stop;
+            continue;
+        }
+        let nid = ensure_dnode(t, inode, &path)?;
+        let start = index - path.slots[path.depth] as u64;
+        let stop = end.min(start + d);
+        let node = read_node(t, nid, ino)?;
+        let mut slots = Vec::new();
+        for s in (index - start) as usize..(stop - start) as usize {
+            if slot(&node, s)? == NEW_ADDR {
+                slots.push(s);
+            }
+        }
+        if !slots.is_empty() {
+            let mut b = node.to_vec();
+            for (s, a) in place_zeroed(t, nid, &slots, log)? {
+                set_slot(&mut b, s, a)?;
+            }
+            store_node(t, nid, b, dir)?;
+            done += slots.len() as u64;
+        }
+        index = stop;
+    }
+    Ok(done)
+}
+
+/// Takes a reserved block of `log` for each of `slots` of node `nid` (an inode's
+/// own slots when `nid` is the inode) and writes zeros to them; returns each slot
+/// with its address.
+fn place_zeroed(t: &Tree, nid: u32, slots: &[usize], log: LogType) -> Result<Vec<(usize, u32)>> {
+    if slots.is_empty() {
+        return Ok(Vec::new());
+    }
+    let version = t.nodes.nat_entry(t.dev, nid)?.version;
+    let mut placed = Vec::with_capacity(slots.len());
+    {
+        let mut segs = crate::lockrank::lock_segments(t.segs);
+        for &s in slots {
+            let sum = uf2fs_format::summary::Summary {
+                nid,
+                version,
+                ofs_in_node: s as u16,
+            };
+            placed.push((s, segs.alloc_reserved_block(t.dev, log, sum)? as u32));
+        }
+    }
+    let bsz = t.sb.geometry().block_size();
+    let zeros = vec![0u8; bsz];
+    // Consecutive addresses go out as one write.
+    let mut i = 0;
+    while i < placed.len() {
+        let mut n = 1;
+        while i + n < placed.len() && placed[i + n].1 == placed[i].1 + n as u32 {
+            n += 1;
+        }
+        let run: Vec<&[u8]> = (0..n).map(|_| zeros.as_slice()).collect();
+        t.dev
+            .write_blocks_from(u64::from(placed[i].1), &run, crate::device::WriteKind::UserData)?;
+        i += n;
+    }
+    Ok(placed)
 }
 
 /// Gives up a data address: a reservation back, or a block invalidated.

@@ -3,6 +3,7 @@
 
 use super::{blocks, data_log, drop_extent, inline, range_need, touch, ALLOC_CHUNK_BLOCKS, PUNCH_CHUNK_BLOCKS};
 use crate::ops::{need, Op};
+use crate::segment::LogType;
 use crate::{Error, Fs, Ino, Result};
 use uf2fs_format::node::FADVISE_KEEP_SIZE_BIT;
 
@@ -161,15 +162,23 @@ impl Op<'_> {
                 i.inode.max_file_bytes()
             )));
         }
+        let pinned = i.inode.is_pinned();
         let log = data_log(&i, self.t.segs);
         let view = inline::converted_view(&i);
         let plan = blocks::plan_range(&self.t, &view, first, end)?;
         let block0 = u64::from(inline::conversion_makes_block(&i));
-        let extra = range_need(&plan, log, block0, block0);
+        // A pinned file's blocks are allocated now, in the cold data log (Linux's
+        // `CURSEG_COLD_DATA_PINNED` outside zoned devices); the reservations pay for them.
+        let room_log = if pinned { LogType::ColdData } else { log };
+        let data = if pinned { end - first + block0 } else { block0 };
+        let extra = range_need(&plan, room_log, data, block0);
         self.ensure_room(extra, (plan.new_direct + plan.new_indirect) as usize)?;
         self.commit();
         inline::convert(&mut self.t, &mut i, log)?;
         blocks::reserve_range(&mut self.t, &mut i, first, end)?;
+        if pinned {
+            blocks::allocate_range(&mut self.t, &mut i, first, end, LogType::ColdData)?;
+        }
         if size_to > i.inode.size {
             i.inode.size = size_to;
         } else if size_to == 0 && req_end > i.inode.size {

@@ -27,6 +27,7 @@ mod copy;
 mod fallocate;
 mod fsync;
 pub mod inline;
+mod pin;
 pub mod synced;
 
 pub use fallocate::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};

@@ -14,6 +14,8 @@ pub struct Moved {
     pub node: u64,
     /// Whether the section was left without a valid block.
     pub emptied: bool,
+    /// Data blocks of pinned files left where they are (`F2FS_PIN_FILE`).
+    pub pinned: u64,
 }
 
 /// The emptying of one victim section, resumable between steps: a cursor over its
@@ -41,6 +43,9 @@ pub struct Migration {
     /// block it held was overwritten meanwhile) and a log writes it again, so nothing in
     /// it is the victim's any more.
     pub(crate) opens: u64,
+    /// A foreground collection: each pinned file whose blocks it leaves counts a GC
+    /// failure (`i_gc_failures`), as Linux's foreground GC does.
+    pub(crate) foreground: bool,
 }
 
 impl Migration {

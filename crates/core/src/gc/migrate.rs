@@ -42,9 +42,11 @@ enum Owner {
 
 /// Moves every valid block of section `secno` (see the module notes); `cp_ver` is the
 /// footer version of node blocks written now (the last checkpoint's node version). All of
-/// [`Migration`]'s steps, one after another, each a whole segment.
-pub fn migrate_section(t: &Tree, secno: u32, cp_ver: u64) -> Result<Moved> {
+/// [`Migration`]'s steps, one after another, each a whole segment. Blocks of pinned
+/// files stay; a `foreground` collection counts a GC failure for each such file.
+pub fn migrate_section(t: &Tree, secno: u32, cp_ver: u64, foreground: bool) -> Result<Moved> {
     let mut m = Migration::new(t, secno);
+    m.foreground = foreground;
     while !m.step(t, cp_ver)? {}
     Ok(m.finish(t))
 }
@@ -69,6 +71,7 @@ impl Migration {
             moved: Moved::default(),
             sums: None,
             opens,
+            foreground: false,
         }
     }
 
@@ -129,7 +132,9 @@ impl Migration {
             if entry.seg_type >= LogType::HotNode as u8 {
                 self.moved.node += move_nodes(t, base, &valid, &sums.entries, cp_ver)?;
             } else {
-                self.moved.data += move_data(t, base, &valid, &sums.entries)?;
+                let (moved, pinned) = move_data(t, base, &valid, &sums.entries, self.foreground)?;
+                self.moved.data += moved;
+                self.moved.pinned += pinned;
             }
             return Ok(Some(valid.len() as u32));
         }
@@ -216,8 +221,13 @@ impl Owner {
     }
 }
 
-fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64> {
+/// Moves the data blocks at offsets `valid` of the segment at `base`; returns the
+/// blocks moved and the blocks of pinned files left in place.
+fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: bool) -> Result<(u64, u64)> {
     let mut owners = Owners::with_capacity_and_hasher(valid.len(), Default::default());
+    // Whether each owning inode is pinned, and the pinned ones met.
+    let mut pin_of: HashMap<u32, bool, foldhash::fast::RandomState> = HashMap::default();
+    let mut pinned_left = 0u64;
     // (inode, old address) of every moved block, for the extent hints.
     let mut hint_addrs: Vec<(u32, u64)> = Vec::with_capacity(valid.len());
     // The run of destination blocks being filled, and where its blocks come from.
@@ -244,6 +254,19 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
                     sum.nid, sum.version
                 ),
             ));
+        }
+        let pinned = match pin_of.get(&e.ino) {
+            Some(&p) => p,
+            None => {
+                let p = t.load_inode(e.ino)?.inode.is_pinned();
+                pin_of.insert(e.ino, p);
+                p
+            }
+        };
+        if pinned {
+            // Linux's GC gives up on a pinned file's blocks (`-EAGAIN`): they stay.
+            pinned_left += 1;
+            continue;
         }
         let owner = match owners.entry(sum.nid) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
@@ -279,6 +302,11 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
     }
     let moved = hint_addrs.len() as u64;
     drop_stale_hints(t, &mut owners, &hint_addrs)?;
+    if foreground {
+        for (&ino, _) in pin_of.iter().filter(|(_, &p)| p) {
+            count_pin_failure(t, ino)?;
+        }
+    }
     // The changed nodes are written with the other dirty nodes (at the checkpoint that
     // frees the section, as the kernel's moved data pages dirty their nodes).
     for (nid, owner) in owners {
@@ -292,7 +320,24 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary]) -> Result<u64
             }),
         }
     }
-    Ok(moved)
+    Ok((moved, pinned_left))
+}
+
+/// Linux's `gc_pin_file_threshold` default (`DEF_GC_FAILED_PINNED_FILES`): a pinned
+/// file whose blocks foreground GC failed to move more often than this is unpinned.
+pub const GC_PIN_FILE_THRESHOLD: u16 = 2048;
+
+/// One more GC failure for pinned inode `ino` (`f2fs_pin_file_control`): its
+/// `i_gc_failures` grows, and past [`GC_PIN_FILE_THRESHOLD`] the pin is dropped, so
+/// that the next collection moves its blocks.
+fn count_pin_failure(t: &Tree, ino: u32) -> Result<()> {
+    let mut i = t.load_inode(ino)?;
+    let n = i.inode.gc_failures().saturating_add(1);
+    i.inode.set_gc_failures(n);
+    if n > GC_PIN_FILE_THRESHOLD {
+        i.inode.inline &= !uf2fs_format::node::F2FS_PIN_FILE;
+    }
+    t.store_inode(i)
 }
 
 /// Clears the extent hint of every inode whose hint covers a moved block address.

@@ -28,6 +28,7 @@ mod batching;
 mod cursor;
 pub mod greedy_model;
 mod migrate;
+pub use migrate::GC_PIN_FILE_THRESHOLD;
 mod paced;
 pub mod pacer;
 mod policies;
@@ -477,6 +478,7 @@ impl Fs {
         // Each round decides from one view of the free space, taken again after
         // anything that changes the segments (a checkpoint, a migrated victim).
         let mut view = SpaceView::take(self, rw);
+        let mut pinned_secs: Vec<u32> = Vec::new();
         loop {
             if seed_loop && view.low(batch) {
                 if node_rules {
@@ -503,7 +505,8 @@ impl Fs {
             first = false;
             // The selection's inputs, of one moment (the view above, with the
             // candidates): nothing changes the segments until the victim is chosen.
-            let inputs = VictimInputs::take(self, rw);
+            let mut inputs = VictimInputs::take(self, rw);
+            inputs.candidates.retain(|c| !pinned_secs.contains(&c.secno));
             let Some(victim) = self.select_from(rw, &inputs, victims.as_ref(), kind) else {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
@@ -533,7 +536,12 @@ impl Fs {
             };
             let cp_ver = writer.last().node_version();
             let started = self.now();
-            let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver)?;
+            let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver, kind == GcKind::Foreground)?;
+            if moved.pinned > 0 {
+                // Blocks of pinned files stay: the section is not picked again in this
+                // pass (Linux's `pinned_secmap`).
+                pinned_secs.push(victim.secno);
+            }
             let ended = self.now();
             {
                 let mut g = rw.gc();

@@ -203,6 +203,13 @@ fn compression_change(i: &InodeMut, kind: FileKind, on: bool, codec: &ClusterCod
     if !on {
         return Ok(None);
     }
+    if kind == FileKind::File && i.inode.is_pinned() {
+        // `f2fs_may_compress`: a pinned file is never compressed.
+        return Err(Error::Invalid(format!(
+            "inode {} is pinned: it cannot be compressed",
+            i.ino
+        )));
+    }
     if kind == FileKind::File && i.inode.geometry.block_size() != uf2fs_format::consts::BLOCK_SIZE {
         return Err(Error::Unsupported {
             feature: "compression",

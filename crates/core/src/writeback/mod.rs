@@ -186,6 +186,7 @@ fn write_group<'a>(
     // (other writers, other writeback contexts) stays in runs as long as its groups,
     // and writeback takes the lock once per node's worth of pages, not once per page.
     let mut addrs: Vec<u64> = Vec::with_capacity(group.len());
+    let pinned = inode.inode.is_pinned();
     {
         let mut s = crate::lockrank::lock_segments(t.segs);
         for (index, page) in group {
@@ -206,6 +207,9 @@ fn write_group<'a>(
                     )))
                 }
                 NEW_ADDR => s.alloc_reserved_block_for(t.dev, page.log, context, sum)?,
+                // A pinned file is updated in place (`f2fs_should_update_inplace`):
+                // its blocks never move.
+                old if pinned => old as u64,
                 old => {
                     let a = s.alloc_block_for(t.dev, page.log, context, sum)?;
                     s.invalidate(old as u64)?;
