@@ -13,7 +13,7 @@ thread_local! {
     static PINNED: std::cell::Cell<Option<RawTime>> = const { std::cell::Cell::new(None) };
 }
 
-/// Makes [`now`] give `t` on the calling thread (`None`: the clock again), for a
+/// Makes the inode clock (`now`) give `t` on the calling thread (`None`: the clock again), for a
 /// builder whose output must not depend on when it ran: the times that creates,
 /// writes and links put in inodes (and in any copy of an inode written before the
 /// builder stamps the final times) are then fixed, and new inodes get generation 0.
