@@ -147,24 +147,28 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         block_size: req.block_size,
         ..MkfsOptions::default()
     };
-    // Progress on a terminal (not with --quiet): the blocks written, most of them zeroing
-    // the old metadata of a device.
+    let report = format(&req.image, &opts, req.quiet)?;
+    if !req.quiet {
+        print_summary(&req.image, &report)?;
+    }
+    Ok(())
+}
+
+/// Formats `image` with `opts`, with progress on a terminal (not with `quiet`): the
+/// blocks written, most of them zeroing the old metadata of a device.
+fn format(image: &Path, opts: &MkfsOptions, quiet: bool) -> anyhow::Result<MkfsReport> {
     let mut progress: Option<Progress> = None;
-    let report = mkfs_with_progress(&req.image, &opts, &mut |done, total| {
-        if req.quiet {
+    let report = mkfs_with_progress(image, opts, &mut |done, total| {
+        if quiet {
             return;
         }
-        let block = req.block_size as u64;
+        let block = opts.block_size as u64;
         progress
             .get_or_insert_with(|| Progress::bytes(Some(total * block), Files::Hidden, "formatting"))
             .set_bytes(done * block);
     });
     drop(progress);
-    let report = report?;
-    if !req.quiet {
-        print_summary(&req.image, &report)?;
-    }
-    Ok(())
+    Ok(report?)
 }
 
 /// Parses a UUID written as 32 hex digits, dashes anywhere.
@@ -291,9 +295,18 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
         req.image.clone()
     };
     let made = (|| -> anyhow::Result<(MkfsReport, crate::pack::PackReport, Option<SparseReport>)> {
-        let report = uf2fs_core::mkfs::mkfs(&build, &mkfs_opts)?;
+        let report = format(&build, &mkfs_opts, req.quiet)?;
         let fs = uf2fs_core::Fs::open_to_build(&build)?;
-        let packed = fill(fs, &opts, &inputs)?;
+        // Progress on a terminal (not with --quiet): inodes made and data bytes
+        // written, out of the scan's totals.
+        let (inodes, bytes) = inputs.work();
+        let progress = if req.quiet {
+            Progress::hidden()
+        } else {
+            Progress::bytes(Some(bytes), Files::Counted(Some(inodes)), "packing")
+        };
+        let packed = fill(fs, &opts, &inputs, &progress)?;
+        progress.finish();
         let sparse = if a.sparse {
             Some(to_sparse(&build, &req.image)?)
         } else {

@@ -1,4 +1,4 @@
-//! Progress of long work (`extract`, `mkfs`) on stderr, drawn only when stderr is a
+//! Progress of long work (`extract`, `mkfs`, building an image from a tree) on stderr, drawn only when stderr is a
 //! terminal (as the bench subcommands do): in a pipe or a log file nothing is written, and
 //! counting costs an atomic add. The bar is cleared when the work ends, so a finished
 //! command leaves only its own output.
@@ -59,6 +59,14 @@ impl Progress {
         bar.set_message(format!(" {what}"));
         bar.enable_steady_tick(Duration::from_millis(200));
         Progress { bar: Some(bar), files }
+    }
+
+    /// Progress that is never drawn (for `--quiet`).
+    pub fn hidden() -> Progress {
+        Progress {
+            bar: None,
+            files: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// Adds `n` bytes done. A total that was an estimate grows to what is done.

@@ -174,3 +174,48 @@ fn mkfs_of_a_device_counts_the_metadata_it_clears() {
     assert!(!totals.is_empty(), "no MiB total drawn:\n{shown}");
     assert!(shown.contains("made F2FS on"), "{shown}");
 }
+
+/// Building an image from a tree: inodes made out of the scan's count and data bytes
+/// written out of its total, with the rate and the time left, on a terminal; nothing on
+/// stderr in a pipe or with `-q`.
+#[test]
+fn mkfs_from_a_tree_shows_progress_on_a_terminal_only() {
+    let tmp = scratch("progress-pack-");
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..30 {
+        let data: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        std::fs::write(src.join(format!("d/f{i:02}")), data).unwrap();
+    }
+    let src_arg = src.to_str().unwrap();
+    let img = tmp.path().join("tty.img");
+    let out = on_terminal(&["mkfs", img.to_str().unwrap(), src_arg]);
+    let shown = text(&out.stdout);
+    // 30 files, their directory and the root.
+    assert!(shown.contains("/32 files packing"), "terminal showed:\n{shown}");
+    for want in ["ETA", "B/s", "/30.00 MiB "] {
+        assert!(shown.contains(want), "no '{want}' in:\n{shown}");
+    }
+    // The summary comes after the bar is cleared.
+    let summary_at = shown.find("packed:").expect("summary");
+    assert!(!shown[summary_at..].contains("packing"), "{shown:?}");
+
+    let img = tmp.path().join("quiet.img");
+    let out = on_terminal(&["mkfs", "-q", img.to_str().unwrap(), src_arg]);
+    assert!(out.stdout.is_empty(), "mkfs -q showed: {:?}", text(&out.stdout));
+
+    let pipe = tmp.path().join("pipe.img");
+    let out = in_pipe(&["mkfs", pipe.to_str().unwrap(), src_arg]);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("packed:"), "{}", text(&out.stdout));
+    // The same image either way.
+    assert_eq!(std::fs::read(&img).unwrap(), std::fs::read(&pipe).unwrap());
+}

@@ -5,7 +5,7 @@ use crate::{Error, FileKind, Fs, Ino, Result, Stat, Timestamp};
 use uf2fs_format::node::Inode;
 
 mod write;
-pub use write::{now, InodeMut};
+pub use write::{now, now_pinned, pin_now, InodeMut};
 
 /// An inode with the raw block its addresses live in.
 #[derive(Clone)]

@@ -52,6 +52,7 @@ pub use gc::{
     Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcStats, PacingSettings, PacingStats, Status,
 };
 pub use info::FsInfo;
+pub use inode::pin_now;
 pub use label::FSLABEL_MAX;
 pub use mkfs::{mkfs, MkfsOptions, MkfsReport};
 pub use mount::OpenOptions;

@@ -145,7 +145,7 @@ fn layouts_linux_misreads_on_ro_volumes_are_found() {
     let fs = Fs::open_to_build(&img).unwrap();
     let codec = ClusterCodec::parse("lz4", 2, false).unwrap();
     // Incompressible data: every cluster is stored plain.
-    let data = noise(12 * 4096 + 100, 5);
+    let data = data::noise(12 * 4096 + 100, 5);
     // (name, holes, the first block Linux misreads)
     let cases: [(&str, &[usize], Option<u64>); 6] = [
         ("whole", &[], None),

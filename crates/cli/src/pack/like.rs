@@ -145,12 +145,16 @@ impl Rule {
     }
 }
 
+/// Compression settings compared across files.
+type SettingsKey = (u8, u8, u8, bool, bool);
+
 /// The compression of the original, when some file is compressed.
 fn infer_compression(files: &[FileSeen]) -> Option<LikeCompression> {
     let compressed: Vec<(&FileSeen, StoredCompression)> =
         files.iter().filter_map(|f| f.stored.map(|s| (f, s))).collect();
     // The settings most compressed files have (ties: the first in tree order).
-    let mut counts: BTreeMap<(u8, u8, u8, bool, bool), (u64, usize)> = BTreeMap::new();
+    // (algorithm, level, log cluster size, checksums, released) -> (files, first).
+    let mut counts: BTreeMap<SettingsKey, (u64, usize)> = BTreeMap::new();
     for (i, (_, s)) in compressed.iter().enumerate() {
         let key = (s.algorithm, s.level, s.log_cluster_size, s.checksum, s.released);
         counts.entry(key).or_insert((0, i)).0 += 1;

@@ -24,6 +24,7 @@ pub mod sparse;
 
 pub use args::PackArgs;
 
+use crate::progress::Progress;
 use anyhow::{bail, Context};
 use contexts::FileContexts;
 use fs_config::{capability_xattr, FsConfig};
@@ -544,12 +545,37 @@ impl Inputs {
     pub fn root_time(&self) -> i64 {
         self.scan.entries[0].mtime.secs
     }
+
+    /// What [`fill`] will do, for its progress: inodes to make, and bytes of file data
+    /// to write (holes not counted).
+    pub fn work(&self) -> (u64, u64) {
+        let inodes = self.scan.entries.iter().filter(|e| e.link_of.is_none()).count() as u64;
+        let bytes = self
+            .scan
+            .entries
+            .iter()
+            .filter(|e| e.link_of.is_none())
+            .flat_map(|e| e.data.iter().map(|&(a, z)| z - a))
+            .sum();
+        (inodes, bytes)
+    }
 }
 
 /// Writes the scanned tree into the freshly made volume `fs` (see the module notes)
-/// and checkpoints it.
-pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs) -> anyhow::Result<PackReport> {
+/// and checkpoints it, counting inodes and data bytes in `progress`.
+pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs, progress: &Progress) -> anyhow::Result<PackReport> {
     fs.set_simulated_clock(Some(u64::MAX))?;
+    // Inode times while building are fixed too (nodes written before the final
+    // stamps, then left behind as stale copies, must not carry the wall clock).
+    struct Unpin;
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            uf2fs_core::pin_now(None);
+        }
+    }
+    let t = opts.timestamp.unwrap_or_else(|| inputs.root_time());
+    uf2fs_core::pin_now(Some((t.max(0) as u64, 0)));
+    let _unpin = Unpin;
     let scan = &inputs.scan;
     let mut ino_of: Vec<Ino> = vec![0; scan.entries.len()];
     let mut report = PackReport {
@@ -592,12 +618,13 @@ pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs) -> anyhow::Result<PackR
         };
         ino_of[i] = ino;
         report.inodes += 1;
+        progress.add_file();
         for (n, v) in &e.xattrs {
             fs.set_xattr(ino, n, v, 0)
                 .with_context(|| format!("cannot set xattr {} of {}", String::from_utf8_lossy(n), shown()))?;
         }
         if e.mode & 0o170000 == 0o100000 {
-            let clusters = write_data(&fs, ino, e, opts).with_context(ctx)?;
+            let clusters = write_data(&fs, ino, e, opts, progress).with_context(ctx)?;
             if let Some(c) = clusters {
                 report.compressed_files += 1;
                 report.compressed_clusters += c;
@@ -645,7 +672,7 @@ pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs) -> anyhow::Result<PackR
 /// Writes the data of regular file `ino` from `e`'s host file: holes stay holes;
 /// compressed files a cluster at a time. Returns the clusters compressed, for a
 /// compressed file.
-fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Result<Option<u64>> {
+fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions, progress: &Progress) -> anyhow::Result<Option<u64>> {
     if e.size == 0 {
         return Ok(None);
     }
@@ -658,7 +685,7 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
         let ro = fs.superblock().has(uf2fs_core::mkfs::parse_features("ro")?);
         let cluster = codec.cluster_blocks() as u64;
         let data = holes::stored_ranges(&e.data, e.size, fs.tree_shape(ino)?, cluster, ro);
-        let compressed = write_compressed(fs, ino, e, &data, &f, &codec)?;
+        let compressed = write_compressed(fs, ino, e, &data, &f, &codec, progress)?;
         if ro {
             if let Some(m) = fs.linux_ro_misread(ino)? {
                 bail!("uf2fs bug: Linux would misread this compressed file on the ro volume ({m})");
@@ -677,6 +704,7 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions) -> anyhow::Resul
             if done < n {
                 bail!("the volume is full");
             }
+            progress.add_bytes(n as u64);
             pos += n as u64;
         }
     }
@@ -709,6 +737,7 @@ fn write_compressed(
     data: &[(u64, u64)],
     f: &File,
     codec: &ClusterCodec,
+    progress: &Progress,
 ) -> anyhow::Result<u64> {
     let cb = codec.cluster_bytes() as u64;
     let clusters = e.size.div_ceil(cb);
@@ -797,6 +826,14 @@ fn write_compressed(
                 }
             }
             wrote_last = c.index + 1 == clusters;
+            // The cluster's data bytes, holes left out (as the total counts them).
+            let start = c.index * cb;
+            let data: u64 = e
+                .data
+                .iter()
+                .map(|&(a, z)| z.min(start + c.data.len() as u64).saturating_sub(a.max(start)))
+                .sum();
+            progress.add_bytes(data);
         }
     }
     if !wrote_last {

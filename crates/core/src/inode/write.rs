@@ -8,8 +8,29 @@ use uf2fs_format::le::{put_u32, u32_at};
 use uf2fs_format::node::{seal_inode_checksum, Inode, RawTime, F2FS_INLINE_DATA, F2FS_INLINE_DENTRY};
 use uf2fs_format::superblock::Superblock;
 
-/// Now, as F2FS stores times.
+thread_local! {
+    /// The time [`now`] gives on this thread instead of the clock's ([`pin_now`]).
+    static PINNED: std::cell::Cell<Option<RawTime>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes the inode clock (`now`) give `t` on the calling thread (`None`: the clock again), for a
+/// builder whose output must not depend on when it ran: the times that creates,
+/// writes and links put in inodes (and in any copy of an inode written before the
+/// builder stamps the final times) are then fixed, and new inodes get generation 0.
+pub fn pin_now(t: Option<RawTime>) {
+    PINNED.with(|p| p.set(t));
+}
+
+/// Whether [`pin_now`] fixed the time on this thread.
+pub fn now_pinned() -> bool {
+    PINNED.with(|p| p.get().is_some())
+}
+
+/// Now, as F2FS stores times (or the time [`pin_now`] fixed on this thread).
 pub fn now() -> RawTime {
+    if let Some(t) = PINNED.with(|p| p.get()) {
+        return t;
+    }
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

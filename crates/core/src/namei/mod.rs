@@ -116,6 +116,9 @@ impl<'a> Op<'a> {
 
     /// A fresh inode generation.
     fn next_generation(&self) -> u32 {
+        if crate::inode::now_pinned() {
+            return 0;
+        }
         self.rw.next_generation()
     }
 }
