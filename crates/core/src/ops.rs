@@ -110,14 +110,23 @@ impl<'a> Op<'a> {
 
     /// Fails with [`Error::NoSpace`] unless all pending writes and `extra` (at most
     /// what this operation writes) fit (see
-    /// [`crate::segment::SegmentManager::check_room`]: by blocks, as the kernel admits
-    /// writes, and within the free sections); then takes the `nids` node ids it may
-    /// need.
+    /// [`crate::segment::SegmentManager::check_room`]); then takes the `nids` node ids
+    /// it may need.
     pub(crate) fn ensure_room(&mut self, extra: SpaceNeed, nids: usize) -> Result<()> {
+        self.ensure_room_as(extra, nids, false)
+    }
+
+    /// [`Op::ensure_room`]; `freeing` lets an operation that frees space take the
+    /// reserved sections.
+    pub(crate) fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
         let need = crate::gc::pending_need(self.fs, self.rw);
         let mut segs = self.rw.segs();
         let need = need.plus(&extra);
-        segs.check_room(&need)?;
+        if freeing {
+            segs.check_room_freeing(&need)?;
+        } else {
+            segs.check_room(&need)?;
+        }
         // The new blocks are taken with the check, under the same lock: another
         // operation checking meanwhile sees them gone, and this one cannot run short
         // of them after its first change.

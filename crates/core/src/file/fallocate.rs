@@ -204,7 +204,7 @@ impl Op<'_> {
         let block0 = u64::from(inline::conversion_makes_block(&i));
         let mut extra = need([0, 0, 0, 0, 3, 2], block0);
         extra.per_log[log as usize] += 2 + block0;
-        self.ensure_room(extra, 0)?;
+        self.ensure_room_as(extra, 0, true)?;
         self.commit();
         inline::convert(&mut self.t, &mut i, log)?;
         let (first, last) = (offset.div_ceil(bsz), end / bsz);
@@ -329,7 +329,7 @@ impl Op<'_> {
         let _g = rw.lock_inodes(&[ino]);
         let mut i = self.load_file(ino)?;
         let dnodes = (end - first).div_ceil(blocks::addrs_per_dnode(&i)) + 1;
-        self.ensure_room(need([0, 0, 0, 0, 1 + dnodes, 2], 0), 0)?;
+        self.ensure_room_as(need([0, 0, 0, 0, 1 + dnodes, 2], 0), 0, true)?;
         self.commit();
         self.t.pages.remove_range(ino, first..end);
         let dropped = blocks::clear_range(&self.t, &mut i, first, end)?;

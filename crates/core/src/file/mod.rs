@@ -327,7 +327,7 @@ impl Op<'_> {
         // The last block rewritten, the nodes across the cut and the inode.
         let mut extra = need([0, 0, 0, 0, 4, 2], 0);
         extra.per_log[log as usize] += 1;
-        self.ensure_room(extra, 0)?;
+        self.ensure_room_as(extra, 0, true)?;
         self.commit();
         self.t.pages.remove_range(i.ino, from..u64::MAX);
         let cut = match i.inode.compress.filter(|_| i.inode.is_compressed()) {

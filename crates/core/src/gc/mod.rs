@@ -118,9 +118,9 @@ pub(crate) fn pending_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
 }
 
 /// Whether the sections emptied since the last checkpoint stand in for reserved ones
-/// in a writer's room ([`Fs::writer_room`]) outside the batching default policy:
-/// under `adaptive`, which checkpoints its emptied victims together once free
-/// sections reach the foreground threshold.
+/// outside the batching default policy: under `adaptive`, which checkpoints its
+/// emptied victims together once free sections reach the foreground threshold
+/// ([`Fs::set_prefree_is_room`]).
 fn prefree_stands_in(g: &GcState) -> bool {
     g.pacer.settings.pacing == GcPacing::Adaptive
 }
@@ -147,8 +147,25 @@ impl Fs {
             g.pass_loop = pass_loop;
         })?;
         let rw = self.rw()?;
+        self.set_prefree_is_room(rw);
         self.size_batches(rw);
         Ok(())
+    }
+
+    /// Whether an operation's room check lets the sections emptied since the last
+    /// checkpoint stand in for reserved ones
+    /// ([`crate::segment::SegmentManager::set_prefree_is_room`]): under the batching
+    /// default policy, and under `adaptive`, whose cleaner checkpoints its emptied
+    /// victims once free sections reach the foreground threshold. There a write
+    /// whose data log must open a section (which [`Fs::writer_room`] does not
+    /// count) would otherwise find no room while the cleaner is writing the dirty
+    /// nodes ahead of that checkpoint, and write the checkpoint itself.
+    pub(crate) fn set_prefree_is_room(&self, rw: &ReadWrite) {
+        let on = {
+            let g = rw.gc();
+            g.pass_loop == PassLoop::Batched || prefree_stands_in(&g)
+        };
+        rw.segs().set_prefree_is_room(on);
     }
 
     /// Chooses again how many sections the default policy keeps back for its
@@ -333,8 +350,8 @@ impl Fs {
     /// again (`PacerState::behind`), since at the floor itself each victim gives back
     /// about what its moves take and a writer there waits for many. Under `adaptive`,
     /// while it delivers, the sections its checkpoint will free stand in for reserved
-    /// ones, down to [`crate::segment::PREFREE_ROOM_FLOOR_SECS`] really free
-    /// sections.
+    /// ones as in an operation's own room check ([`Fs::set_prefree_is_room`]), down
+    /// to [`crate::segment::PREFREE_ROOM_FLOOR_SECS`] really free sections.
     fn writer_room(&self, rw: &ReadWrite, pass_loop: PassLoop, paced: bool) -> bool {
         if paced && pass_loop != PassLoop::Batched {
             let (in_progress, behind, stands_in) = {

@@ -86,6 +86,7 @@ impl Fs {
         // Under a pacer the zone resets of freed sections leave the checkpoint for the
         // cleaner's idle time ([`Fs::paced_discard`]).
         self.segments()?.set_defer_discards(settings.pacing != GcPacing::Off);
+        self.set_prefree_is_room(self.rw()?);
         Ok(())
     }
 

@@ -74,8 +74,9 @@ impl SpaceView {
 
     /// Whether the sections emptied since the last checkpoint cover the reserved
     /// sections for GC's writes while [`PREFREE_ROOM_FLOOR_SECS`] really free sections
-    /// stay beyond them: a paced writer's room under `adaptive` while its cleaner
-    /// delivers.
+    /// stay beyond them: the rule of an operation's own room check when prefree
+    /// sections stand in for reserved ones
+    /// ([`crate::segment::SegmentManager::set_prefree_is_room`]).
     pub(crate) fn prefree_room(&self) -> bool {
         self.free >= self.gc_need_secs + PREFREE_ROOM_FLOOR_SECS
             && self.free + self.prefree_gain >= self.gc_need_secs + self.reserved

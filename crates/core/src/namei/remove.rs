@@ -55,7 +55,7 @@ impl Op<'_> {
             return Err(Error::NotEmpty(crate::error::show_name(name)));
         }
         // The dentry block, the directory's inode and direct node, the child's inode.
-        self.ensure_room(super::need([1, 0, 0, 3, 1, 0], 0), 0)?;
+        self.ensure_room_as(super::need([1, 0, 0, 3, 1, 0], 0), 0, true)?;
         let drop = if is_dir { 2 } else { 1 };
         let orphan = self.orphan_slot(child, c.inode.links.saturating_sub(drop))?;
         self.commit();

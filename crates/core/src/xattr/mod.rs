@@ -125,7 +125,7 @@ impl Op<'_> {
         let mut per_log = [0u64; 6];
         per_log[i.node_log() as usize] = 1;
         let need = crate::ops::need(per_log, 0).plus(&extra);
-        self.ensure_room(need, nids)?;
+        self.ensure_room_as(need, nids, value.is_none())?;
         self.commit();
         if let Some(r) = rewrite {
             r.apply(&mut self.t, &mut i)?;

@@ -1,19 +1,15 @@
 //! Space rules of the write path: blocks reserved for new node and data blocks (the
 //! kernel counts them in `valid_block_count` as soon as an address is reserved), and
-//! whether the writes still pending fit the free sections.
+//! whether the writes still pending fit without taking the reserved sections.
 //!
 //! Two limits, both checked before an operation changes anything:
 //! - blocks: valid + reserved + new ≤ `user_block_count` (overprovisioned space is not
-//!   for users). This is the kernel's admission (`inc_valid_block_count`): what df
-//!   shows free can be written, data and node blocks alike.
+//!   for users);
 //! - sections: each log takes the rest of its segment (and the free segments after it
-//!   in its section), then whole free sections; all pending writes must fit the free
-//!   sections, so that nothing already admitted can fail for want of a place. The
-//!   sections reserved for cleaning (`rsvd_segment_count`) are *not* kept here: as in
-//!   the kernel, writes may go into them, and it is foreground GC, run before each
-//!   operation once free sections fall to the reserve and the pending node writes
-//!   (`Fs::balance_fs`, the kernel's `f2fs_balance_fs` and
-//!   `has_not_enough_free_secs`), that gives them back.
+//!   in its section), then whole free sections; after all pending writes at least
+//!   `rsvd_segment_count` worth of sections must stay free (the kernel keeps them for
+//!   garbage collection); under the default GC policy, sections emptied since the last
+//!   checkpoint may stand in for them (see [`SegmentManager::set_prefree_is_room`]).
 
 use super::{LogType, SegmentManager, NR_LOGS};
 use crate::device::BlockDevice;
@@ -28,6 +24,9 @@ pub(super) struct SpaceRules {
     user_blocks: u64,
     reserved_new: u64,
     pub(super) reserved_secs: u32,
+    /// Whether sections emptied since the last checkpoint count as free here (see
+    /// [`SegmentManager::set_prefree_is_room`]).
+    prefree_is_room: bool,
 }
 
 impl SpaceRules {
@@ -36,6 +35,7 @@ impl SpaceRules {
             user_blocks: cp.user_block_count,
             reserved_new: 0,
             reserved_secs: cp.rsvd_segment_count.div_ceil(segs_per_sec.max(1)),
+            prefree_is_room: false,
         }
     }
 }
@@ -59,12 +59,23 @@ impl SpaceNeed {
     }
 }
 
-/// Free sections a GC policy keeps beyond the pending writes while sections emptied
-/// since the last checkpoint stand in for reserved ones: the room its checkpoint and
-/// one victim's move need (the kernel's `NR_GC_CHECKPOINT_SECS`).
+/// Free sections the default GC policy keeps beyond the pending writes while sections
+/// emptied since the last checkpoint stand in for reserved ones: the room its
+/// checkpoint and one victim's move need (the kernel's `NR_GC_CHECKPOINT_SECS`).
 pub const PREFREE_ROOM_FLOOR_SECS: u32 = 3;
 
 impl SegmentManager {
+    /// Lets sections emptied since the last checkpoint (prefree, free once it is
+    /// written) count towards the reserved sections an operation must leave, as long as
+    /// [`PREFREE_ROOM_FLOOR_SECS`] really free sections stay beyond the pending writes.
+    /// An operation past that fails with [`Error::NoSpace`] and the caller's reclaim
+    /// writes the checkpoint, which gives the reserved sections back. The default GC
+    /// policy works this way so that many emptied sections share one checkpoint; off,
+    /// the reserved sections are never taken (the kernel's rule).
+    pub fn set_prefree_is_room(&mut self, on: bool) {
+        self.space.prefree_is_room = on;
+    }
+
     /// Reserves `n` blocks for new nodes or data blocks not written yet; fails with
     /// [`Error::NoSpace`] (nothing reserved) past the user blocks.
     pub fn reserve_new_blocks(&mut self, n: u64) -> Result<()> {
@@ -118,11 +129,20 @@ impl SegmentManager {
     }
 
     /// Fails with [`Error::NoSpace`] unless `need` fits: new blocks within the user
-    /// blocks (else [`Error::NoFreeBlocks`]), and every log's blocks within its
-    /// segment, its section and whole free sections. The reserved sections may be
-    /// taken, as the kernel's writes may take them; foreground GC before the next
-    /// operation gives them back (see the module notes).
+    /// blocks, and every log's blocks within its segment, its section and whole free
+    /// sections, leaving the reserved sections free.
     pub fn check_room(&self, need: &SpaceNeed) -> Result<()> {
+        self.check_room_leaving(need, self.space.reserved_secs)
+    }
+
+    /// [`SegmentManager::check_room`] for an operation that frees space (unlink,
+    /// rmdir): it may take the reserved sections too, so that a full volume can still
+    /// be emptied (uf2fs has no cleaner that would make room otherwise).
+    pub fn check_room_freeing(&self, need: &SpaceNeed) -> Result<()> {
+        self.check_room_leaving(need, 0)
+    }
+
+    fn check_room_leaving(&self, need: &SpaceNeed, keep_secs: u32) -> Result<()> {
         if self.valid_blocks + self.space.reserved_new + need.new_blocks > self.space.user_blocks {
             return Err(Error::NoFreeBlocks(format!(
                 "{} new blocks wanted, {} of {} user blocks free",
@@ -145,9 +165,14 @@ impl SegmentManager {
             .sum::<u32>()
             + streams;
         let free = self.free.free_sections();
-        if free < wanted {
+        let standing_in = if self.space.prefree_is_room && keep_secs > 0 && free >= wanted + PREFREE_ROOM_FLOOR_SECS {
+            self.prefree_section_gain()
+        } else {
+            0
+        };
+        if free + standing_in < wanted + keep_secs {
             return Err(Error::NoSpace(format!(
-                "pending writes need {wanted} new sections; {free} free"
+                "pending writes need {wanted} new sections; {free} free, {keep_secs} reserved for cleaning"
             )));
         }
         Ok(())
