@@ -12,7 +12,7 @@ mod common;
 
 use common::fsck;
 use common::mount::{fresh_volume, fuse_available, Mounted, Volume};
-use common::tool::{ok, run};
+use common::tool::ok;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
