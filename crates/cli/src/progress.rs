@@ -1,5 +1,6 @@
-//! Progress of long work (`extract`, `mkfs`, building an image from a tree) on stderr, drawn only when stderr is a
-//! terminal (as the bench subcommands do): in a pipe or a log file nothing is written, and
+//! Progress of long work (`extract`, `mkfs`, building an image from a tree) on stderr,
+//! drawn only when stderr is a terminal (as the bench subcommands do): in a pipe or a log
+//! file nothing is written, and
 //! counting costs an atomic add. The bar is cleared when the work ends, so a finished
 //! command leaves only its own output.
 

@@ -41,8 +41,13 @@ fn blocks_and_nodes_go_to_their_logs() {
     // A block under the first indirect node: indirect and direct node made.
     fs.write(warm, (a + 2 * D) * B, &[3; 10]).unwrap();
     fs.write_checkpoint().unwrap();
-    let segs = fs.segments().unwrap();
-    let log_seg = |t: LogType| segs.log(t).segno;
+    // The log positions, read with the segment lock released again (taking an inode's
+    // node under it would break the lock order: crate::lockrank).
+    let log_segs: Vec<u32> = {
+        let segs = fs.segments().unwrap();
+        LogType::ALL.iter().map(|&t| segs.log(t).segno).collect()
+    };
+    let log_seg = |t: LogType| log_segs[t as usize];
     let c = fs.inode(cold).unwrap();
     let w = fs.inode(warm).unwrap();
     assert_eq!(segno(&fs, c.inode.addr(&c.block, 0) as u64), log_seg(LogType::ColdData));
