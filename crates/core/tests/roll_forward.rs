@@ -483,3 +483,46 @@ fn removed_xattrs_stay_removed_after_roll_forward() {
         fsck_clean(tmp.path(), &dev.image_now(), "recovered xattr removal");
     }
 }
+
+#[allow(dead_code)]
+#[path = "../../../fuzz/src/image.rs"]
+mod image;
+
+/// An image of mkfs.f2fs and sload.f2fs records its logs in SSR mode: uf2fs moves the
+/// warm node log to a free segment before its first node block, and a node written
+/// there is out of reach of recovery, which starts at the checkpoint's position of the
+/// log and follows the node footers. The first fsync then writes a checkpoint, and the
+/// file is there after a power cut.
+#[test]
+fn fsync_on_an_sload_image_with_ssr_logs_survives_a_power_cut() {
+    use std::sync::Arc;
+    use uf2fs_core::device::OverlayDevice;
+    let img = image::damaged_image_with(0, |_| {});
+    let overlay = OverlayDevice::new(Arc::new(img));
+    let fs = Fs::open_device_with(
+        Box::new(overlay.clone()),
+        "sload",
+        uf2fs_core::OpenOptions { read_write: true },
+    )
+    .unwrap();
+    assert!(
+        fs.checkpoint().alloc_type[4] != 0,
+        "the base image's warm node log is in SSR mode"
+    );
+    let root = fs.root();
+    let st = fs.create(root, b"a", 0o644, 0, 0).unwrap();
+    let data = pattern(7, 8192);
+    assert_eq!(fs.write(st.ino, 0, &data).unwrap(), data.len());
+    fs.fsync(st.ino, false).unwrap();
+    drop(fs);
+    use uf2fs_core::device::BlockDevice;
+    let mut crashed = vec![0u8; overlay.block_count() as usize * overlay.block_size()];
+    overlay.read_blocks(0, &mut crashed).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    fsck_clean(dir.path(), &crashed, "an sload image after fsync and a power cut");
+    let again = Fs::open_device(Box::new(overlay), "sload").unwrap();
+    let a = again
+        .lookup(again.root(), b"a")
+        .expect("a file fsync'd on an sload image is there after a power cut");
+    assert_eq!(read_all(&again, a), data);
+}
