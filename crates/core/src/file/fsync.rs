@@ -146,7 +146,7 @@ impl Fs {
         }
         // Room for what recovery writes: the nodes written now again, and the chain.
         let segs = rw.segs();
-        Ok(segs.free_section_count() > segs.reserved_sections() + 2)
+        Ok(segs.fsync_chain_intact() && segs.free_section_count() > segs.reserved_sections() + 2)
     }
 
     /// The empty direct nodes an fsync of `ino` writes before its own nodes (see

@@ -136,6 +136,11 @@ pub struct SegmentManager {
     /// Summary entries roll-forward recovery set outside the logs, by segment, until
     /// [`SegmentManager::finish_recovery`] writes them (see [`recovery`]).
     recovered: std::collections::BTreeMap<u32, recovery::RecoveredSummaries>,
+    /// The log roll-forward recovery walks (warm node) left a segment it had not
+    /// filled since the last checkpoint: recovery, which starts at the checkpoint's
+    /// position of that log and follows the node footers' `next_blkaddr`, cannot
+    /// reach the blocks it writes now (see [`SegmentManager::fsync_chain_intact`]).
+    chain_broken: bool,
 }
 
 impl SegmentManager {
@@ -183,6 +188,7 @@ impl SegmentManager {
             },
             space: space::SpaceRules::new(&cps.cp, geo.segs_per_sec),
             recovered: Default::default(),
+            chain_broken: false,
         };
         for segno in 0..geo.segments {
             let used = m.sit[segno as usize].valid_blocks > 0 || m.current_log(segno).is_some();
@@ -336,6 +342,12 @@ impl SegmentManager {
     /// [`SegmentManager::alloc_block`] from log `li` (see [`SegmentManager::cur`]).
     fn alloc_in(&mut self, dev: &dyn BlockDevice, li: usize, sum: Summary) -> Result<u64> {
         if self.cur(li).alloc_type != ALLOC_LFS || self.cur(li).next_blkoff as u32 >= BLOCKS_PER_SEG {
+            // A log resting on a full segment or loaded in SSR mode (images of
+            // sload.f2fs and other tools) leaves it unfilled: no node footer links the
+            // checkpoint's position to the new segment.
+            if li == self.active_logs.log_for(LogType::WarmNode) as usize {
+                self.chain_broken = true;
+            }
             self.new_segment(dev, li)?;
         }
         // The block about to be taken fills the segment: the log moves on right after it
@@ -385,6 +397,17 @@ impl SegmentManager {
     pub fn next_blkaddr(&self, log: LogType) -> u64 {
         let c = &self.logs[self.active_logs.log_for(log) as usize];
         self.geo.main_blkaddr + c.segno as u64 * BLOCKS_PER_SEG as u64 + c.next_blkoff as u64
+    }
+
+    /// Whether roll-forward recovery, starting at the last checkpoint's position of
+    /// the warm node log and following the node footers' `next_blkaddr` (the kernel's
+    /// `find_fsync_dnodes`, fsck.f2fs's `find_fsync_inode`), reaches the block that log
+    /// writes next. False once the log left a segment it had not filled since that
+    /// checkpoint: an fsync must write a checkpoint then.
+    pub fn fsync_chain_intact(&self) -> bool {
+        let log = self.cur(self.active_logs.log_for(LogType::WarmNode) as usize);
+        // A log that must move before its next block leaves its segment unfilled too.
+        !self.chain_broken && log.alloc_type == ALLOC_LFS && (log.next_blkoff as u32) < BLOCKS_PER_SEG
     }
 
     /// Replaces the summary entry of `blkaddr`, a block already taken from an active log.
@@ -699,6 +722,7 @@ impl SegmentManager {
 
     /// After a checkpoint is durable: prefree segments become free.
     pub(crate) fn checkpoint_done(&mut self) {
+        self.chain_broken = false;
         for segno in std::mem::take(&mut self.prefree) {
             if self.sit[segno as usize].valid_blocks == 0 && self.current_log(segno).is_none() {
                 self.free.set_used(segno, false);
