@@ -528,9 +528,9 @@ fn fsync_on_an_sload_image_with_ssr_logs_survives_a_power_cut() {
 }
 
 /// fsck.f2fs (1.15) checks the blocks of the fsync'd chain and the data addresses of
-/// its direct nodes against an end of the main area it computes as `segment0_blkaddr
-/// + segment_count_main * blocks_per_seg` (`MAX_BLKADDR` with `TOTAL_SEGS` the main
-/// segments), so it refuses (`record_fsync_data failed`) a recovered data block in
+/// its direct nodes against an end of the main area it computes as
+/// `segment0_blkaddr + segment_count_main * blocks_per_seg` (`MAX_BLKADDR` with
+/// `TOTAL_SEGS` the main segments), so it refuses (`record_fsync_data failed`) a recovered data block in
 /// the last `(main_blkaddr - segment0_blkaddr) / blocks_per_seg` main segments, which
 /// Linux's recovery accepts. Found through FUSE: a checkpoint ioctl moved the warm
 /// data log so that the first stream log of the writeback contexts opened in the
