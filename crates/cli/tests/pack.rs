@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::data::{noise, text};
 use common::{scratch, uf2fs};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -17,32 +18,6 @@ use uf2fs_core::Fs;
 use uf2fs_testkit::compare::{compare_dirs, report, CompareOptions};
 use uf2fs_testkit::run::path_arg;
 use uf2fs_testkit::tree::is_root;
-
-fn text(n: usize, seed: u32) -> Vec<u8> {
-    let words = [&b"vendor "[..], b"system ", b"product ", b"odm ", b"\n", b"apex "];
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        v.extend_from_slice(words[(x % 6) as usize]);
-    }
-    v.truncate(n);
-    v
-}
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Sets atime and mtime of `p` without following a symlink (any file type).
 fn set_mtime(p: &Path, secs: i64, nsecs: i64) {

@@ -22,6 +22,7 @@
 
 mod common;
 
+use common::data::{noise, text};
 use common::{scratch, uf2fs};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -76,43 +77,15 @@ fn label_of(path: &str) -> &'static str {
     }
 }
 
-/// Text that compresses (words), `n` bytes.
-fn words(n: usize, seed: u32) -> Vec<u8> {
-    let w = [&b"vendor "[..], b"system ", b"product ", b"odm\n", b"apex "];
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        v.extend_from_slice(w[(x % 5) as usize]);
-    }
-    v.truncate(n);
-    v
-}
-
-/// Bytes that do not compress, `n` of them.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Contents of the regular files.
 fn contents(path: &str) -> Vec<u8> {
     match path {
         "app/Settings.apk" => noise(90_000, 1),
-        "bin/toybox" => words(70_000, 2),
-        "bin/sh" => words(30_000, 3),
+        "bin/toybox" => text(70_000, 2),
+        "bin/sh" => text(30_000, 3),
         "bin/su" | "bin/ping" => noise(9_000, 4),
-        "lib/libc++.so" => words(200_000, 5),
-        "lib/libm.so" => words(40_000, 6),
+        "lib/libc++.so" => text(200_000, 5),
+        "lib/libm.so" => text(40_000, 6),
         "lib/libtiny.so" => b"tiny\n".to_vec(),
         p => format!("contents of {p}\n").into_bytes(),
     }
@@ -223,7 +196,7 @@ fn compressing_sload() -> Option<PathBuf> {
     let tmp = scratch("repack-probe-");
     let tree = tmp.path().join("t");
     std::fs::create_dir_all(&tree).unwrap();
-    std::fs::write(tree.join("a.so"), words(40_000, 9)).unwrap();
+    std::fs::write(tree.join("a.so"), text(40_000, 9)).unwrap();
     for sload in candidates {
         let img = tmp.path().join("probe.img");
         std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();

@@ -2,6 +2,7 @@
 //! once per test binary (and cached across runs under the target directory).
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod data;
 pub mod fsck;
 pub mod mount;
 pub mod tool;
