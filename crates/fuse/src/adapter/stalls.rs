@@ -29,16 +29,7 @@ fn median(v: &mut [Duration]) -> Duration {
 
 #[test]
 fn a_slow_fsync_stalls_no_request_in_another_directory() {
-    let bytes = 64u64 << 20;
-    let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
-    let mut image = vec![0u8; bytes as usize];
-    for (addr, data) in writes {
-        let at = addr as usize * 4096;
-        image[at..at + data.len()].copy_from_slice(&data);
-    }
-    let (dev, delay) = SlowFlushDevice::new(Box::new(MemDevice::new(image)));
-    let opts = uf2fs_core::OpenOptions { read_write: true };
-    let fs = Arc::new(Fs::open_device_with(Box::new(dev), "slow", opts).unwrap());
+    let (fs, delay) = slow_volume();
     let root = fs.root();
     let a = fs.mkdir(root, b"a", 0o755, 0, 0).unwrap().ino;
     let b = fs.mkdir(root, b"b", 0o755, 0, 0).unwrap().ino;
@@ -227,16 +218,7 @@ impl Others {
 /// its pages are dirty) and `b` (files `g`, 16 KiB, and `h`). Returns the file system,
 /// the delays, and `a`, `b`, `f`, `g`, `h`.
 fn spread_file_volume() -> (Arc<Fs>, uf2fs_core::device::FlushDelay, [Ino; 5]) {
-    let bytes = 64u64 << 20;
-    let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
-    let mut image = vec![0u8; bytes as usize];
-    for (addr, data) in writes {
-        let at = addr as usize * 4096;
-        image[at..at + data.len()].copy_from_slice(&data);
-    }
-    let (dev, delay) = SlowFlushDevice::new(Box::new(MemDevice::new(image)));
-    let opts = uf2fs_core::OpenOptions { read_write: true };
-    let fs = Arc::new(Fs::open_device_with(Box::new(dev), "slow", opts).unwrap());
+    let (fs, delay) = slow_volume();
     let root = fs.root();
     let a = fs.mkdir(root, b"a", 0o755, 0, 0).unwrap().ino;
     let b = fs.mkdir(root, b"b", 0o755, 0, 0).unwrap().ino;
@@ -354,4 +336,20 @@ fn a_slow_checkpoint_write_out_stalls_no_lookup() {
     delay.set_write(Duration::ZERO);
     drop(fuse);
     Arc::try_unwrap(fs).ok().unwrap().unmount().unwrap();
+}
+
+/// A fresh 64 MiB volume in memory, opened read-write over a [`SlowFlushDevice`]
+/// (no delay until the test sets one), and the handle that sets the delays.
+fn slow_volume() -> (Arc<Fs>, uf2fs_core::device::FlushDelay) {
+    let bytes = 64u64 << 20;
+    let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
+    let mut image = vec![0u8; bytes as usize];
+    for (addr, data) in writes {
+        let at = addr as usize * 4096;
+        image[at..at + data.len()].copy_from_slice(&data);
+    }
+    let (dev, delay) = SlowFlushDevice::new(Box::new(MemDevice::new(image)));
+    let opts = uf2fs_core::OpenOptions { read_write: true };
+    let fs = Arc::new(Fs::open_device_with(Box::new(dev), "slow", opts).unwrap());
+    (fs, delay)
 }
