@@ -160,12 +160,14 @@ struct Session {
     damaged: Arc<AtomicBool>,
     /// Changes refused after the volume reported damage.
     refused: std::cell::Cell<usize>,
+    /// The call that first reported damage.
+    first_damage: std::cell::Cell<Option<&'static str>>,
 }
 
 impl Session {
     /// Notes an operation's result; every error must say something, none may be uf2fs's
     /// own bug, and `EIO` only comes from a volume stopped after reporting damage.
-    fn note<T>(&self, what: &str, r: Result<T>) -> Option<T> {
+    fn note<T>(&self, what: &'static str, r: Result<T>) -> Option<T> {
         let e = match r {
             Ok(v) => return Some(v),
             Err(e) => e,
@@ -177,7 +179,11 @@ impl Session {
         }
         assert!(!e.is_bug(), "{what}: {msg}");
         match e {
-            Error::Corrupt { .. } => self.damaged.store(true, Ordering::Relaxed),
+            Error::Corrupt { .. } => {
+                if !self.damaged.swap(true, Ordering::Relaxed) {
+                    self.first_damage.set(Some(what));
+                }
+            }
             Error::Io { .. } => assert!(
                 self.damaged.load(Ordering::Relaxed),
                 "{what}: {msg} (EIO from a device that never fails, before any damage was reported)"
@@ -188,7 +194,7 @@ impl Session {
     }
 
     /// [`Session::note`] for a change: once the volume reported damage it must refuse it.
-    fn change<T>(&self, what: &str, r: Result<T>) -> Option<T> {
+    fn change<T>(&self, what: &'static str, r: Result<T>) -> Option<T> {
         let stopped = self.damaged.load(Ordering::Relaxed);
         let ok = r.is_ok();
         let v = self.note(what, r);
@@ -288,6 +294,9 @@ pub struct Outcome {
     pub damage_reported: bool,
     /// Changes refused after that.
     pub refused: usize,
+    /// The call that first reported damage (`read-write open`, `read_dir /`, an op's
+    /// name such as `gc`, or `walk` for the walk after the ops).
+    pub first_damage: Option<&'static str>,
 }
 
 /// The fuzz target: damage a base image as `data` says, open it read-write, run the ops,
@@ -321,6 +330,7 @@ pub fn run(data: &[u8]) -> Outcome {
     let s = Session {
         damaged: Arc::clone(&damaged),
         refused: std::cell::Cell::new(0),
+        first_damage: std::cell::Cell::new(None),
     };
     let Some(fs) = s.note(
         "read-write open",
@@ -328,6 +338,7 @@ pub fn run(data: &[u8]) -> Outcome {
     ) else {
         return Outcome {
             damage_reported: damaged.load(Ordering::Relaxed),
+            first_damage: s.first_damage.get(),
             ..Outcome::default()
         };
     };
@@ -354,6 +365,9 @@ pub fn run(data: &[u8]) -> Outcome {
     }
     let walked = walk_noting(&fs, Some(&damaged));
     let stopped = damaged.load(Ordering::Relaxed);
+    if stopped && s.first_damage.get().is_none() {
+        s.first_damage.set(Some("walk"));
+    }
     let unmounted = s.note("unmount", fs.unmount()).is_some();
     if verbose() {
         eprintln!(
@@ -376,5 +390,6 @@ pub fn run(data: &[u8]) -> Outcome {
         opened: true,
         damage_reported: stopped,
         refused: s.refused.get(),
+        first_damage: s.first_damage.get(),
     }
 }
