@@ -1159,3 +1159,153 @@ fn faults_under_the_background_threads() {
         started.elapsed().as_secs_f64()
     );
 }
+
+// ---- A node write-out failing while another waits for its turn ----
+
+/// A device whose first node write after [`GatedNodes::arm`] stops until the test
+/// releases it, then fails; it counts the node writes that reach it afterwards.
+struct GatedNodes {
+    inner: Overlay,
+    armed: std::sync::atomic::AtomicBool,
+    /// Told when the gated write has arrived; the gated write waits on `release`.
+    arrived: Mutex<Option<mpsc::Sender<()>>>,
+    release: Mutex<Option<mpsc::Receiver<()>>>,
+    failed: std::sync::atomic::AtomicBool,
+    /// Data writes seen while armed, and node writes that reached the device after
+    /// the gated one failed.
+    data_writes: std::sync::atomic::AtomicU64,
+    node_writes_after: std::sync::atomic::AtomicU64,
+}
+
+impl GatedNodes {
+    fn arm(&self) {
+        self.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl BlockDevice for GatedNodes {
+    fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> uf2fs_core::Result<()> {
+        self.inner.read_blocks(blkaddr, buf)
+    }
+
+    fn block_count(&self) -> u64 {
+        self.inner.block_count()
+    }
+
+    fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> uf2fs_core::Result<()> {
+        self.inner.write_blocks(blkaddr, buf)
+    }
+
+    fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> uf2fs_core::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !self.armed.load(SeqCst) {
+            return self.inner.write_blocks(blkaddr, buf);
+        }
+        match kind {
+            WriteKind::UserNode | WriteKind::GcNode => {
+                if self.failed.load(SeqCst) {
+                    self.node_writes_after.fetch_add(1, SeqCst);
+                } else if let Some(arrived) = self.arrived.lock().unwrap().take() {
+                    arrived.send(()).unwrap();
+                    let release = self.release.lock().unwrap().take().unwrap();
+                    release.recv().unwrap();
+                    self.failed.store(true, SeqCst);
+                    return Err(Error::eio(format!("gated node write at block {blkaddr:#x}")));
+                }
+            }
+            WriteKind::UserData | WriteKind::GcData => {
+                self.data_writes.fetch_add(1, SeqCst);
+            }
+        }
+        self.inner.write_blocks(blkaddr, buf)
+    }
+}
+
+/// Two fsyncs on different files: the first one's node write-out stops in the device,
+/// the second writes its data and takes its place in the node write sequence behind
+/// it; then the first write fails. Both fsyncs fail with EIO, no node block of the
+/// second reaches the device after the failure (the sequence stops, it does not skip
+/// the failed write-out), the volume refuses changes, and the image opens at its last
+/// checkpoint, fsck clean.
+#[test]
+fn a_node_write_failing_while_another_write_out_waits_stops_the_sequence() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let tmp = tempfile::tempdir().unwrap();
+    let medium = Overlay::new(Arc::new(fresh_image(tmp.path(), 64)));
+    let (arrived_tx, arrived_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel();
+    let dev = Arc::new(GatedNodes {
+        inner: medium.clone(),
+        armed: Default::default(),
+        arrived: Mutex::new(Some(arrived_tx)),
+        release: Mutex::new(Some(release_rx)),
+        failed: Default::default(),
+        data_writes: Default::default(),
+        node_writes_after: Default::default(),
+    });
+    struct Shared(Arc<GatedNodes>);
+    impl BlockDevice for Shared {
+        fn read_blocks(&self, blkaddr: u64, buf: &mut [u8]) -> uf2fs_core::Result<()> {
+            self.0.read_blocks(blkaddr, buf)
+        }
+        fn block_count(&self) -> u64 {
+            self.0.block_count()
+        }
+        fn write_blocks(&self, blkaddr: u64, buf: &[u8]) -> uf2fs_core::Result<()> {
+            self.0.write_blocks(blkaddr, buf)
+        }
+        fn write_kind(&self, blkaddr: u64, buf: &[u8], kind: WriteKind) -> uf2fs_core::Result<()> {
+            self.0.write_kind(blkaddr, buf, kind)
+        }
+    }
+    let fs = Fs::open_device_with(Box::new(Shared(Arc::clone(&dev))), "gated", RW).unwrap();
+    let root = fs.root();
+    let a = fs.create(root, b"a", 0o644, 0, 0).unwrap().ino;
+    let b = fs.create(root, b"b", 0o644, 0, 0).unwrap().ino;
+    fs.write_checkpoint().unwrap();
+    fs.write(a, 0, &pattern(1, 3 * B)).unwrap();
+    fs.write(b, 0, &pattern(2, 5 * B)).unwrap();
+    dev.arm();
+    let (first, second) = std::thread::scope(|s| {
+        let first = s.spawn(|| fs.fsync(a, false));
+        arrived_rx
+            .recv_timeout(DEADLINE)
+            .expect("the first fsync's node write never reached the device");
+        let data_before = dev.data_writes.load(SeqCst);
+        let second = s.spawn(|| fs.fsync(b, false));
+        // The second fsync writes its data (no lock the first holds), then waits for
+        // its turn in the node write sequence.
+        let until = Instant::now() + DEADLINE;
+        while dev.data_writes.load(SeqCst) == data_before {
+            assert!(Instant::now() < until, "the second fsync never wrote its data");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!second.is_finished(), "the second fsync did not wait behind the first");
+        release_tx.send(()).unwrap();
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    let e1 = first.expect_err("the failed node write-out's fsync succeeded");
+    let e2 = second.expect_err("the fsync queued behind a failed write-out succeeded");
+    assert_eq!((e1.errno(), e2.errno()), (EIO, EIO), "{e1}; {e2}");
+    assert_eq!(
+        dev.node_writes_after.load(SeqCst),
+        0,
+        "node blocks reached the device after the write-out before them failed"
+    );
+    let e = fs
+        .create(root, b"c", 0o644, 0, 0)
+        .expect_err("a change after the failure");
+    assert_eq!(e.errno(), EIO, "{e}");
+    assert!(fs.unmount().is_err(), "the unmount after a write error succeeded");
+    // The image: the last checkpoint's tree (both files, empty), fsck clean.
+    let after = Fs::open_device(Box::new(medium.copy()), "after").unwrap();
+    for name in [&b"a"[..], b"b"] {
+        let ino = after.lookup(after.root(), name).unwrap();
+        assert_eq!(after.stat(ino).unwrap().size, 0, "{}", String::from_utf8_lossy(name));
+    }
+    drop(after);
+    let img = tmp.path().join("gated.img");
+    medium.write_file(&img);
+    fsck_dry_run(&img, "gated node write");
+}
