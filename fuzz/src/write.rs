@@ -178,17 +178,15 @@ impl Session {
             eprintln!("{what}: {msg}");
         }
         assert!(!e.is_bug(), "{what}: {msg}");
-        match e {
-            Error::Corrupt { .. } => {
-                if !self.damaged.swap(true, Ordering::Relaxed) {
-                    self.first_damage.set(Some(what));
-                }
+        if matches!(e, Error::Corrupt { .. }) {
+            if !self.damaged.swap(true, Ordering::Relaxed) {
+                self.first_damage.set(Some(what));
             }
-            Error::Io { .. } => assert!(
+        } else if matches!(e, Error::Io { .. }) {
+            assert!(
                 self.damaged.load(Ordering::Relaxed),
                 "{what}: {msg} (EIO from a device that never fails, before any damage was reported)"
-            ),
-            _ => {}
+            );
         }
         None
     }
