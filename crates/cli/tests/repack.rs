@@ -19,6 +19,10 @@
 //! f2fs-tools build that has (`UF2FS_SLOAD_F2FS=/path/to/sload.f2fs`, or the sload.f2fs
 //! beside `UF2FS_MKFS_F2FS`), and is skipped, saying so, without one. Every test skips,
 //! saying so, when sload.f2fs is not installed (the README's test command installs it).
+//!
+//! So that CI round-trips a compressed image without such a build, one is committed:
+//! `tests/fixtures/sload-lz4/system.img.gz`, made by sload.f2fs 1.16 from the tree of
+//! `make_fixture_tree` (`scripts/make-sload-lz4-fixture.sh` remakes it).
 
 mod common;
 
