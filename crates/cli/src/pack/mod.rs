@@ -584,6 +584,9 @@ pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs, progress: &Progress) ->
         compressed_clusters: 0,
     };
     let root = fs.root();
+    // One read buffer for every file's data (allocating and zeroing a fresh 1 MiB
+    // per file was a sixth of the packer's CPU time on 22,000 files).
+    let mut buf = Vec::new();
     for &i in &scan.order {
         let e = &scan.entries[i];
         let shown = || String::from_utf8_lossy(&e.rel).into_owned();
@@ -624,7 +627,7 @@ pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs, progress: &Progress) ->
                 .with_context(|| format!("cannot set xattr {} of {}", String::from_utf8_lossy(n), shown()))?;
         }
         if e.mode & 0o170000 == 0o100000 {
-            let clusters = write_data(&fs, ino, e, opts, progress).with_context(ctx)?;
+            let clusters = write_data(&fs, ino, e, opts, progress, &mut buf).with_context(ctx)?;
             if let Some(c) = clusters {
                 report.compressed_files += 1;
                 report.compressed_clusters += c;
@@ -670,9 +673,16 @@ pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs, progress: &Progress) ->
 }
 
 /// Writes the data of regular file `ino` from `e`'s host file: holes stay holes;
-/// compressed files a cluster at a time. Returns the clusters compressed, for a
-/// compressed file.
-fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions, progress: &Progress) -> anyhow::Result<Option<u64>> {
+/// compressed files a cluster at a time. `buf` is scratch space kept between files.
+/// Returns the clusters compressed, for a compressed file.
+fn write_data(
+    fs: &Fs,
+    ino: Ino,
+    e: &Entry,
+    opts: &PackOptions,
+    progress: &Progress,
+    buf: &mut Vec<u8>,
+) -> anyhow::Result<Option<u64>> {
     if e.size == 0 {
         return Ok(None);
     }
@@ -694,7 +704,10 @@ fn write_data(fs: &Fs, ino: Ino, e: &Entry, opts: &PackOptions, progress: &Progr
         return Ok(Some(compressed));
     }
     const CHUNK: u64 = 1 << 20;
-    let mut buf = vec![0u8; CHUNK as usize];
+    // Each read fills the bytes it hands on: what an earlier file left is never seen.
+    if buf.len() < CHUNK as usize {
+        buf.resize(CHUNK as usize, 0);
+    }
     for &(a, z) in &e.data {
         let mut pos = a;
         while pos < z {
