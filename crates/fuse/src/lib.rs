@@ -127,7 +127,11 @@ pub struct MountOptions {
     /// writes, keeping sizes and times itself meanwhile (as for a local file system),
     /// instead of sending every write(2) through at once. Faster for small writes; a
     /// write error (ENOSPC, EIO) then reaches the writer at fsync or close, as on a
-    /// local file system, not at write(2). Default off.
+    /// local file system, not at write(2): a WRITE the daemon fails is kept on the
+    /// file's mapping by the kernel and returned by the next fsync(2), or by close(2)
+    /// (whose FLUSH writes the file's dirty pages back first), never dropped
+    /// (tests/writeback_errors.rs checks both through a mount). Default on; ignored
+    /// on a read-only mount.
     pub writeback_cache: bool,
 }
 
@@ -144,7 +148,7 @@ impl Default for MountOptions {
             checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
             atime: AtimeMode::default(),
             dir_atime: true,
-            writeback_cache: false,
+            writeback_cache: true,
         }
     }
 }
