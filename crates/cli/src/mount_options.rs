@@ -52,7 +52,7 @@ pub struct ParsedMountOptions {
     pub atime: uf2fs_fuse::AtimeMode,
     /// `diratime` (default) or `nodiratime`: whether listings update directories'.
     pub dir_atime: bool,
-    /// `writeback_cache` (the default) or `no_writeback_cache`: FUSE's writeback
+    /// `writeback_cache` (or `no_writeback_cache`, the default): FUSE's writeback
     /// cache, where the kernel keeps written pages and sends them in large writes
     /// later (see `uf2fs_fuse::MountOptions::writeback_cache`).
     pub writeback_cache: bool,
@@ -93,7 +93,7 @@ impl Default for ParsedMountOptions {
             gc_pacing: PacingSettings::default(),
             atime: uf2fs_fuse::AtimeMode::Relative,
             dir_atime: true,
-            writeback_cache: true,
+            writeback_cache: false,
             compress: uf2fs_core::CompressOptions::default(),
         }
     }
@@ -407,10 +407,10 @@ mod tests {
     }
 
     #[test]
-    fn writeback_cache_is_on_unless_turned_off() {
-        assert!(parse(&[]).unwrap().writeback_cache);
-        assert!(!parse(&["no_writeback_cache"]).unwrap().writeback_cache);
-        assert!(parse(&["no_writeback_cache,writeback_cache"]).unwrap().writeback_cache);
+    fn writeback_cache_is_off_unless_asked() {
+        assert!(!parse(&[]).unwrap().writeback_cache);
+        assert!(parse(&["writeback_cache"]).unwrap().writeback_cache);
+        assert!(!parse(&["writeback_cache,no_writeback_cache"]).unwrap().writeback_cache);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //!   ACLs, the mode an ACL implies and the ACL a chmod implies (the core does these as
 //!   F2FS does). FUSE_DONT_MASK sends the umask beside the unmasked mode, since a
 //!   default ACL replaces the umask.
-//! - FUSE_WRITEBACK_CACHE (unless `-o no_writeback_cache`): the kernel keeps written
-//!   pages and sends them later in large writes, keeping sizes and times itself.
+//! - FUSE_WRITEBACK_CACHE (`-o writeback_cache` only): the kernel keeps written pages
+//!   and sends them later in large writes, keeping sizes and times itself.
 
 use fuser::{InitFlags, KernelConfig};
 

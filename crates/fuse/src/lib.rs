@@ -130,8 +130,10 @@ pub struct MountOptions {
     /// local file system, not at write(2): a WRITE the daemon fails is kept on the
     /// file's mapping by the kernel and returned by the next fsync(2), or by close(2)
     /// (whose FLUSH writes the file's dirty pages back first), never dropped
-    /// (tests/writeback_errors.rs checks both through a mount). Default on; ignored
-    /// on a read-only mount.
+    /// (tests/writeback_errors.rs checks both through a mount). But the kernel keeps
+    /// the size a refused write gave the file while it caches the inode, and F2FS's
+    /// atomic-write ioctls do not wait for the kernel's dirty pages (docs/writeback.md),
+    /// so it is off by default; ignored on a read-only mount.
     pub writeback_cache: bool,
 }
 
@@ -148,7 +150,7 @@ impl Default for MountOptions {
             checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
             atime: AtimeMode::default(),
             dir_atime: true,
-            writeback_cache: true,
+            writeback_cache: false,
         }
     }
 }
