@@ -38,6 +38,7 @@ mount_variant() { # BIN OPTS PRE MOUNTED
     pid=$!
     for _ in $(seq 200); do
         if mountpoint -q "$w/mnt"; then
+            # shellcheck disable=SC2034 # BDI is for the A_MOUNTED/B_MOUNTED commands
             BDI=/sys/class/bdi/$(mountpoint -d "$w/mnt"); eval "$4"; return 0
         fi
         sleep 0.1
