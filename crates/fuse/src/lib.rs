@@ -127,7 +127,13 @@ pub struct MountOptions {
     /// writes, keeping sizes and times itself meanwhile (as for a local file system),
     /// instead of sending every write(2) through at once. Faster for small writes; a
     /// write error (ENOSPC, EIO) then reaches the writer at fsync or close, as on a
-    /// local file system, not at write(2). Default off.
+    /// local file system, not at write(2): a WRITE the daemon fails is kept on the
+    /// file's mapping by the kernel and returned by the next fsync(2), or by close(2)
+    /// (whose FLUSH writes the file's dirty pages back first), never dropped
+    /// (tests/writeback_errors.rs checks both through a mount). But the kernel keeps
+    /// the size a refused write gave the file while it caches the inode, and F2FS's
+    /// atomic-write ioctls do not wait for the kernel's dirty pages (docs/writeback.md),
+    /// so it is off by default; ignored on a read-only mount.
     pub writeback_cache: bool,
 }
 
