@@ -535,10 +535,9 @@ fn fsync_on_an_sload_image_with_ssr_logs_survives_a_power_cut() {
 /// Linux's recovery accepts. Found through FUSE: a checkpoint ioctl moved the warm
 /// data log so that the first stream log of the writeback contexts opened in the
 /// last main segment; an atomic commit (an fsync) there and `kill -9` left an image
-/// fsck.f2fs refuses. Not fixed yet: fsync should write a checkpoint when one of the
-/// nodes it writes (or a data block they point at) lies in that tail.
+/// fsck.f2fs refuses. fsync writes a checkpoint instead when one of the nodes it
+/// writes (or a data block they point at) lies in that tail.
 #[test]
-#[ignore = "fsck.f2fs refuses fsync'd data in the last main segments; fsync does not avoid it yet"]
 fn fsync_with_data_in_the_last_main_segments_is_fsck_clean() {
     let tmp = tempfile::tempdir().unwrap();
     let (fs, dev) = open_rw(fresh_image(tmp.path(), "", 128 * MIB));
