@@ -595,11 +595,16 @@ impl SegmentManager {
             // of n at k/(n+1) of the main area past the warm data log, so that logs
             // filling at once take sections apart from one another and each file
             // stays contiguous across its segments (allocation groups, as XFS's).
+            // The regions are spread over the sections before the last main segments
+            // fsck.f2fs 1.15 refuses in the roll-forward chain (see
+            // [`fsck_roll_forward_limit`]): a stream log opened there made every fsync
+            // of its files write a checkpoint.
             CLOSED => {
                 let k = (li - NR_LOGS + 1) as u64;
                 let n = self.streams.len() as u64 + 1;
+                let below = (self.fsck_limit / g.segs_per_sec).clamp(1, sections.max(1)) as u64;
                 let warm = (self.logs[LogType::WarmData as usize].segno / g.segs_per_sec) as u64;
-                ((warm + k * sections as u64 / n) % sections.max(1) as u64) as u32
+                ((warm + k * below / n) % below) as u32
             }
             old => {
                 if let Some(s) = self.free.next_free_in_section(old) {
