@@ -179,10 +179,8 @@ impl Session {
         }
         assert!(!e.is_bug(), "{what}: {msg}");
         match e {
-            Error::Corrupt { .. } => {
-                if !self.damaged.swap(true, Ordering::Relaxed) {
-                    self.first_damage.set(Some(what));
-                }
+            Error::Corrupt { .. } if !self.damaged.swap(true, Ordering::Relaxed) => {
+                self.first_damage.set(Some(what));
             }
             Error::Io { .. } => assert!(
                 self.damaged.load(Ordering::Relaxed),
