@@ -527,45 +527,140 @@ fn fsync_on_an_sload_image_with_ssr_logs_survives_a_power_cut() {
     assert_eq!(read_all(&again, a), data);
 }
 
-/// fsck.f2fs (1.15) checks the blocks of the fsync'd chain and the data addresses of
-/// its direct nodes against an end of the main area it computes as
-/// `segment0_blkaddr + segment_count_main * blocks_per_seg` (`MAX_BLKADDR` with
-/// `TOTAL_SEGS` the main segments), so it refuses (`record_fsync_data failed`) a recovered data block in
-/// the last `(main_blkaddr - segment0_blkaddr) / blocks_per_seg` main segments, which
-/// Linux's recovery accepts. Found through FUSE: a checkpoint ioctl moved the warm
-/// data log so that the first stream log of the writeback contexts opened in the
-/// last main segment; an atomic commit (an fsync) there and `kill -9` left an image
-/// fsck.f2fs refuses. Not fixed yet: fsync should write a checkpoint when one of the
-/// nodes it writes (or a data block they point at) lies in that tail.
-#[test]
-#[ignore = "fsck.f2fs refuses fsync'd data in the last main segments; fsync does not avoid it yet"]
-fn fsync_with_data_in_the_last_main_segments_is_fsck_clean() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (fs, dev) = open_rw(fresh_image(tmp.path(), "", 128 * MIB));
+/// The first of the last main segments, which fsck.f2fs 1.15 refuses in the
+/// roll-forward chain: it counts the main area's segments from `segment0_blkaddr`
+/// (`MAX_BLKADDR` with `TOTAL_SEGS` the main segments), which stops
+/// `(main_blkaddr - segment0_blkaddr) / blocks_per_seg` segments short of its end.
+fn fsck_limit(fs: &Fs) -> u32 {
+    let sb = fs.superblock();
+    sb.segment_count_main - (sb.main_blkaddr - sb.segment0_blkaddr) / sb.blocks_per_seg()
+}
+
+/// Moves a log into the last main segments (`at(fs)`: its segment in the last
+/// checkpoint): rounds of a file `write(fs, file, round)` writes, checkpointed, then
+/// deleted and checkpointed, until it gets there.
+fn move_log_into_tail(fs: &Fs, at: &dyn Fn(&Fs) -> u32, write: &dyn Fn(&Fs, uf2fs_core::Ino, usize)) {
     let root = fs.root();
-    let sb = fs.superblock().clone();
-    let tail = (sb.main_blkaddr - sb.segment0_blkaddr) / sb.blocks_per_seg();
-    let limit = sb.segment_count_main - tail;
-    // Move the warm data log into the tail: write and delete until it gets there.
-    for round in 0..200 {
-        if fs.last_checkpoint().cur_data_segno[1] >= limit {
-            break;
+    for round in 0..400 {
+        if at(fs) >= fsck_limit(fs) {
+            return;
         }
         let name = format!("fill{round}");
         let f = fs.create(root, name.as_bytes(), 0o644, 0, 0).unwrap().ino;
-        fs.write(f, 0, &pattern(round as u8, 2 * MIB as usize)).unwrap();
+        write(fs, f, round);
         fs.write_checkpoint().unwrap();
         fs.unlink(root, name.as_bytes()).unwrap();
         fs.write_checkpoint().unwrap();
     }
-    assert!(
-        fs.last_checkpoint().cur_data_segno[1] >= limit,
-        "the warm data log reached the tail"
-    );
-    let f = fs.create(root, b"f", 0o644, 0, 0).unwrap().ino;
-    fs.write(f, 0, &pattern(5, 12288)).unwrap();
+    panic!("the log did not reach the last main segments");
+}
+
+/// Moves the warm data log into the last main segments.
+fn warm_data_into_tail(fs: &Fs) {
+    move_log_into_tail(fs, &|fs| fs.last_checkpoint().cur_data_segno[1], &|fs, f, round| {
+        fs.write(f, 0, &pattern(round as u8, 2 * MIB as usize)).unwrap();
+    });
+}
+
+/// After a power cut right after the fsync of `f` (which must have written a
+/// checkpoint, `image` the device then): fsck-clean, and `f` there with `data`.
+fn fsynced_by_checkpoint(dir: &std::path::Path, image: Vec<u8>, name: &[u8], data: &[u8], what: &str) {
+    assert!(!has_fsync_chain(&image), "{what}: the fsync wrote a checkpoint");
+    fsck_clean(dir, &image, what);
+    let (fs, _dev) = open_rw(image);
+    let f = fs.lookup(fs.root(), name).expect("the fsync'd file is there");
+    assert!(read_all(&fs, f) == data, "{what}: the fsync'd contents");
+}
+
+/// fsck.f2fs (1.15) checks the blocks of the fsync'd chain and the data addresses of
+/// its direct nodes against an end of the main area it computes as
+/// `segment0_blkaddr + segment_count_main * blocks_per_seg` (see [`fsck_limit`]), so
+/// it refuses (`record_fsync_data failed`) a recovered data block in the last main
+/// segments, which Linux's recovery accepts. Found through FUSE: a checkpoint ioctl
+/// moved the warm data log so that the first stream log of the writeback contexts
+/// opened in the last main segment; an atomic commit (an fsync) there and `kill -9`
+/// left an image fsck.f2fs refuses. fsync writes a checkpoint instead when one of the
+/// nodes it writes (or a data block they point at) lies there.
+#[test]
+fn fsync_with_data_in_the_last_main_segments_is_fsck_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, dev) = open_rw(fresh_image(tmp.path(), "", 128 * MIB));
+    warm_data_into_tail(&fs);
+    let f = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    let data = pattern(5, 12288);
+    fs.write(f, 0, &data).unwrap();
     fs.fsync(f, false).unwrap();
     let image = dev.image_now();
     drop(fs);
-    fsck_clean(tmp.path(), &image, "fsync'd data in the last main segments");
+    fsynced_by_checkpoint(tmp.path(), image, b"f", &data, "fsync'd data in the last main segments");
+}
+
+/// The same for a data block in the last main segments that a direct node written
+/// before the fsync points at: written to the warm node log between checkpoints (more
+/// than 4096 dirty nodes), it is in the chain, and fsck.f2fs checks every node of an
+/// fsync'd inode there, not only those the fsync wrote. The fsync itself writes only
+/// the inode, which points at no block there.
+#[test]
+fn fsync_after_a_node_pointing_into_the_last_main_segments_is_fsck_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, dev) = open_rw(fresh_image(tmp.path(), "", 128 * MIB));
+    warm_data_into_tail(&fs);
+    let root = fs.root();
+    let f = fs.create(root, b"f", 0o644, 0, 0).unwrap().ino;
+    // Past the inode's 923 addresses: in the first direct node.
+    let at = 1000 * 4096;
+    fs.write(f, at, &pattern(6, 8192)).unwrap();
+    fs.write_checkpoint().unwrap();
+    fs.write(f, at, &pattern(7, 8192)).unwrap();
+    fs.writeback().unwrap();
+    // Dirty nodes past the bound: every one is written out, the direct node too.
+    for i in 0..4200 {
+        fs.create(root, format!("n{i}").as_bytes(), 0o644, 0, 0).unwrap();
+    }
+    fs.truncate(f, at + 3 * 8192).unwrap();
+    fs.fsync(f, false).unwrap();
+    let image = dev.image_now();
+    drop(fs);
+    let mut data = vec![0u8; at as usize];
+    data.extend(pattern(7, 8192));
+    data.extend(vec![0u8; 2 * 8192]);
+    fsynced_by_checkpoint(
+        tmp.path(),
+        image,
+        b"f",
+        &data,
+        "an fsync after a direct node into the last main segments",
+    );
+}
+
+/// fsck.f2fs 1.15 stops following the chain, without a word, at a node block in the
+/// last main segments: an fsync while the warm node log is there writes a checkpoint
+/// (fsck would pass, but it would not see the fsync'd nodes that Linux recovers).
+#[test]
+fn fsync_with_the_warm_node_log_in_the_last_main_segments_writes_a_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, dev) = open_rw(fresh_image(tmp.path(), "", 128 * MIB));
+    // Sparse files of 300 direct nodes each: 300 node blocks a round.
+    move_log_into_tail(&fs, &|fs| fs.last_checkpoint().cur_node_segno[1], &|fs, f, round| {
+        for k in 0..300u64 {
+            fs.write(f, k * 1018 * 4096 + 923 * 4096, &[round as u8; 16]).unwrap();
+        }
+    });
+    assert!(
+        fs.last_checkpoint().cur_data_segno[1] < fsck_limit(&fs),
+        "the warm data log stayed out of the last main segments"
+    );
+    let f = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    let data = pattern(8, 12288);
+    fs.write(f, 0, &data).unwrap();
+    fs.fsync(f, false).unwrap();
+    let image = dev.image_now();
+    drop(fs);
+    fsynced_by_checkpoint(
+        tmp.path(),
+        image,
+        b"f",
+        &data,
+        "an fsync with the warm node log in the last main segments",
+    );
 }

@@ -190,18 +190,18 @@ impl F2fsFuse {
         }
     }
 
-    /// `GARBAGE_COLLECT_RANGE`: Linux's checks of the range, then `EOPNOTSUPP` (uf2fs's
-    /// cleaner picks its own victims; see docs/ioctls.md).
+    /// `GARBAGE_COLLECT_RANGE` (`f2fs_ioc_gc_range`): `CAP_SYS_ADMIN`, a writable
+    /// mount, Linux's range check (`EINVAL`), then the sections of the range collected
+    /// one after another ([`uf2fs_core::Fs::gc_range`]), ending with Linux's errno
+    /// where its loop ends (`ENODATA`, `EAGAIN`).
     fn gc_range(&self, req: &Request, input: &[u8]) -> Result<(), Errno> {
         self.admin(req)?;
-        let (start, len) = (u64_at(input, 8)?, u64_at(input, 16)?);
-        let sb = self.fs.superblock();
-        let end = start.checked_add(len).ok_or(Errno::EINVAL)?;
-        let max = u64::from(sb.segment0_blkaddr) + u64::from(sb.segment_count) * 512;
-        if start < u64::from(sb.main_blkaddr) || end >= max {
-            return Err(Errno::EINVAL);
+        let (sync, start, len) = (u32_at(input, 0)?, u64_at(input, 8)?, u64_at(input, 16)?);
+        let report = self.fs.gc_range(start, len, sync != 0).or_errno()?;
+        match report.stop {
+            Some(stop) => Err(Errno::from_i32(stop.errno())),
+            None => Ok(()),
         }
-        Err(Errno::EOPNOTSUPP)
     }
 
     /// `RESIZE_FS` as `f2fs_resize_fs` checks it: growing is refused (Linux grows

@@ -22,7 +22,10 @@ impl Fs {
     /// kernel's `need_do_checkpoint` decides: not a regular file, a compressed file, a
     /// link count other than one, a name or parent changed since the last checkpoint, a
     /// directory renamed since the last checkpoint, a parent directory not yet
-    /// checkpointed, two active logs, little free space, or `fsync_mode=strict`. A file
+    /// checkpointed, two active logs, little free space, or `fsync_mode=strict`; and,
+    /// unlike the kernel, where fsck.f2fs 1.15 would refuse or not see the records: a
+    /// node of the chain, or a data block the file's nodes there point at, in the last
+    /// main segments (see [`crate::segment::fsck_roll_forward_limit`]). A file
     /// shrunk since the last checkpoint is fsync'd by roll-forward too: for each direct
     /// node the shrink freed, an empty direct node of that offset goes first, so that
     /// recovery frees the blocks it held (more than 128 of them: a
@@ -114,9 +117,17 @@ impl Fs {
             dent,
             &empty,
         );
-        if let Err(e) = written {
-            rw.fail(&e);
-            return Err(e);
+        match written {
+            Err(e) => {
+                rw.fail(&e);
+                return Err(e);
+            }
+            Ok(None) => {
+                // fsck.f2fs would not follow these records: a checkpoint instead.
+                self.nodes().restore_freed_dnodes(ino, freed);
+                return Ok(false);
+            }
+            Ok(Some(_)) => {}
         }
         if dent {
             rw.fsync_track().mark_dentry(ino);
@@ -145,8 +156,13 @@ impl Fs {
             return Ok(false);
         }
         // Room for what recovery writes: the nodes written now again, and the chain.
+        // And a chain fsck.f2fs 1.15 follows to the end (see
+        // `crate::segment::fsck_roll_forward_limit`; checked again as the nodes take
+        // their blocks).
         let segs = rw.segs();
-        Ok(segs.fsync_chain_intact() && segs.free_section_count() > segs.reserved_sections() + 2)
+        Ok(segs.fsync_chain_intact()
+            && !segs.data_past_fsck_limit(ino)
+            && segs.free_section_count() > segs.reserved_sections() + 2)
     }
 
     /// The empty direct nodes an fsync of `ino` writes before its own nodes (see

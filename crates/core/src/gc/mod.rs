@@ -33,6 +33,7 @@ mod paced;
 pub mod pacer;
 mod policies;
 mod policy;
+mod range;
 mod snapshot;
 pub(crate) mod state;
 mod status;
@@ -46,6 +47,7 @@ pub use paced::{PacedOutcome, PacedWake};
 pub use pacer::{GcPacing, PacingSettings, PacingStats};
 pub use policies::GcKind;
 pub use policy::GcPolicy;
+pub use range::{GcRangeReport, GcRangeStop};
 pub(crate) use state::GcState;
 pub use state::GcStats;
 

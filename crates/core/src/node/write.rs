@@ -33,9 +33,12 @@ use crate::segment::{LogType, SegmentManager, NR_LOGS};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use uf2fs_format::consts::{NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::nat::NatEntry;
-use uf2fs_format::node::{seal_inode_checksum, NodeFooter, NODE_DENT_BIT, NODE_FSYNC_BIT};
+use uf2fs_format::node::{
+    node_slot, seal_inode_checksum, Inode, NodeFooter, F2FS_INLINE_DATA, F2FS_INLINE_DENTRY, NODE_DENT_BIT,
+    NODE_FSYNC_BIT,
+};
 use uf2fs_format::summary::Summary;
 use uf2fs_format::superblock::Superblock;
 use uf2fs_format::xattr::XATTR_NODE_OFFSET;
@@ -156,6 +159,43 @@ struct Pending {
 /// Whether `addr` is a block address (not `NULL_ADDR` or `NEW_ADDR`).
 fn is_real(addr: u32) -> bool {
     addr != NULL_ADDR && addr != NEW_ADDR
+}
+
+/// Whether fsck.f2fs 1.15 follows the fsync records `pending` of inode `ino` if they
+/// are written now (see [`NodeManager::write_out_checked`]).
+fn fsck_follows(sb: &Superblock, segs: &SegmentManager, ino: u32, pending: &[Pending]) -> bool {
+    let limit = segs.fsck_limit_blkaddr();
+    let geo = sb.geometry();
+    let warm = pending.iter().filter(|p| segs.is_warm_node_log(p.node.log)).count() as u64;
+    segs.fsync_chain_intact()
+        && !segs.data_past_fsck_limit(ino)
+        && segs.warm_node_blocks_before_fsck_limit(warm)
+        && !pending.iter().any(|p| points_at_or_past(sb, geo, &p.node.block, limit))
+}
+
+/// Whether node block `b` holds a data address at or past block `limit`: the data
+/// addresses fsck.f2fs checks for a node of the roll-forward chain (an inode's, unless
+/// its data is inline, and a direct node's; not an indirect or xattr node's). Holes,
+/// `NEW_ADDR` and `COMPRESS_ADDR` are no blocks. A block that does not decode counts as
+/// holding one (the caller then takes the safe way, a checkpoint).
+fn points_at_or_past(sb: &Superblock, geo: uf2fs_format::Geometry, b: &[u8], limit: u64) -> bool {
+    let past = |a: u32| is_real(a) && a != COMPRESS_ADDR && a as u64 >= limit;
+    let Ok(f) = NodeFooter::decode(b) else {
+        return true;
+    };
+    if f.offset() == 0 {
+        let Ok(inode) = Inode::decode(b, sb) else {
+            return true;
+        };
+        if inode.has_inline(F2FS_INLINE_DATA) || inode.has_inline(F2FS_INLINE_DENTRY) {
+            return false;
+        }
+        return (0..inode.addrs_per_inode()).any(|i| past(inode.addr(b, i)));
+    }
+    if f.offset() == XATTR_NODE_OFFSET || !super::is_dnode(geo, f.offset()) {
+        return false;
+    }
+    (0..geo.addrs_per_block()).any(|i| node_slot(b, i).map_or(true, past))
 }
 
 fn lock_segs(segs: &Mutex<SegmentManager>) -> Ranked<MutexGuard<'_, SegmentManager>> {
@@ -422,6 +462,10 @@ impl NodeManager {
     /// find there (the checkpoint's, or one written after it), so that the blocks a
     /// truncate freed do not come back. They are records only: no NAT entry points at
     /// them and their blocks are invalid as soon as written.
+    ///
+    /// `None`: nothing written, the nodes still dirty, because fsck.f2fs 1.15 would not
+    /// follow these records (see [`crate::segment::fsck_roll_forward_limit`]); the
+    /// fsync must write a checkpoint.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_fsync_nodes(
         &self,
@@ -432,7 +476,7 @@ impl NodeManager {
         node_ver: u64,
         dent: bool,
         empty: &[(u32, u32)],
-    ) -> Result<usize> {
+    ) -> Result<Option<usize>> {
         // Read before the dirty map is locked (reads look at it); the caller holds the
         // inode, so if it is not dirty below, this is its block.
         crate::lockrank::assert_held(crate::lockrank::Rank::Inodes, "an fsync's node write-out");
@@ -489,7 +533,17 @@ impl NodeManager {
                 marks,
             });
         }
-        self.write_out(dev, sb, segs, dirty, pending, records, node_ver, WriteKind::UserNode)
+        self.write_out_checked(
+            dev,
+            sb,
+            segs,
+            dirty,
+            pending,
+            records,
+            node_ver,
+            WriteKind::UserNode,
+            Some(ino),
+        )
     }
 
     /// Writes `pending` (taken out of the dirty map, whose guard is `dirty`) to their
@@ -503,12 +557,37 @@ impl NodeManager {
         dev: &dyn BlockDevice,
         sb: &Superblock,
         segs: &Mutex<SegmentManager>,
+        dirty: DirtyGuard<'_>,
+        pending: Vec<Pending>,
+        records: usize,
+        node_ver: u64,
+        kind: WriteKind,
+    ) -> Result<usize> {
+        // Refused (`None`) only with an inode whose fsync this is: never here.
+        let written = self.write_out_checked(dev, sb, segs, dirty, pending, records, node_ver, kind, None)?;
+        Ok(written.unwrap_or(0))
+    }
+
+    /// [`NodeManager::write_out`]; with `fsync_of`, the write-out of that inode's fsync
+    /// records, refused (`None`, the nodes back in the dirty map, nothing written)
+    /// where fsck.f2fs 1.15 would not follow them in the roll-forward chain (see
+    /// [`crate::segment::fsck_roll_forward_limit`]): a block of the chain before them,
+    /// one of them, or a data block one of them or an earlier node of the inode in the
+    /// chain points at, in the segments it refuses. Decided under the segment
+    /// manager's mutex, with the blocks taken: no other write-out comes between.
+    #[allow(clippy::too_many_arguments)]
+    fn write_out_checked(
+        &self,
+        dev: &dyn BlockDevice,
+        sb: &Superblock,
+        segs: &Mutex<SegmentManager>,
         mut dirty: DirtyGuard<'_>,
         mut pending: Vec<Pending>,
         records: usize,
         node_ver: u64,
         kind: WriteKind,
-    ) -> Result<usize> {
+        fsync_of: Option<u32>,
+    ) -> Result<Option<usize>> {
         // A checkpoint (cp_lock exclusive) never runs beside a write-out: it finds
         // every node either dirty or written.
         crate::lockrank::assert_held(crate::lockrank::Rank::Checkpoint, "a node write-out");
@@ -516,6 +595,12 @@ impl NodeManager {
         // manager's mutex (tickets follow allocation order); then published.
         let (runs, ticket) = {
             let mut s = lock_segs(segs);
+            if let Some(ino) = fsync_of {
+                if !fsck_follows(sb, &s, ino, &pending) {
+                    dirty.put_back(pending.split_off(records));
+                    return Ok(None);
+                }
+            }
             match take_blocks(dev, sb, &mut s, &mut pending, node_ver) {
                 Ok(runs) => (runs, self.order.ticket()),
                 Err(e) => {
@@ -541,7 +626,7 @@ impl NodeManager {
                 dirty.writing.remove(&p.nid);
             }
         }
-        Ok(pending.len())
+        Ok(Some(pending.len()))
     }
 
     /// Publishes the nodes of `taken`, which have their blocks (not yet written): their
@@ -596,7 +681,18 @@ fn take_blocks(
     node_ver: u64,
 ) -> Result<Vec<Run>> {
     let mut runs: Vec<Run> = Vec::new();
+    let limit = segs.fsck_limit_blkaddr();
+    let geo = sb.geometry();
     for p in nodes.iter_mut() {
+        // A node of the roll-forward chain pointing where fsck.f2fs 1.15 refuses data
+        // (see `crate::segment::fsck_roll_forward_limit`): its inode's fsyncs write a
+        // checkpoint until the next one.
+        if segs.is_warm_node_log(p.node.log) {
+            let ino = ino_of(&p.node.block);
+            if !segs.data_past_fsck_limit(ino) && points_at_or_past(sb, geo, &p.node.block, limit) {
+                segs.note_data_past_fsck_limit(ino);
+            }
+        }
         let sum = Summary {
             nid: p.nid,
             version: p.entry.version,

@@ -9,7 +9,7 @@ use super::SegmentUsage;
 use crate::checkpoint::CheckpointState;
 use crate::device::BlockDevice;
 use crate::{Error, Result};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
 use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM};
 use uf2fs_format::sit::SitEntry;
@@ -141,6 +141,33 @@ pub struct SegmentManager {
     /// position of that log and follows the node footers' `next_blkaddr`, cannot
     /// reach the blocks it writes now (see [`SegmentManager::fsync_chain_intact`]).
     chain_broken: bool,
+    /// The first main-area segment fsck.f2fs 1.15 takes for past the end of the main
+    /// area when it follows the roll-forward chain (see [`fsck_roll_forward_limit`]).
+    fsck_limit: u32,
+    /// The warm node log took a block in segment `fsck_limit` or later since the last
+    /// checkpoint (or that checkpoint left it there): fsck.f2fs 1.15 stops following
+    /// the roll-forward chain at that block, without a word, and never sees the
+    /// fsync'd nodes after it (see [`SegmentManager::fsync_chain_intact`]).
+    chain_past_fsck_limit: bool,
+    /// Inodes with a node block written to the warm node log since the last
+    /// checkpoint that points at a data block in segment `fsck_limit` or later:
+    /// fsck.f2fs 1.15 refuses the image if an fsync of one of them is in the chain
+    /// (see [`SegmentManager::note_data_past_fsck_limit`]).
+    inodes_past_fsck_limit: HashSet<u32>,
+}
+
+/// The first main-area segment whose blocks fsck.f2fs 1.15 refuses in the roll-forward
+/// chain. Its bound for recovered blocks (node blocks of the chain and the data blocks
+/// they point at; `MAX_BLKADDR` in its `f2fs_is_valid_blkaddr` for `META_POR`) is
+/// `segment0_blkaddr` plus the main area's segments, which stops as many segments
+/// short of the main area's end as the metadata areas before it take. A node block
+/// past it ends fsck's walk of the chain quietly; a data block past it fails the check
+/// (`record_fsync_data failed`). f2fs-tools 1.16 counts every segment there, and Linux
+/// accepts the whole main area; an fsync writes a checkpoint instead of records that
+/// would reach these segments, so that the image passes both.
+pub fn fsck_roll_forward_limit(sb: &Superblock) -> u32 {
+    let meta_segs = (sb.main_blkaddr.saturating_sub(sb.segment0_blkaddr)) / sb.blocks_per_seg().max(1);
+    sb.segment_count_main.saturating_sub(meta_segs)
 }
 
 impl SegmentManager {
@@ -189,6 +216,9 @@ impl SegmentManager {
             space: space::SpaceRules::new(&cps.cp, geo.segs_per_sec),
             recovered: Default::default(),
             chain_broken: false,
+            fsck_limit: fsck_roll_forward_limit(sb),
+            chain_past_fsck_limit: false,
+            inodes_past_fsck_limit: HashSet::new(),
         };
         for segno in 0..geo.segments {
             let used = m.sit[segno as usize].valid_blocks > 0 || m.current_log(segno).is_some();
@@ -200,6 +230,7 @@ impl SegmentManager {
         m.written_at = vec![0; m.sit.len()];
         m.opens = vec![0; m.sit.len()];
         m.check_against(cps)?;
+        m.chain_past_fsck_limit = m.warm_node_segno() >= m.fsck_limit;
         // Blocks the checkpoint counts beyond the SIT's are addresses reserved and not
         // written (`NEW_ADDR`): they stay reserved.
         m.reserve_new_blocks(cps.cp.valid_block_count - m.valid_blocks)?;
@@ -380,6 +411,9 @@ impl SegmentManager {
         let w = &mut self.written_at[segno as usize];
         *w = (*w * before + self.allocated) / (before + 1);
         let kind = kind_of(e.seg_type);
+        if segno >= self.fsck_limit && li == self.active_logs.log_for(LogType::WarmNode) as usize {
+            self.chain_past_fsck_limit = true;
+        }
         let cur = self.cur_mut(li);
         cur.sum[off as usize] = sum;
         cur.next_blkoff += 1;
@@ -403,11 +437,68 @@ impl SegmentManager {
     /// the warm node log and following the node footers' `next_blkaddr` (the kernel's
     /// `find_fsync_dnodes`, fsck.f2fs's `find_fsync_inode`), reaches the block that log
     /// writes next. False once the log left a segment it had not filled since that
-    /// checkpoint: an fsync must write a checkpoint then.
+    /// checkpoint, or took a block fsck.f2fs 1.15 stops at (see
+    /// [`fsck_roll_forward_limit`]), or writes next there: an fsync must write a
+    /// checkpoint then.
     pub fn fsync_chain_intact(&self) -> bool {
         let log = self.cur(self.active_logs.log_for(LogType::WarmNode) as usize);
         // A log that must move before its next block leaves its segment unfilled too.
-        !self.chain_broken && log.alloc_type == ALLOC_LFS && (log.next_blkoff as u32) < BLOCKS_PER_SEG
+        !self.chain_broken
+            && !self.chain_past_fsck_limit
+            && log.segno < self.fsck_limit
+            && log.alloc_type == ALLOC_LFS
+            && (log.next_blkoff as u32) < BLOCKS_PER_SEG
+    }
+
+    /// The segment of the log warm nodes go to.
+    fn warm_node_segno(&self) -> u32 {
+        self.cur(self.active_logs.log_for(LogType::WarmNode) as usize).segno
+    }
+
+    /// Whether a block of class `log` goes to the warm node log (the log of the
+    /// roll-forward chain).
+    pub fn is_warm_node_log(&self, log: LogType) -> bool {
+        self.active_logs.log_for(log) == self.active_logs.log_for(LogType::WarmNode)
+    }
+
+    /// Whether the next `blocks` blocks the warm node log takes all lie before the
+    /// segments fsck.f2fs 1.15 stops at (see [`fsck_roll_forward_limit`]): in the
+    /// log's segment, or in the one it moves to when it fills (found as the move will
+    /// find it). More than a segment after the current one: false.
+    pub fn warm_node_blocks_before_fsck_limit(&self, blocks: u64) -> bool {
+        let li = self.active_logs.log_for(LogType::WarmNode) as usize;
+        let c = self.cur(li);
+        if c.segno == CLOSED || c.segno >= self.fsck_limit || c.alloc_type != ALLOC_LFS {
+            return false;
+        }
+        let room = BLOCKS_PER_SEG.saturating_sub(c.next_blkoff as u32) as u64;
+        if blocks <= room {
+            return true;
+        }
+        if blocks > room + BLOCKS_PER_SEG as u64 {
+            return false;
+        }
+        self.pick_segment(li).is_ok_and(|s| s < self.fsck_limit)
+    }
+
+    /// The first block address of the segments fsck.f2fs 1.15 refuses in the
+    /// roll-forward chain (see [`fsck_roll_forward_limit`]).
+    pub fn fsck_limit_blkaddr(&self) -> u64 {
+        self.geo.main_blkaddr + self.fsck_limit as u64 * BLOCKS_PER_SEG as u64
+    }
+
+    /// Records that a node block of inode `ino` written to the warm node log points at
+    /// a data block at or past [`SegmentManager::fsck_limit_blkaddr`]: until the next
+    /// checkpoint, an fsync of `ino` must write a checkpoint (fsck.f2fs 1.15 checks
+    /// every node of an fsync'd inode in the chain, up to its last fsync mark).
+    pub fn note_data_past_fsck_limit(&mut self, ino: u32) {
+        self.inodes_past_fsck_limit.insert(ino);
+    }
+
+    /// Whether a node block of `ino` in the roll-forward chain points at a data block
+    /// fsck.f2fs 1.15 refuses (see [`SegmentManager::note_data_past_fsck_limit`]).
+    pub fn data_past_fsck_limit(&self, ino: u32) -> bool {
+        self.inodes_past_fsck_limit.contains(&ino)
     }
 
     /// Replaces the summary entry of `blkaddr`, a block already taken from an active log.
@@ -504,11 +595,16 @@ impl SegmentManager {
             // of n at k/(n+1) of the main area past the warm data log, so that logs
             // filling at once take sections apart from one another and each file
             // stays contiguous across its segments (allocation groups, as XFS's).
+            // The regions are spread over the sections before the last main segments
+            // fsck.f2fs 1.15 refuses in the roll-forward chain (see
+            // [`fsck_roll_forward_limit`]): a stream log opened there made every fsync
+            // of its files write a checkpoint.
             CLOSED => {
                 let k = (li - NR_LOGS + 1) as u64;
                 let n = self.streams.len() as u64 + 1;
+                let below = (self.fsck_limit / g.segs_per_sec).clamp(1, sections.max(1)) as u64;
                 let warm = (self.logs[LogType::WarmData as usize].segno / g.segs_per_sec) as u64;
-                ((warm + k * sections as u64 / n) % sections.max(1) as u64) as u32
+                ((warm + k * below / n) % below) as u32
             }
             old => {
                 if let Some(s) = self.free.next_free_in_section(old) {
@@ -723,6 +819,8 @@ impl SegmentManager {
     /// After a checkpoint is durable: prefree segments become free.
     pub(crate) fn checkpoint_done(&mut self) {
         self.chain_broken = false;
+        self.chain_past_fsck_limit = self.warm_node_segno() >= self.fsck_limit;
+        self.inodes_past_fsck_limit.clear();
         for segno in std::mem::take(&mut self.prefree) {
             if self.sit[segno as usize].valid_blocks == 0 && self.current_log(segno).is_none() {
                 self.free.set_used(segno, false);

@@ -11,7 +11,7 @@ mod tests;
 
 pub use active_logs::ActiveLogs;
 pub use curseg::{CurSeg, LogType, ALLOC_LFS, ALLOC_SSR, NR_LOGS};
-pub use manager::{SectionInfo, SegmentManager, SitFlush, SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
+pub use manager::{fsck_roll_forward_limit, SectionInfo, SegmentManager, SitFlush, SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
 pub use sit::{SegEntry, SitArea};
 
 use crate::checkpoint::CheckpointState;

@@ -37,46 +37,65 @@ impl SegmentManager {
         self.geo.segs_per_sec
     }
 
+    /// Segments in the main area.
+    pub fn segment_count(&self) -> u32 {
+        self.geo.segments
+    }
+
+    /// Whether an active log (a stream log included) writes in section `secno`.
+    pub fn section_holds_open_log(&self, secno: u32) -> bool {
+        let spsec = self.geo.segs_per_sec;
+        self.open_segments().any(|l| l.segno / spsec == secno)
+    }
+
+    /// Section `secno` as victim selection sees it: its valid blocks, their type, and
+    /// the mean ages of its segments in use.
+    pub fn section_info(&self, secno: u32) -> SectionInfo {
+        let spsec = self.geo.segs_per_sec;
+        let capacity = spsec * BLOCKS_PER_SEG;
+        let first = secno * spsec;
+        let last = (first + spsec).min(self.geo.segments);
+        let mut valid = 0u32;
+        let mut mtime = 0u64;
+        let mut written = 0u64;
+        let mut used = 0u64;
+        let mut is_node = false;
+        for segno in first..last {
+            let e = &self.sit[segno as usize];
+            if e.valid_blocks > 0 {
+                valid += e.valid_blocks as u32;
+                mtime += e.mtime_secs;
+                written += self.written_at[segno as usize];
+                used += 1;
+                is_node = e.seg_type >= LogType::HotNode as u8;
+            }
+        }
+        SectionInfo {
+            secno,
+            valid_blocks: valid,
+            capacity,
+            is_node,
+            mtime_secs: mtime / used.max(1),
+            age_blocks: self.allocated.saturating_sub(written / used.max(1)),
+        }
+    }
+
     /// Sections that garbage collection may clean: in use, not wholly valid, holding
     /// no active log and no segment waiting for a checkpoint to become free only.
     /// Calls `visit` for each, in section order.
     pub fn visit_victim_candidates(&self, mut visit: impl FnMut(SectionInfo)) {
         let spsec = self.geo.segs_per_sec;
-        let capacity = spsec * BLOCKS_PER_SEG;
         let mut log_secs: Vec<u32> = self.open_segments().map(|l| l.segno / spsec).collect();
         log_secs.sort_unstable();
         for secno in 0..self.section_count() {
             if log_secs.binary_search(&secno).is_ok() {
                 continue;
             }
-            let first = secno * spsec;
-            let last = (first + spsec).min(self.geo.segments);
-            let mut valid = 0u32;
-            let mut mtime = 0u64;
-            let mut written = 0u64;
-            let mut used = 0u64;
-            let mut is_node = false;
-            for segno in first..last {
-                let e = &self.sit[segno as usize];
-                if e.valid_blocks > 0 {
-                    valid += e.valid_blocks as u32;
-                    mtime += e.mtime_secs;
-                    written += self.written_at[segno as usize];
-                    used += 1;
-                    is_node = e.seg_type >= LogType::HotNode as u8;
-                }
-            }
-            if valid == 0 || valid >= capacity {
+            let info = self.section_info(secno);
+            if info.valid_blocks == 0 || info.valid_blocks >= info.capacity {
                 continue;
             }
-            visit(SectionInfo {
-                secno,
-                valid_blocks: valid,
-                capacity,
-                is_node,
-                mtime_secs: mtime / used.max(1),
-                age_blocks: self.allocated.saturating_sub(written / used.max(1)),
-            });
+            visit(info);
         }
     }
 
