@@ -77,12 +77,19 @@ fn status_shows_what_compression_saved_and_release_gives_it_to_df() {
     let s = saved(&fs);
     let (ca, cbb) = (fs.compression(a).unwrap().unwrap(), fs.compression(b).unwrap().unwrap());
     assert_eq!(s.files, 2, "{s:?}");
-    assert_eq!(s.compressed_clusters, ca.compressed_clusters + cbb.compressed_clusters, "{s:?}");
+    assert_eq!(
+        s.compressed_clusters,
+        ca.compressed_clusters + cbb.compressed_clusters,
+        "{s:?}"
+    );
     assert_eq!(s.compressed_clusters, 40 + 24, "{s:?}");
     assert_eq!(s.logical_blocks, 4 * s.compressed_clusters);
     assert_eq!(s.stored_blocks, ca.compressed_blocks + cbb.compressed_blocks);
     assert_eq!(s.saved_blocks, s.logical_blocks - s.stored_blocks);
-    assert!(s.saved_blocks >= s.compressed_clusters, "text saves a block a cluster at least: {s:?}");
+    assert!(
+        s.saved_blocks >= s.compressed_clusters,
+        "text saves a block a cluster at least: {s:?}"
+    );
     // Every saved block is still reserved: `GET_COMPRESS_BLOCKS` adds up to them.
     assert_eq!(
         s.reserved_blocks,
@@ -93,7 +100,10 @@ fn status_shows_what_compression_saved_and_release_gives_it_to_df() {
     assert_eq!((s.released_blocks, s.released_files), (0, 0));
     let report = fs.status_report().unwrap();
     assert!(
-        report.contains(&format!("compression saved:   {} of {} blocks", s.saved_blocks, s.logical_blocks)),
+        report.contains(&format!(
+            "compression saved:   {} of {} blocks",
+            s.saved_blocks, s.logical_blocks
+        )),
         "{report}"
     );
     // Releasing a's blocks gives its saved blocks to df.
