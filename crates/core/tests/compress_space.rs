@@ -214,3 +214,125 @@ fn atomic_writes_on_compressed_files_as_linux() {
     fs.unmount().unwrap();
     oracle::fsck_clean_fixing(&img, "atomic writes on compressed files");
 }
+
+/// The directory of an f2fs-tools build whose fsck.f2fs reads 16 KiB-block volumes (the
+/// development tree, docs/android-images.md): beside `UF2FS_MKFS_F2FS`, else
+/// /tmp/blk16-tools/inst/sbin or /work/ext/f2fs-tools-inst/sbin; `None` after saying
+/// why there is none.
+fn dev_fsck() -> Option<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(m) = std::env::var_os("UF2FS_MKFS_F2FS") {
+        dirs.extend(Path::new(&m).parent().map(Path::to_path_buf));
+    }
+    dirs.push("/tmp/blk16-tools/inst/sbin".into());
+    dirs.push("/work/ext/f2fs-tools-inst/sbin".into());
+    for d in &dirs {
+        let fsck = d.join("fsck.f2fs");
+        let takes_16k = std::process::Command::new(d.join("mkfs.f2fs"))
+            .arg("-h")
+            .output()
+            .is_ok_and(|o| {
+                String::from_utf8_lossy(&o.stdout).contains("-b") || String::from_utf8_lossy(&o.stderr).contains("-b ")
+            });
+        if fsck.is_file() && takes_16k {
+            return Some(fsck);
+        }
+    }
+    eprintln!(
+        "skipping fsck of the 16 KiB volume: no f2fs-tools development build (mkfs.f2fs with -b) in {dirs:?}; \
+         set UF2FS_MKFS_F2FS (docs/android-images.md)"
+    );
+    None
+}
+
+/// The development fsck.f2fs on `img`: exit 0, no `[Fail]`, no `ASSERT` (its
+/// "Corrupted valid nat_bits" on every fresh image aside, docs/android-images.md).
+fn dev_fsck_clean(fsck: &Path, img: &Path, what: &str) {
+    let (ok, text) = oracle::output(std::process::Command::new(fsck).args(["-f", "--dry-run"]).arg(img));
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("[Fail]") || l.contains("ASSERT"))
+        .collect();
+    assert!(ok && bad.is_empty(), "development fsck.f2fs -f after {what}:\n{text}");
+}
+
+#[test]
+fn compressed_files_on_a_16k_block_volume() {
+    const BS: u64 = 16384;
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("blk16.img");
+    let opts = MkfsOptions {
+        size_bytes: Some(512 * MIB),
+        block_size: BS as u32,
+        features: parse_features("extra_attr,compression").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(&img, &opts).unwrap();
+    let mut files = Vec::new();
+    for (k, (algo, log)) in [
+        ("lz4", "2"),
+        ("zstd:3", "3"),
+        ("lzo", "2"),
+        ("lzo-rle", "2"),
+        ("lz4:9", "4"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let fs = Fs::open_rw(&img, &[]).unwrap();
+        let mut o = CompressOptions::default();
+        assert!(o.set_option("compress_algorithm", Some(algo)).unwrap());
+        assert!(o.set_option("compress_log_size", Some(log)).unwrap());
+        assert!(o.set_option("compress_chksum", None).unwrap());
+        fs.set_compress_options(o).unwrap();
+        let cb = BS << log.parse::<u32>().unwrap();
+        let name = format!("f{k}");
+        let ino = compressed(&fs, &name);
+        let mut want = data::text((12 * cb + 5000) as usize, k as u32 + 1);
+        for (i, piece) in want.chunks(30000).enumerate() {
+            fs.write(ino, i as u64 * 30000, piece).unwrap();
+        }
+        fs.writeback().unwrap();
+        let c = fs.compression(ino).unwrap().unwrap();
+        assert_eq!(
+            (c.cluster_blocks as u64, c.compressed_clusters),
+            (cb / BS, 12),
+            "{algo}: {c:?}"
+        );
+        assert!(fs.compress_blocks(ino).unwrap() >= 12, "{algo}");
+        // Overwrite inside a compressed cluster, a cluster of noise, truncate into a
+        // compressed cluster, append past a hole.
+        let at = (2 * cb + 777) as usize;
+        fs.write(ino, at as u64, b"overwritten in a 16 KiB-block cluster")
+            .unwrap();
+        want[at..at + 37].copy_from_slice(b"overwritten in a 16 KiB-block cluster");
+        let noise = data::noise(cb as usize, k as u64);
+        fs.write(ino, 5 * cb, &noise).unwrap();
+        want[(5 * cb) as usize..(6 * cb) as usize].copy_from_slice(&noise);
+        fs.writeback().unwrap();
+        fs.truncate(ino, 9 * cb + 3000).unwrap();
+        want.truncate((9 * cb + 3000) as usize);
+        let tail = data::text(2 * cb as usize, 99);
+        fs.write(ino, 11 * cb, &tail).unwrap();
+        want.resize((11 * cb) as usize, 0);
+        want.extend_from_slice(&tail);
+        fs.writeback().unwrap();
+        assert_eq!(read_all(&fs, ino, want.len()), want, "{algo}");
+        let c = fs.compression(ino).unwrap().unwrap();
+        assert!(c.compressed_clusters >= 9, "{algo}: {c:?}");
+        let s = saved(&fs);
+        assert!(s.saved_blocks > 0 && s.files == k as u64 + 1, "{s:?}");
+        fs.gc(uf2fs_core::gc::GcKind::Foreground).ok();
+        fs.write_checkpoint().unwrap();
+        fs.unmount().unwrap();
+        files.push((ino, want));
+    }
+    let fs = Fs::open(&img, &[]).unwrap();
+    for (ino, want) in &files {
+        assert_eq!(&read_all(&fs, *ino, want.len()), want, "inode {ino} after a remount");
+    }
+    drop(fs);
+    if let Some(fsck) = dev_fsck() {
+        dev_fsck_clean(&fsck, &img, "compressed writes on a 16 KiB-block volume");
+    }
+}

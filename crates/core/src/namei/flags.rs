@@ -236,12 +236,6 @@ fn compression_change(i: &InodeMut, kind: FileKind, on: bool, codec: &ClusterCod
             i.ino
         )));
     }
-    if kind == FileKind::File && i.inode.geometry.block_size() != uf2fs_format::consts::BLOCK_SIZE {
-        return Err(Error::Unsupported {
-            feature: "compression",
-            detail: "uf2fs writes compressed files on 4 KiB-block volumes only".into(),
-        });
-    }
     if (i.inode.extra_isize as usize) < uf2fs_format::node::F2FS_TOTAL_EXTRA_ATTR_SIZE {
         return Err(Error::Unsupported {
             feature: "compression",
