@@ -245,15 +245,22 @@ fn dev_fsck() -> Option<std::path::PathBuf> {
     None
 }
 
-/// The development fsck.f2fs on `img`: exit 0, no `[Fail]`, no `ASSERT` (its
-/// "Corrupted valid nat_bits" on every fresh image aside, docs/android-images.md).
+/// The development fsck.f2fs `-f -y` on a copy of `img` (fixing on, it also checks
+/// `i_compr_blocks`): exit 0, no `[Fail]`, no `[FIX`, no `ASSERT` (its "fixing SIT
+/// types" on every fresh image aside, docs/android-images.md).
 fn dev_fsck_clean(fsck: &Path, img: &Path, what: &str) {
-    let (ok, text) = oracle::output(std::process::Command::new(fsck).args(["-f", "--dry-run"]).arg(img));
+    let copy = img.with_extension("fsck");
+    std::fs::copy(img, &copy).unwrap();
+    let (ok, text) = oracle::output(std::process::Command::new(fsck).args(["-f", "-y"]).arg(&copy));
+    let _ = std::fs::remove_file(&copy);
     let bad: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("ASSERT"))
+        .filter(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"))
         .collect();
-    assert!(ok && bad.is_empty(), "development fsck.f2fs -f after {what}:\n{text}");
+    assert!(
+        ok && bad.is_empty(),
+        "development fsck.f2fs -f -y after {what}:\n{text}"
+    );
 }
 
 #[test]
@@ -327,6 +334,17 @@ fn compressed_files_on_a_16k_block_volume() {
         fs.unmount().unwrap();
         files.push((ino, want));
     }
+    // A file made in a `+c` directory inherits compression on 16 KiB blocks too.
+    let fs = Fs::open_rw(&img, &[]).unwrap();
+    let d = fs.mkdir(fs.root(), b"c", 0o755, 0, 0).unwrap().ino;
+    fs.set_file_flags(d, FS_COMPR_FL, SETTABLE_FLAGS).unwrap();
+    let ino = fs.create(d, b"inherits", 0o100644, 0, 0).unwrap().ino;
+    let want = data::text(20 * BS as usize, 42);
+    fs.write(ino, 0, &want).unwrap();
+    fs.writeback().unwrap();
+    assert_eq!(fs.compression(ino).unwrap().unwrap().compressed_clusters, 5);
+    fs.unmount().unwrap();
+    files.push((ino, want));
     let fs = Fs::open(&img, &[]).unwrap();
     for (ino, want) in &files {
         assert_eq!(&read_all(&fs, *ino, want.len()), want, "inode {ino} after a remount");
