@@ -165,6 +165,45 @@ fn compressed_files_and_f2fs_io_compression_commands() {
     assert_eq!(cblocks("get_cblocks", &f), 0);
     assert_eq!(fs::read(&u).unwrap(), data);
     assert_eq!(fs::read(&f).unwrap(), want);
+    // fallocate as Linux 6.1: reserving works on a compressed file, punching does not.
+    let p = u.to_str().unwrap();
+    ok(&["fallocate", "-o", "1048576", "-l", "65536", p]);
+    assert_eq!(fs::metadata(&u).unwrap().len(), 1048576 + 65536);
+    let (done, said) = run(&["fallocate", "-p", "-o", "0", "-l", "4096", p]);
+    assert!(!done && said.contains("unsupported"), "EOPNOTSUPP: {said}");
+    // Atomic writes as Linux 6.1: a compressed file with blocks is refused (EINVAL,
+    // which f2fs_io does not print; the core test checks the errno); an empty
+    // one stops being compressed and takes it.
+    let (done, said) = run(&["f2fs_io", "write", "1", "0", "4", "inc_num", "atomic_commit", p]);
+    assert!(!done && said.contains("setting atomic file mode failed"), "{said}");
+    let e = dir.join("empty");
+    fs::write(&e, b"").unwrap();
+    assert!(ok(&["f2fs_io", "getflags", e.to_str().unwrap()]).contains("compression"));
+    ok(&[
+        "f2fs_io",
+        "write",
+        "1",
+        "0",
+        "4",
+        "inc_num",
+        "atomic_commit",
+        e.to_str().unwrap(),
+    ]);
+    assert_eq!(fs::metadata(&e).unwrap().len(), 4 * 4096);
+    assert!(!ok(&["f2fs_io", "getflags", e.to_str().unwrap()]).contains("compression"));
+    // What compression saved, volume-wide (docs/json.md): every compressed file's
+    // `GET_COMPRESS_BLOCKS` adds up to the reserved blocks.
+    let out = common::uf2fs().run([
+        std::ffi::OsString::from("status"),
+        std::ffi::OsString::from("--json"),
+        v.mnt.clone().into(),
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(out.assert_ok()).expect("status --json is JSON");
+    let c = &doc["compression"];
+    let reserved: u64 = [&f, &g, &u, &t].iter().map(|x| cblocks("get_cblocks", x)).sum();
+    assert_eq!(c["reserved_blocks"].as_u64(), Some(reserved), "{doc}");
+    assert!(c["saved_blocks"].as_u64().unwrap() >= reserved, "{doc}");
+    assert_eq!(c["files"].as_u64(), Some(4), "{doc}");
     let (unmounted, text_) = m.unmount();
     assert!(unmounted, "{text_}");
     fsck::clean(&v.img, v.tmp.path());

@@ -49,8 +49,8 @@ pub use file::atomic::{AtomicWrite, ATOMIC_MAX_BLOCKS};
 pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
 pub use fs::Fs;
 pub use gc::{
-    Accounting, BgCleaner, BgOutcome, BgTimes, GcKind, GcPacing, GcPolicy, GcRangeReport, GcRangeStop, GcStats,
-    PacingSettings, PacingStats, Status,
+    Accounting, BgCleaner, BgOutcome, BgTimes, CompressionSaved, GcKind, GcPacing, GcPolicy, GcRangeReport,
+    GcRangeStop, GcStats, PacingSettings, PacingStats, Status,
 };
 pub use info::FsInfo;
 pub use inode::pin_now;

@@ -236,6 +236,34 @@ impl NodeManager {
             .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))
     }
 
+    /// Every inode in use now: the nids whose NAT entry names themselves as their inode
+    /// and holds a block (written, or `NEW_ADDR` for one not yet written), changes since
+    /// the checkpoint included. One read of each NAT block.
+    pub(crate) fn inode_nids(&self, dev: &dyn BlockDevice) -> Result<Vec<u32>> {
+        let per_block = self.nat_per_block();
+        let blocks = self.max_nid.div_ceil(per_block as u64) as u32;
+        let nat = lock(&self.nat);
+        let mut out = Vec::new();
+        for index in 0..blocks {
+            let (addr, block) = self.nat_block(dev, &nat, index)?;
+            for k in 0..per_block {
+                let nid = index * per_block + k;
+                if nid == 0 || nid as u64 >= self.max_nid || self.reserved.contains(&nid) {
+                    continue;
+                }
+                let e = match nat.dirty.get(&nid).or_else(|| nat.journal.get(&nid)) {
+                    Some(e) => *e,
+                    None => nat_block_entry(&block, k as usize)
+                        .map_err(|e| Error::corrupt("NAT block", Some(addr), e.to_string()))?,
+                };
+                if e.ino == nid && e.block_addr != 0 {
+                    out.push(nid);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The NAT entry of `nid` as the last checkpoint recorded it (changes since left
     /// out): whether a node is checkpointed (the kernel's `IS_CHECKPOINTED`).
     pub fn checkpointed_entry(&self, dev: &dyn BlockDevice, nid: u32) -> Result<NatEntry> {

@@ -54,6 +54,9 @@ pub struct ClusterCodec {
     level: u8,
     log_cluster_size: u8,
     checksum: bool,
+    /// The volume's block size (Linux's page size there): 4096 unless
+    /// [`ClusterCodec::with_block_size`] says otherwise.
+    block: usize,
 }
 
 impl ClusterCodec {
@@ -84,6 +87,7 @@ impl ClusterCodec {
                 level,
                 log_cluster_size,
                 checksum,
+                block: BLOCK_SIZE,
             };
             return Err(Error::Invalid(format!(
                 "{}: level {level} is not one Linux accepts (lz4hc 3-12, zstd 1-22, none for lzo and lzo-rle)",
@@ -95,6 +99,7 @@ impl ClusterCodec {
             level,
             log_cluster_size,
             checksum,
+            block: BLOCK_SIZE,
         })
     }
 
@@ -169,9 +174,22 @@ impl ClusterCodec {
         1 << self.log_cluster_size
     }
 
+    /// These settings for a volume of `block_size`-byte blocks (4096 or 16384): a
+    /// cluster is `2^log_cluster_size` of them, and its compressed data must save one
+    /// of them, as Linux on pages of that size.
+    pub fn with_block_size(mut self, block_size: usize) -> ClusterCodec {
+        self.block = block_size;
+        self
+    }
+
+    /// The block size clusters are encoded in.
+    pub fn block_size(&self) -> usize {
+        self.block
+    }
+
     /// Bytes per cluster.
     pub fn cluster_bytes(&self) -> usize {
-        BLOCK_SIZE << self.log_cluster_size
+        self.block << self.log_cluster_size
     }
 
     /// The name the mount option uses (`lz4hc:9`, `zstd:3`, `lzo-rle`, ...).
@@ -192,17 +210,19 @@ pub struct CompressedCluster {
     pub bytes: Vec<u8>,
     /// Bytes of compressed data after the header (`clen`).
     pub clen: u32,
+    /// The size of its blocks (the volume's).
+    pub block_size: usize,
 }
 
 impl CompressedCluster {
     /// Blocks the compressed cluster takes (fewer than the cluster's).
     pub fn blocks(&self) -> usize {
-        self.bytes.len() / BLOCK_SIZE
+        self.bytes.len() / self.block_size
     }
 
     /// Block `i` of the compressed cluster.
     pub fn block(&self, i: usize) -> &[u8] {
-        &self.bytes[i * BLOCK_SIZE..(i + 1) * BLOCK_SIZE]
+        &self.bytes[i * self.block_size..(i + 1) * self.block_size]
     }
 }
 
@@ -278,7 +298,7 @@ pub fn encode_cluster(codec: &ClusterCodec, data: &[u8]) -> Result<Option<Compre
         )));
     }
     // The most compressed bytes that still save a block.
-    let max_clen = (codec.cluster_blocks() - 1) * BLOCK_SIZE - COMPRESS_HEADER_SIZE;
+    let max_clen = (codec.cluster_blocks() - 1) * codec.block - COMPRESS_HEADER_SIZE;
     let mut bytes = vec![0u8; COMPRESS_HEADER_SIZE + max_clen];
     let Some(clen) = compress_into(codec, data, &mut bytes[COMPRESS_HEADER_SIZE..])? else {
         return Ok(None);
@@ -293,13 +313,14 @@ pub fn encode_cluster(codec: &ClusterCodec, data: &[u8]) -> Result<Option<Compre
     };
     bytes[0..4].copy_from_slice(&(clen as u32).to_le_bytes());
     bytes[4..8].copy_from_slice(&chksum.to_le_bytes());
-    let blocks = (COMPRESS_HEADER_SIZE + clen).div_ceil(BLOCK_SIZE);
-    bytes.truncate(blocks * BLOCK_SIZE);
+    let blocks = (COMPRESS_HEADER_SIZE + clen).div_ceil(codec.block);
+    bytes.truncate(blocks * codec.block);
     // Whatever the codec left past its output is zeroed, as the kernel zeroes it.
     bytes[COMPRESS_HEADER_SIZE + clen..].fill(0);
     Ok(Some(CompressedCluster {
         bytes,
         clen: clen as u32,
+        block_size: codec.block,
     }))
 }
 

@@ -16,7 +16,7 @@ use crate::inode::InodeMut;
 use crate::ops::{need, Op};
 use crate::tree::{node_log, set_slot, slot_of, Tree};
 use crate::{Error, FileKind, Fs, Ino, Result};
-use uf2fs_format::consts::{BLOCK_SIZE, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::{NodeFooter, F2FS_COMPRESS_RELEASED, MAX_COMPRESS_LOG_SIZE, MIN_COMPRESS_LOG_SIZE};
 use uf2fs_format::superblock::FEATURE_COMPRESSION;
 
@@ -170,7 +170,7 @@ impl Fs {
         if i.inode.has_inline(F2FS_COMPRESS_RELEASED) {
             return Err(Error::Invalid(format!("inode {ino}'s blocks are released")));
         }
-        let blocks = i.inode.size.div_ceil(BLOCK_SIZE as u64);
+        let blocks = i.inode.size.div_ceil(i.inode.geometry.block_size() as u64);
         drop(i);
         self.writeback_inode(ino)?;
         if !compress && self.compress_blocks(ino)? == 0 {
@@ -233,7 +233,11 @@ fn reservations(t: &mut Tree, inode: &mut InodeMut, release: bool) -> Result<u64
         return Ok(0);
     };
     let n = 1usize << c.log_cluster_size;
-    let clusters = inode.inode.size.div_ceil(BLOCK_SIZE as u64).div_ceil(n as u64);
+    let clusters = inode
+        .inode
+        .size
+        .div_ceil(inode.inode.geometry.block_size() as u64)
+        .div_ceil(n as u64);
     let mut total = 0u64;
     for cluster in 0..clusters {
         let first = cluster << c.log_cluster_size;

@@ -28,7 +28,7 @@ use crate::segment::LogType;
 use crate::tree::{node_log, set_slot, slot_of, Loc, Tree};
 use crate::{Error, Result};
 use std::sync::PoisonError;
-use uf2fs_format::consts::{BLOCK_SIZE, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::F2FS_COMPRESS_RELEASED;
 use uf2fs_format::summary::Summary;
 
@@ -174,7 +174,7 @@ pub(crate) fn place_cluster(
             }
             for (i, b) in list.iter().enumerate() {
                 if let Some(b) = b {
-                    if b.len() != BLOCK_SIZE {
+                    if b.len() != inode.inode.geometry.block_size() {
                         return Err(Error::Invalid(format!("a block of {} bytes", b.len())));
                     }
                     blocks.push((i, b));

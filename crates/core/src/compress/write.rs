@@ -134,9 +134,9 @@ impl Fs {
 }
 
 impl Fs {
-    /// Clusters are encoded in 4 KiB blocks: compressed files are written on volumes of
-    /// 4096-byte blocks only (EOPNOTSUPP on 16 KiB ones, whose compressed files uf2fs
-    /// reads).
+    /// The packer's entry points take clusters its callers encoded in 4 KiB blocks: they
+    /// write compressed files on volumes of 4096-byte blocks only (EOPNOTSUPP on 16 KiB
+    /// ones, where the mount's writeback encodes clusters in the volume's blocks).
     fn compressed_writes_supported(&self) -> Result<()> {
         let bs = self.superblock().block_size();
         if bs != BLOCK_SIZE {

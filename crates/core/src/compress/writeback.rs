@@ -22,7 +22,7 @@ use crate::inode::InodeMut;
 use crate::pagecache::DirtyPage;
 use crate::tree::Tree;
 use crate::{Error, Result};
-use uf2fs_format::consts::{BLOCK_SIZE, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
+use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 
 /// The cluster `cluster` of compressed file `inode` as the device holds it (dirty
 /// pages not included): one entry per block, `None` for a hole or a block reserved
@@ -74,13 +74,14 @@ pub(crate) fn read_cluster(t: &Tree, inode: &InodeMut, cluster: u64) -> Result<V
     if blocks.is_empty() {
         return Err(bad("no compressed blocks".into()));
     }
-    let mut raw = vec![0u8; blocks.len() * BLOCK_SIZE];
+    let bs = inode.inode.geometry.block_size();
+    let mut raw = vec![0u8; blocks.len() * bs];
     for (i, &a) in blocks.iter().enumerate() {
-        t.dev.read_blocks(a, &mut raw[i * BLOCK_SIZE..(i + 1) * BLOCK_SIZE])?;
+        t.dev.read_blocks(a, &mut raw[i * bs..(i + 1) * bs])?;
     }
-    let mut out = vec![0u8; n * BLOCK_SIZE];
+    let mut out = vec![0u8; n * bs];
     super::decompress_cluster(inode.ino, cluster, blocks[0], &c, &raw, &mut out)?;
-    Ok(out.chunks(BLOCK_SIZE).map(|b| Some(b.to_vec())).collect())
+    Ok(out.chunks(bs).map(|b| Some(b.to_vec())).collect())
 }
 
 /// Block `index` of compressed file `inode` when its cluster is stored compressed
@@ -123,10 +124,11 @@ pub(crate) fn write_clusters(
     let Some(c) = inode.inode.compress else {
         return Ok(pages);
     };
-    let codec = ClusterCodec::from_compression(&c)?;
+    let bs = inode.inode.geometry.block_size();
+    let codec = ClusterCodec::from_compression(&c)?.with_block_size(bs);
     let may_compress = t.compress.may_compress(inode.ino);
     let n = codec.cluster_blocks() as u64;
-    let eof_blocks = inode.inode.size.div_ceil(BLOCK_SIZE as u64);
+    let eof_blocks = inode.inode.size.div_ceil(bs as u64);
     let mut rest = Vec::new();
     let mut placed_any = false;
     let mut i = 0;

@@ -95,10 +95,14 @@ impl Fs {
         }
         let i = self.inode(ino)?;
         if i.inode.is_compressed() {
-            return Err(Error::Unsupported {
-                feature: "compression",
-                detail: format!("atomic write to compressed file {ino}"),
-            });
+            // As Linux's `f2fs_disable_compressed_file`: a compressed file without
+            // blocks loses its compression and takes the atomic write; one with blocks
+            // is EINVAL.
+            drop(i);
+            let mut op = self.begin_op()?;
+            let r = op.disable_compression(ino);
+            op.end(r)?;
+            return self.atomic_start(ino, replace);
         }
         if i.inode.is_pinned() {
             // A pinned file is updated in place: a commit could not be all or nothing.

@@ -39,7 +39,7 @@ use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
-use uf2fs_format::consts::{BLOCK_SIZE, NULL_ADDR};
+use uf2fs_format::consts::NULL_ADDR;
 use uf2fs_format::node::F2FS_COMPRESS_RELEASED;
 
 /// Blocks one write operation dirties at most (1 MiB).
@@ -203,12 +203,6 @@ impl Op<'_> {
                 Err(Error::NotPermitted(format!(
                     "inode {ino} is a compressed file whose reserved blocks were released"
                 )))
-            }
-            FileKind::File if i.inode.is_compressed() && i.inode.geometry.block_size() != BLOCK_SIZE => {
-                Err(Error::Unsupported {
-                    feature: "compression",
-                    detail: format!("inode {ino}: uf2fs writes compressed files on 4 KiB-block volumes only"),
-                })
             }
             FileKind::File => Ok(i),
             FileKind::Dir => Err(Error::IsDir(format!("inode {ino}"))),

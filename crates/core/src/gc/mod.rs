@@ -38,7 +38,9 @@ mod snapshot;
 pub(crate) mod state;
 mod status;
 
-pub use status::{ByKind, DeviceBlocks, Fsyncs, GcCalls, Paced, Recovered, Status, WriteStatus, Writeback};
+pub use status::{
+    ByKind, CompressionSaved, DeviceBlocks, Fsyncs, GcCalls, Paced, Recovered, Status, WriteStatus, Writeback,
+};
 
 pub use background::{BgCleaner, BgOutcome, BgTimes};
 use migrate::Migration;

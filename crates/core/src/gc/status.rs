@@ -70,6 +70,37 @@ pub struct WriteStatus {
     /// Sections kept free so that victims share checkpoints (`gc_policy=default`
     /// only).
     pub batch_sections: Option<u64>,
+    /// What compression saved on the whole volume (`None` on a volume without the
+    /// compression feature).
+    pub compression: Option<CompressionSaved>,
+}
+
+/// What compression saved on the whole volume, counted over every compressed file's
+/// clusters as written back (pages still in the page cache count once written). A
+/// compressed cluster of `N` blocks whose data takes `n` blocks saves `N - n`; those
+/// stay counted as used by `df` (reserved: the cluster's `COMPRESS_ADDR` and `NEW_ADDR`
+/// slots, so a rewrite that compresses worse still fits, as Linux reserves them) until
+/// `F2FS_IOC_RELEASE_COMPRESS_BLOCKS` gives them back to the free space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct CompressionSaved {
+    /// Compressed files (`+c` regular files).
+    pub files: u64,
+    /// Clusters stored compressed.
+    pub compressed_clusters: u64,
+    /// Blocks those clusters would take stored plain.
+    pub logical_blocks: u64,
+    /// Blocks their compressed data takes.
+    pub stored_blocks: u64,
+    /// Blocks saved: `logical_blocks - stored_blocks`.
+    pub saved_blocks: u64,
+    /// Of the saved blocks, those still reserved (the files' `i_compr_blocks`): `df`
+    /// counts them as used.
+    pub reserved_blocks: u64,
+    /// Of the saved blocks, those given back by `RELEASE_COMPRESS_BLOCKS`: free in `df`.
+    pub released_blocks: u64,
+    /// Files whose blocks are released (read-only until `RESERVE_COMPRESS_BLOCKS`).
+    pub released_files: u64,
 }
 
 /// Fsyncs since open, by how they were made durable.
@@ -291,8 +322,47 @@ impl Fs {
                 paced,
                 gc_time: p.gc_time.as_secs_f64(),
                 batch_sections,
+                compression: self.compression_saved()?,
             }),
         })
+    }
+
+    /// What compression saved on the whole volume (see [`CompressionSaved`]): every
+    /// inode the NAT names, each compressed file's clusters counted. `None` on a
+    /// volume without the compression feature.
+    pub fn compression_saved(&self) -> Result<Option<CompressionSaved>> {
+        if !self.superblock().has(uf2fs_format::superblock::FEATURE_COMPRESSION) {
+            return Ok(None);
+        }
+        let mut out = CompressionSaved::default();
+        for ino in self.nodes.inode_nids(self.dev.as_ref())? {
+            let i = match self.inode(ino) {
+                Ok(i) => i,
+                // Unlinked since the NAT was read.
+                Err(crate::Error::NotFound(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            if !i.inode.is_compressed() || i.kind()? != crate::FileKind::File {
+                continue;
+            }
+            let released = i.inode.has_inline(uf2fs_format::node::F2FS_COMPRESS_RELEASED);
+            let end = i.inode.size.div_ceil(i.inode.geometry.block_size() as u64);
+            let Some(c) = self.mapper(&i).cluster_census(end)? else {
+                continue;
+            };
+            let logical = c.compressed_clusters * c.cluster_blocks as u64;
+            let saved = logical.saturating_sub(c.compressed_blocks);
+            out.files += 1;
+            out.compressed_clusters += c.compressed_clusters;
+            out.logical_blocks += logical;
+            out.stored_blocks += c.compressed_blocks;
+            out.saved_blocks += saved;
+            let reserved = c.saved_blocks.min(saved);
+            out.reserved_blocks += reserved;
+            out.released_blocks += saved - reserved;
+            out.released_files += u64::from(released);
+        }
+        Ok(Some(out))
     }
 
     /// The status report of this file system: [`Fs::status`] as `key: value` lines.
@@ -412,6 +482,18 @@ impl Status {
         let _ = writeln!(s, "gc time:             {:.3} s", w.gc_time);
         if let Some(kept) = w.batch_sections {
             let _ = writeln!(s, "batch sections:      {kept} kept free for shared checkpoints");
+        }
+        if let Some(c) = &w.compression {
+            let _ = writeln!(
+                s,
+                "compressed files:    {} ({} clusters compressed, {} released)",
+                c.files, c.compressed_clusters, c.released_files
+            );
+            let _ = writeln!(
+                s,
+                "compression saved:   {} of {} blocks: {} reserved (used in df), {} released",
+                c.saved_blocks, c.logical_blocks, c.reserved_blocks, c.released_blocks
+            );
         }
         s
     }

@@ -340,7 +340,6 @@ impl Op<'_> {
         use super::newinode::FADVISE_HOT_BIT;
         if !self.fs.superblock().has(uf2fs_format::superblock::FEATURE_COMPRESSION)
             || (new.inode.extra_isize as usize) < uf2fs_format::node::F2FS_TOTAL_EXTRA_ATTR_SIZE
-            || new.inode.geometry.block_size() != uf2fs_format::consts::BLOCK_SIZE
         {
             return;
         }

@@ -189,6 +189,32 @@ impl Op<'_> {
     }
 }
 
+impl Op<'_> {
+    /// Turns compression off for compressed regular file `ino` when it holds no block
+    /// (written, reserved or dirty in the page cache), as Linux's `f2fs_disable_compressed_file` before an atomic
+    /// write: the compression flag and settings go; a file with blocks is
+    /// [`Error::Invalid`] (EINVAL). A file that is not compressed is left alone.
+    pub(crate) fn disable_compression(&mut self, ino: Ino) -> Result<()> {
+        let rw = self.rw;
+        let _g = rw.lock_inodes(&[ino]);
+        let mut i = self.load(ino)?;
+        if !i.inode.is_compressed() {
+            return Ok(());
+        }
+        if i.kind()? == FileKind::File && (i.inode.blocks > 1 || self.t.pages.has_inode(ino)) {
+            return Err(Error::Invalid(format!(
+                "inode {ino} is a compressed file with blocks: its compression cannot be turned off"
+            )));
+        }
+        self.ensure_room(super::need([0, 0, 0, 0, 1, 0], 0), 0)?;
+        self.commit();
+        i.inode.flags &= !uf2fs_format::node::F2FS_COMPR_FL;
+        i.inode.compress = None;
+        i.inode.ctime = now();
+        self.t.store_inode(i)
+    }
+}
+
 /// The compression settings of `i` after compression is turned on (`on`, with the
 /// mount's settings `codec`) or off, as `f2fs_setflags_common` allows it: not for a
 /// regular file with data.
@@ -209,12 +235,6 @@ fn compression_change(i: &InodeMut, kind: FileKind, on: bool, codec: &ClusterCod
             "inode {} is pinned: it cannot be compressed",
             i.ino
         )));
-    }
-    if kind == FileKind::File && i.inode.geometry.block_size() != uf2fs_format::consts::BLOCK_SIZE {
-        return Err(Error::Unsupported {
-            feature: "compression",
-            detail: "uf2fs writes compressed files on 4 KiB-block volumes only".into(),
-        });
     }
     if (i.inode.extra_isize as usize) < uf2fs_format::node::F2FS_TOTAL_EXTRA_ATTR_SIZE {
         return Err(Error::Unsupported {
