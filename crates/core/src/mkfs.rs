@@ -18,6 +18,7 @@ use layout::{Layout, LayoutInput};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use target::{clear_stale_metadata, io_err, open_target, prepare, stale_metadata_blocks};
+pub use uf2fs_format::casefold::SB_ENC_STRICT_MODE_FL;
 use uf2fs_format::checkpoint::Checkpoint;
 use uf2fs_format::superblock::*;
 pub use uf2fs_format::Geometry;
