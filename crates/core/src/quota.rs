@@ -13,11 +13,14 @@ use std::collections::{BTreeMap, HashSet};
 use uf2fs_format::quota;
 pub use uf2fs_format::quota::{entries, QuotaType, Usage};
 
+/// One quota file written: its type, its inode, and the ids with their usage.
+pub type QuotaFileWritten = (QuotaType, Ino, Vec<(u32, Usage)>);
+
 /// What [`Fs::write_quota_files`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QuotaReport {
     /// Per quota type written: the type, its inode, and the ids with their usage.
-    pub files: Vec<(QuotaType, Ino, Vec<(u32, Usage)>)>,
+    pub files: Vec<QuotaFileWritten>,
 }
 
 impl Fs {
