@@ -722,7 +722,7 @@ fn quota_files(img: &Path) -> QuotaCheck {
 fn casefold_and_quota_images_count_every_owner_and_repack_like_android() {
     let tmp = scratch("pack-quota");
     let src = tmp.path().join("src");
-    let xattrs = make_tree(&src);
+    make_tree(&src);
     let cfg = tmp.path().join("fs_config");
     fs::write(
         &cfg,
@@ -781,7 +781,7 @@ fn casefold_and_quota_images_count_every_owner_and_repack_like_android() {
         .args(["-t", "/"])
         .arg(&orig));
     let repack = tmp.path().join("repack.img");
-    let like = vec![
+    let like: [std::ffi::OsString; 7] = [
         "-q".into(),
         "-f".into(),
         path_arg(&repack),
