@@ -425,7 +425,7 @@ fn bad_options_write_nothing() {
 fn unsupported_features_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("img");
-    for name in ["casefold", "quota", "project_quota"] {
+    for name in ["atomic_write", "device_alias", "packed_ssa"] {
         let opts = MkfsOptions {
             size_bytes: Some(GIB),
             features: parse_features(&format!("extra_attr,{name}")).unwrap(),
