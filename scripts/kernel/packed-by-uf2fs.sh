@@ -8,7 +8,8 @@
 # with the ro feature's layout (plain, with Android's inode features, as an Android
 # sparse image, which is turned back into a raw one with simg2img first, and
 # compressed: lz4, lzo, zstd, clusters of 4, 16 and 256 blocks, checksums, released
-# blocks, Android's feature set), then for each image:
+# blocks, Android's feature set), and with make_f2fs -g android's features plus
+# casefold (utf8) and project quota (quota files written), then for each image:
 #   1. fsck.f2fs -f clean;
 #   2. Linux mounts it read-only and lists it (kernel-check.sh mount --manifest-out);
 #      every regular file's sha256 as the kernel read it must be the source file's, and
@@ -99,6 +100,7 @@ variants=(
     "ro-lzo-16|-O ro --compress lzo --compress-log-size 4 --compress-chksum"
     "ro-lz4hc-32|-O ro --compress lz4hc:9 --compress-log-size 5"
     "ro-lzo-rle-8|-O ro --compress lzo-rle --compress-log-size 3 --release-blocks"
+    "android-casefold-quota|-O extra_attr,project_quota,quota,encrypt,verity,inode_checksum,sb_checksum,inode_crtime -C utf8 --compress lz4"
     "ro-zstd-256|-O ro,extra_attr,inode_checksum,sb_checksum,inode_crtime --compress zstd:3 --compress-log-size 8 --compress-chksum --release-blocks"
 )
 for v in "${variants[@]}"; do

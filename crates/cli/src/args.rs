@@ -204,9 +204,15 @@ pub enum Command {
         #[arg(long, value_name = "SIZE", value_parser = crate::mkfs::parse_size, conflicts_with = "segs_per_sec")]
         zoned: Option<u64>,
         /// Features, comma-separated (repeatable): extra_attr, inode_checksum,
-        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found, compression.
+        /// flexible_inline_xattr, inode_crtime, sb_checksum, lost_found, compression,
+        /// casefold, quota, project_quota, ro, encrypt, verity.
         #[arg(short = 'O', value_name = "FEATURES")]
         features: Vec<String>,
+        /// Casefolding with this encoding and flags, as mkfs.f2fs -C: `utf8` or
+        /// `utf8:strict` (names that cannot be folded are refused). Sets the casefold
+        /// feature.
+        #[arg(short = 'C', long = "casefold", value_name = "ENCODING[:FLAGS]")]
+        casefold: Option<String>,
         /// Volume label.
         #[arg(short = 'l', long, value_name = "LABEL")]
         label: Option<String>,

@@ -22,6 +22,8 @@ pub struct MkfsRequest {
     pub zoned: Option<u64>,
     /// `-O` lists, each comma-separated.
     pub features: Vec<String>,
+    /// `-C ENCODING[:FLAGS]`: casefolding (see [`parse_casefold`]).
+    pub casefold: Option<String>,
     /// `--label`.
     pub label: String,
     /// `-b`: block size in bytes (4096 or 16384, checked by [`check_block_size`]).
@@ -42,6 +44,41 @@ pub struct MkfsRequest {
 /// 1024, either case, with an optional "iB" or "B"); the same rules as `bench`'s.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     uf2fs_lab::size::parse_size(text)
+}
+
+/// Parses mkfs.f2fs's `-C` value: the encoding `utf8` (F2FS's only one, utf8-12.1),
+/// then optionally `:` and comma-separated flags (`strict`). Returns the encoding
+/// flags.
+pub fn parse_casefold(text: &str) -> Result<u16, UsageError> {
+    use uf2fs_core::mkfs::SB_ENC_STRICT_MODE_FL;
+    let (encoding, flags) = text.split_once(':').unwrap_or((text, ""));
+    if encoding != "utf8" {
+        return Err(UsageError(format!(
+            "-C {text}: unknown encoding '{encoding}' (F2FS knows utf8)"
+        )));
+    }
+    let mut bits = 0;
+    for flag in flags.split(',').filter(|f| !f.is_empty()) {
+        match flag {
+            "strict" => bits |= SB_ENC_STRICT_MODE_FL,
+            _ => {
+                return Err(UsageError(format!(
+                    "-C {text}: unknown encoding flag '{flag}' (known: strict)"
+                )))
+            }
+        }
+    }
+    Ok(bits)
+}
+
+/// The `-C` value that stands for encoding flags `flags` (for `--like` and `info`).
+pub fn casefold_arg(flags: u16) -> String {
+    use uf2fs_core::mkfs::SB_ENC_STRICT_MODE_FL;
+    if flags & SB_ENC_STRICT_MODE_FL != 0 {
+        "utf8:strict".into()
+    } else {
+        "utf8".into()
+    }
 }
 
 /// What an existing target already holds, by the signatures mkfs tools look for.
@@ -98,6 +135,13 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
     for list in &req.features {
         features |= parse_features(list).map_err(|e| UsageError(e.to_string()))?;
     }
+    let encoding_flags = match &req.casefold {
+        Some(c) => {
+            features |= parse_features("casefold")?;
+            parse_casefold(c)?
+        }
+        None => 0,
+    };
     if req.segs_per_sec == 0 {
         return Err(UsageError("--segs-per-sec must be at least 1".into()).into());
     }
@@ -127,7 +171,7 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         .into());
     }
     if let Some(source) = &req.source {
-        return run_pack(req, source, features, segs_per_sec);
+        return run_pack(req, source, features, encoding_flags, segs_per_sec);
     }
     let missing = std::fs::metadata(&req.image).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     if req.size.is_none() && missing {
@@ -145,6 +189,7 @@ pub fn run(req: &MkfsRequest) -> anyhow::Result<()> {
         features,
         label: req.label.clone(),
         block_size: req.block_size,
+        encoding_flags,
         ..MkfsOptions::default()
     };
     let report = format(&req.image, &opts, req.quiet)?;
@@ -188,7 +233,13 @@ fn parse_uuid(text: &str) -> Result<[u8; 16], UsageError> {
 
 /// `uf2fs mkfs IMAGE SOURCE`: everything checked and scanned, then the volume made
 /// and filled; on a failure after the image was created, the image is removed.
-fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u32) -> anyhow::Result<()> {
+fn run_pack(
+    req: &MkfsRequest,
+    source: &Path,
+    mut features: u32,
+    encoding_flags: u16,
+    segs_per_sec: u32,
+) -> anyhow::Result<()> {
     use crate::pack::sparse::SparseReport;
     use crate::pack::{fill, prepare, source_date_epoch, PackOptions};
     use uf2fs_core::compress::ClusterCodec;
@@ -282,6 +333,7 @@ fn run_pack(req: &MkfsRequest, source: &Path, mut features: u32, segs_per_sec: u
         cp_ver: Some(cp_ver),
         version: Some(format!("uf2fs {}", env!("CARGO_PKG_VERSION"))),
         block_size: req.block_size,
+        encoding_flags,
         ..MkfsOptions::default()
     };
     let existed = req.image.exists();

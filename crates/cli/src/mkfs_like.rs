@@ -75,6 +75,9 @@ fn apply_settings(req: &mut MkfsRequest, given: &Given, like: &Like) {
     if given.block_size.is_none() {
         req.block_size = like.block_size;
     }
+    if req.casefold.is_none() {
+        req.casefold = like.encoding_flags.map(crate::mkfs::casefold_arg);
+    }
     if given.label.is_none() {
         req.label = like.label.clone();
     }

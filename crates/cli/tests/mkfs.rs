@@ -178,8 +178,17 @@ fn refuses_bad_options_writing_nothing() {
             1,
             "compression need(s) the extra_attr feature",
         ),
-        (&["mkfs", "--size", "1G", "-O", "extra_attr,casefold"], 1, "'casefold'"),
-        (&["mkfs", "--size", "1G", "-O", "quota"], 1, "'quota'"),
+        (
+            &["mkfs", "--size", "1G", "-O", "extra_attr,packed_ssa"],
+            1,
+            "'packed_ssa'",
+        ),
+        (
+            &["mkfs", "--size", "1G", "-O", "project_quota"],
+            1,
+            "project_quota need(s) the extra_attr feature",
+        ),
+        (&["mkfs", "--size", "1G", "-C", "utf9"], 2, "unknown encoding 'utf9'"),
         (
             &["mkfs", "--size", "1G", "-O", "no_such"],
             2,

@@ -684,3 +684,126 @@ fn sparse_output_unpacks_to_the_raw_image_byte_for_byte() {
         assert!(left.is_empty(), "{what}: {left:?}");
     }
 }
+
+/// The quota files of `img`, read back: per type made, the entries the file holds and
+/// the usage the tree has (as fsck.f2fs counts it).
+type QuotaCheck = Vec<(
+    uf2fs_core::quota::QuotaType,
+    Vec<(u32, uf2fs_core::quota::Usage)>,
+    Vec<(u32, uf2fs_core::quota::Usage)>,
+)>;
+
+fn quota_files(img: &Path) -> QuotaCheck {
+    use uf2fs_core::quota::{entries, QuotaType};
+    let fs = Fs::open(img, &[]).unwrap();
+    let usage = fs.quota_usage().unwrap();
+    let mut out = Vec::new();
+    for qtype in QuotaType::ALL {
+        let ino = fs.superblock().qf_ino[qtype.index()];
+        if ino == 0 {
+            continue;
+        }
+        let size = fs.stat(ino).unwrap().size as usize;
+        let mut bytes = vec![0u8; size];
+        assert_eq!(fs.read(ino, 0, &mut bytes).unwrap(), size);
+        let held = entries(qtype, &bytes).expect("a well-formed quota file");
+        let want: Vec<_> = usage[qtype.index()].iter().map(|(&id, &u)| (id, u)).collect();
+        out.push((qtype, held, want));
+    }
+    out
+}
+
+/// Android's feature set with casefold and project quota (`make_f2fs -g android -O
+/// casefold -C utf8`): the quota files hold every owner's, group's and project's
+/// usage as fsck.f2fs counts it; fsck is clean; the tree extracts back; and `--like`
+/// of an image mkfs.f2fs -g android and sload.f2fs made takes its features and
+/// casefold flags.
+#[test]
+fn casefold_and_quota_images_count_every_owner_and_repack_like_android() {
+    let tmp = scratch("pack-quota");
+    let src = tmp.path().join("src");
+    make_tree(&src);
+    let cfg = tmp.path().join("fs_config");
+    fs::write(
+        &cfg,
+        "etc 1000 1000 0755\netc/big.txt 1000 1001 0644\nbin/random 2000 3000 0755\netc/many 0 1001 0750\n",
+    )
+    .unwrap();
+    let img = tmp.path().join("android.img");
+    let features = "extra_attr,project_quota,quota,encrypt,verity,inode_checksum,sb_checksum,inode_crtime";
+    for extra in [&[][..], &["--compress", "lz4"][..]] {
+        let mut args = vec![
+            "-O",
+            features,
+            "-C",
+            "utf8",
+            "--fs-config-default",
+            "--fs-config",
+            cfg.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        pack(&img, &src, &args);
+        fsck_clean(&img);
+        let files = quota_files(&img);
+        assert_eq!(files.len(), 3, "user, group and project quota files");
+        for (qtype, held, want) in &files {
+            assert_eq!(held, want, "{} quota {:?}", qtype.name(), extra);
+        }
+        let users: Vec<u32> = files[0].1.iter().map(|(id, _)| *id).collect();
+        assert!(users.contains(&1000) && users.contains(&2000), "{users:?}");
+        let fs = Fs::open(&img, &[]).unwrap();
+        let sb = fs.superblock();
+        assert_eq!((sb.s_encoding, sb.s_encoding_flags), (1, 0));
+        assert!(sb.feature_names().iter().any(|f| f == "casefold"));
+        drop(fs);
+    }
+    // --like an image made by mkfs.f2fs -g android with casefold (strict) and sload.f2fs.
+    let orig = tmp.path().join("orig.img");
+    fs::File::create(&orig).unwrap().set_len(300 << 20).unwrap();
+    let run = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{:?}: {}",
+            cmd,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(Command::new("mkfs.f2fs")
+        .args(["-q", "-f", "-g", "android", "-O", "casefold", "-C", "utf8:strict"])
+        .arg(&orig));
+    let small = tmp.path().join("small");
+    fs::create_dir_all(small.join("d")).unwrap();
+    fs::write(small.join("d/f"), b"x").unwrap();
+    run(Command::new("sload.f2fs")
+        .arg("-f")
+        .arg(&small)
+        .args(["-t", "/"])
+        .arg(&orig));
+    let repack = tmp.path().join("repack.img");
+    let like: [std::ffi::OsString; 7] = [
+        "-q".into(),
+        "-f".into(),
+        path_arg(&repack),
+        path_arg(&src),
+        "--like".into(),
+        path_arg(&orig),
+        "--preserve-owner".into(),
+    ];
+    let refs: Vec<&std::ffi::OsStr> = like.iter().map(|a| a.as_os_str()).collect();
+    mkfs(&refs);
+    fsck_clean(&repack);
+    let (a, b) = (Fs::open(&orig, &[]).unwrap(), Fs::open(&repack, &[]).unwrap());
+    let (sa, sb) = (a.superblock(), b.superblock());
+    assert_eq!(sa.feature_names(), sb.feature_names());
+    assert_eq!(
+        (sa.s_encoding, sa.s_encoding_flags),
+        (sb.s_encoding, sb.s_encoding_flags)
+    );
+    assert_eq!(sb.s_encoding_flags, 1, "strict");
+    drop((a, b));
+    for (qtype, held, want) in quota_files(&repack) {
+        assert_eq!(held, want, "{} quota of the repack", qtype.name());
+    }
+    extracts_as(&repack, &src, &tmp.path().join("out"), false, "the repack");
+}

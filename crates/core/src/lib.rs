@@ -29,6 +29,7 @@ mod node;
 mod ops;
 mod orphan;
 mod pagecache;
+pub mod quota;
 mod recovery;
 pub mod segment;
 pub mod settings;

@@ -18,6 +18,7 @@ use layout::{Layout, LayoutInput};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use target::{clear_stale_metadata, io_err, open_target, prepare, stale_metadata_blocks};
+pub use uf2fs_format::casefold::SB_ENC_STRICT_MODE_FL;
 use uf2fs_format::checkpoint::Checkpoint;
 use uf2fs_format::superblock::*;
 pub use uf2fs_format::Geometry;
@@ -35,10 +36,16 @@ pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_COMPRESSION
     | FEATURE_RO
     | FEATURE_ENCRYPT
-    | FEATURE_VERITY;
+    | FEATURE_VERITY
+    | FEATURE_CASEFOLD
+    | FEATURE_QUOTA_INO
+    | FEATURE_PRJQUOTA;
 /// Features that need extra_attr (room in the inode for their fields).
-const NEED_EXTRA_ATTR: u32 =
-    FEATURE_INODE_CHKSUM | FEATURE_FLEXIBLE_INLINE_XATTR | FEATURE_INODE_CRTIME | FEATURE_COMPRESSION;
+const NEED_EXTRA_ATTR: u32 = FEATURE_INODE_CHKSUM
+    | FEATURE_FLEXIBLE_INLINE_XATTR
+    | FEATURE_INODE_CRTIME
+    | FEATURE_COMPRESSION
+    | FEATURE_PRJQUOTA;
 
 /// How to format.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +82,9 @@ pub struct MkfsOptions {
     /// devices (the volume's SSA then has one 16 KiB summary block per segment, the
     /// layout without `packed_ssa`).
     pub block_size: u32,
+    /// With the casefold feature: the encoding's flags (`s_encoding_flags`, mkfs.f2fs
+    /// `-C utf8:strict`); the encoding is utf8-12.1, the only one F2FS knows.
+    pub encoding_flags: u16,
 }
 
 impl Default for MkfsOptions {
@@ -92,6 +102,7 @@ impl Default for MkfsOptions {
             cp_ver: None,
             version: None,
             block_size: 4096,
+            encoding_flags: 0,
         }
     }
 }
@@ -142,8 +153,18 @@ pub fn parse_features(list: &str) -> Result<u32> {
     Ok(bits)
 }
 
+/// The feature bits mkfs writes for `features`: `project_quota` brings `quota` (its
+/// quota file is one of the quota inodes), as in mkfs.f2fs.
+pub fn effective_features(features: u32) -> u32 {
+    if features & FEATURE_PRJQUOTA != 0 {
+        features | FEATURE_QUOTA_INO
+    } else {
+        features
+    }
+}
+
 /// Checks feature bits: unsupported ones are refused by name; checksums, flexible
-/// inline xattrs and creation times need extra_attr, as with mkfs.f2fs.
+/// inline xattrs, creation times and project quotas need extra_attr, as with mkfs.f2fs.
 pub fn check_features(features: u32) -> Result<()> {
     for &(bit, name) in FEATURES {
         if features & bit != 0 && SUPPORTED_FEATURES & bit == 0 {
@@ -167,6 +188,21 @@ pub fn check_features(features: u32) -> Result<()> {
             "{} need(s) the extra_attr feature",
             names.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// Encoding flags are for casefolded volumes, and only those F2FS defines.
+fn check_encoding(opts: &MkfsOptions) -> Result<()> {
+    use uf2fs_format::casefold::{SB_ENC_NO_COMPAT_FALLBACK_FL, SB_ENC_STRICT_MODE_FL};
+    if opts.encoding_flags != 0 && opts.features & FEATURE_CASEFOLD == 0 {
+        return Err(Error::Invalid(
+            "casefold encoding flags need the casefold feature".into(),
+        ));
+    }
+    let unknown = opts.encoding_flags & !(SB_ENC_STRICT_MODE_FL | SB_ENC_NO_COMPAT_FALLBACK_FL);
+    if unknown != 0 {
+        return Err(Error::Invalid(format!("unknown casefold encoding flags {unknown:#x}")));
     }
     Ok(())
 }
@@ -214,6 +250,7 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
 /// zeroing the old metadata areas, a few blocks at a time of a large volume's SIT and NAT.
 pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<MkfsReport> {
     check_features(opts.features)?;
+    check_encoding(opts)?;
     let geometry = block_geometry(opts.block_size)?;
     let mut input = LayoutInput {
         bytes: opts.size_bytes.unwrap_or(0),
@@ -235,7 +272,7 @@ pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn Fn
     let trimmed = target.as_ref().is_none_or(|t| t.regular);
     let params = image::Params {
         layout: &layout,
-        features: opts.features,
+        features: effective_features(opts.features),
         uuid: opts.uuid.unwrap_or_else(random_uuid),
         label: &opts.label,
         version: &version,
@@ -244,6 +281,7 @@ pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn Fn
         root_gid: gid,
         cp_ver: opts.cp_ver.unwrap_or_else(|| (random_u32() & 0x7fff_ffff | 1) as u64),
         trimmed,
+        encoding_flags: opts.encoding_flags,
     };
     let plan = image::plan(&params)?;
     cp::validate(&plan.checkpoint, &plan.superblock)?;
@@ -276,6 +314,7 @@ pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn Fn
 /// volumes that live in memory (`uf2fs bench`). `opts.size_bytes` is ignored.
 pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<image::BlockWrite>)> {
     check_features(opts.features)?;
+    check_encoding(opts)?;
     let input = LayoutInput {
         bytes,
         sector_size: 512,
@@ -290,7 +329,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
     let version = opts.version.clone().unwrap_or_else(kernel_version);
     let params = image::Params {
         layout: &layout,
-        features: opts.features,
+        features: effective_features(opts.features),
         uuid: opts.uuid.unwrap_or_else(random_uuid),
         label: &opts.label,
         version: &version,
@@ -299,6 +338,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
         root_gid: gid,
         cp_ver: opts.cp_ver.unwrap_or_else(|| (random_u32() & 0x7fff_ffff | 1) as u64),
         trimmed: true,
+        encoding_flags: opts.encoding_flags,
     };
     let plan = image::plan(&params)?;
     cp::validate(&plan.checkpoint, &plan.superblock)?;

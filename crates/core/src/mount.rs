@@ -177,15 +177,18 @@ impl Fs {
     /// as [`Fs::open_rw`], and a volume with the `ro` feature is accepted too (it is
     /// refused for writing otherwise, as Linux mounts it read-only only), as are the
     /// `encrypt` and `verity` flags (a fresh volume has no encrypted or verity inode;
-    /// the mount refuses volumes with them for writing). On an `ro` volume only the hot
+    /// the mount refuses volumes with them for writing), and the quota features (the
+    /// builder writes the quota files last, [`Fs::write_quota_files`]; the mount
+    /// refuses quota volumes for writing, as it keeps no quota). On an `ro` volume only the hot
     /// data and hot node logs are written, no summary goes to the SSA (it has none) and
     /// nothing is ever cleaned: a tree too large is `ENOSPC`.
     pub fn open_to_build(image: &Path) -> Result<Fs> {
-        use uf2fs_format::superblock::{FEATURE_ENCRYPT, FEATURE_RO, FEATURE_VERITY};
+        use uf2fs_format::superblock::{FEATURE_ENCRYPT, FEATURE_QUOTA_INO, FEATURE_RO, FEATURE_VERITY};
         let options = OpenOptions { read_write: true };
         let (dev, sbc) = open_devices(image, &[], true)?;
         let ro = sbc.sb.has(FEATURE_RO);
-        if !ro && !sbc.sb.has(FEATURE_ENCRYPT) && !sbc.sb.has(FEATURE_VERITY) {
+        let flags_only = [FEATURE_ENCRYPT, FEATURE_VERITY, FEATURE_QUOTA_INO];
+        if !ro && !flags_only.iter().any(|&f| sbc.sb.has(f)) {
             return Fs::mount(dev, sbc, vec![image.to_path_buf()], options);
         }
         let fs = Fs::mount_checked(dev, sbc, vec![image.to_path_buf()], options, check_buildable)?;

@@ -164,6 +164,9 @@ fn check(size: u64, segs_per_sec: u32, features: &str) -> String {
     if !features.is_empty() {
         reference.args(["-O", features]);
     }
+    if features.contains("casefold") {
+        reference.args(["-C", "utf8"]);
+    }
     let (ref_ok, ref_text) = output(reference.arg(&theirs));
     let opts = |uuid| MkfsOptions {
         size_bytes: Some(size),
@@ -256,6 +259,21 @@ fn encrypt_and_verity_flags_match_mkfs_f2fs() {
         "encrypt",
         "extra_attr,verity",
         "extra_attr,encrypt,verity,inode_checksum,sb_checksum",
+    ] {
+        println!("{}", check(200 * MIB, 1, features));
+    }
+}
+
+/// Casefold (utf8) and the quota files: the superblock's encoding and quota inode
+/// numbers, the quota inodes and their data in the hot logs, as mkfs.f2fs writes them
+/// (and sload.f2fs then fsck.f2fs accept them).
+#[test]
+fn casefold_and_quota_match_mkfs_f2fs() {
+    for features in [
+        "casefold",
+        "extra_attr,quota",
+        "extra_attr,project_quota,quota",
+        "extra_attr,project_quota,quota,lost_found,inode_checksum,sb_checksum,inode_crtime,casefold",
     ] {
         println!("{}", check(200 * MIB, 1, features));
     }
@@ -407,7 +425,7 @@ fn bad_options_write_nothing() {
 fn unsupported_features_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("img");
-    for name in ["casefold", "quota", "project_quota"] {
+    for name in ["atomic_write", "device_alias", "packed_ssa"] {
         let opts = MkfsOptions {
             size_bytes: Some(GIB),
             features: parse_features(&format!("extra_attr,{name}")).unwrap(),

@@ -22,6 +22,7 @@ pub mod hash;
 pub mod le;
 pub mod nat;
 pub mod node;
+pub mod quota;
 pub mod sit;
 pub mod summary;
 pub mod superblock;

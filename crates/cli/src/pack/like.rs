@@ -71,6 +71,8 @@ pub struct Like {
     pub sparse: bool,
     /// How files are compressed, when any is.
     pub compress: Option<LikeCompression>,
+    /// With the casefold feature: the encoding's flags (`-C utf8[:strict]`).
+    pub encoding_flags: Option<u16>,
 }
 
 /// Whether `path` starts with the Android sparse image magic.
@@ -222,6 +224,7 @@ impl Like {
     pub fn of(fs: &Fs, path: &Path) -> anyhow::Result<Like> {
         let sb = fs.superblock();
         let features = sb.feature_names();
+        let encoding_flags = features.iter().any(|f| f == "casefold").then_some(sb.s_encoding_flags);
         let block_size = sb.block_size() as u32;
         let original_size = sb.block_count * block_size as u64;
         let ro = features.iter().any(|f| f == "ro");
@@ -239,6 +242,7 @@ impl Like {
             original_size,
             sparse: is_sparse(path),
             compress,
+            encoding_flags,
         })
     }
 
@@ -261,6 +265,9 @@ impl Like {
         }
         if self.segs_per_sec != 1 {
             a.extend(["-s".to_string(), self.segs_per_sec.to_string()]);
+        }
+        if let Some(flags) = self.encoding_flags {
+            a.extend(["-C".to_string(), crate::mkfs::casefold_arg(flags)]);
         }
         if let Some(size) = self.size {
             a.extend(["--size".to_string(), size.to_string()]);

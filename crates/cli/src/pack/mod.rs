@@ -668,6 +668,8 @@ pub fn fill(fs: Fs, opts: &PackOptions, inputs: &Inputs, progress: &Progress) ->
         };
         fs.set_stamp(ino_of[first], &s)?;
     }
+    // The quota files (features quota, project_quota): the usage of the whole tree.
+    fs.write_quota_files().context("cannot write the quota files")?;
     fs.unmount().context("cannot write the checkpoint")?;
     Ok(report)
 }

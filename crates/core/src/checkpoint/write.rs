@@ -29,8 +29,8 @@ use uf2fs_format::checkpoint::{
 use uf2fs_format::consts::NR_CURSEG_DATA_TYPE;
 use uf2fs_format::superblock::{
     Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_CASEFOLD, FEATURE_COMPRESSION, FEATURE_ENCRYPT, FEATURE_EXTRA_ATTR,
-    FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_RO,
-    FEATURE_SB_CHKSUM, FEATURE_VERITY,
+    FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_PRJQUOTA,
+    FEATURE_QUOTA_INO, FEATURE_RO, FEATURE_SB_CHKSUM, FEATURE_VERITY,
 };
 
 /// Features uf2fs can write images with (besides the default set, which has none).
@@ -66,10 +66,12 @@ pub fn check_writable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
 
 /// [`check_writable`] for a volume being built ([`crate::Fs::open_to_build`]): the `ro`
 /// feature is accepted, and so are `encrypt` and `verity`, volume flags that a fresh
-/// volume carries without any encrypted or verity inode (the builder makes none).
+/// volume carries without any encrypted or verity inode (the builder makes none), and
+/// `quota` and `project_quota`, whose files the builder writes once the tree is
+/// complete ([`crate::Fs::write_quota_files`]).
 pub fn check_buildable(sb: &Superblock, cps: &CheckpointState) -> Result<()> {
     let mut plain = sb.clone();
-    plain.feature &= !(FEATURE_RO | FEATURE_ENCRYPT | FEATURE_VERITY);
+    plain.feature &= !(FEATURE_RO | FEATURE_ENCRYPT | FEATURE_VERITY | FEATURE_QUOTA_INO | FEATURE_PRJQUOTA);
     check_writable_features(&plain, cps)
 }
 

@@ -6,7 +6,7 @@
 //! its two checkpoint blocks, with version 0, so that any mount picks pack 0.
 
 use super::layout::NR_CURSEG_TYPE;
-use super::params::{encode, BlockWrite, Params, ROOT_INO};
+use super::params::{encode, BlockWrite, Params, QUOTA_DATA_BLOCKS, ROOT_INO};
 use crate::checkpoint::pack::{build_pack, PackSpec};
 use crate::Result;
 use uf2fs_format::checkpoint::{nat_bits_bytes, Checkpoint, CP_TRIMMED_FLAG};
@@ -28,6 +28,7 @@ const NO_SEGMENT: u32 = u32::MAX;
 fn checkpoint(p: &Params) -> Checkpoint {
     let l = p.layout;
     let made = p.inodes();
+    let data = p.data_blocks();
     let mut cur_node_segno = [NO_SEGMENT; MAX_ACTIVE_NODE_LOGS];
     let mut cur_data_segno = [NO_SEGMENT; MAX_ACTIVE_DATA_LOGS];
     cur_node_segno[..3].copy_from_slice(&l.cur_node_segno);
@@ -35,12 +36,12 @@ fn checkpoint(p: &Params) -> Checkpoint {
     let mut cur_node_blkoff = [0; MAX_ACTIVE_NODE_LOGS];
     let mut cur_data_blkoff = [0; MAX_ACTIVE_DATA_LOGS];
     cur_node_blkoff[0] = made as u16;
-    cur_data_blkoff[0] = made as u16;
+    cur_data_blkoff[0] = data as u16;
     let flags = if p.trimmed { CP_TRIMMED_FLAG } else { 0 };
     Checkpoint {
         checkpoint_ver: p.cp_ver,
         user_block_count: l.user_block_count(),
-        valid_block_count: 2 * made as u64,
+        valid_block_count: (made + data) as u64,
         rsvd_segment_count: l.reserved_segments,
         overprov_segment_count: l.overprov_segments,
         free_segment_count: l.free_segment_count(),
@@ -79,12 +80,22 @@ fn sit_entry(seg_type: u8, valid: u32) -> SitEntry {
 /// NAT journal, SIT journal, hot data summaries.
 type JournalsAndHotData = (Vec<(u32, NatEntry)>, Vec<(u32, SitEntry)>, Vec<Summary>);
 
-/// The NAT journal (root, lost+found), the SIT journal (the six active logs) and the
-/// summaries of the hot data log's dentry blocks, which the compacted data summary
-/// block carries.
+/// The inodes mkfs makes, in the hot node log's order: root, the quota files,
+/// lost+found.
+fn inodes_made(p: &Params) -> Vec<u32> {
+    let quota_inos = p.quota_inos();
+    std::iter::once(ROOT_INO)
+        .chain(p.quota_types().into_iter().map(|t| quota_inos[t.index()]))
+        .chain(p.lost_found_ino())
+        .collect()
+}
+
+/// The NAT journal (root, quota files, lost+found), the SIT journal (the six active
+/// logs) and the summaries of the hot data log's blocks (dentry blocks, quota data),
+/// which the compacted data summary block carries.
 fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
     let l = p.layout;
-    let inos: Vec<u32> = std::iter::once(ROOT_INO).chain(p.lost_found_ino()).collect();
+    let inos = inodes_made(p);
     let nat: Vec<(u32, NatEntry)> = inos
         .iter()
         .enumerate()
@@ -98,6 +109,7 @@ fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
         })
         .collect();
     let made = inos.len() as u32;
+    let data = p.data_blocks();
     // The logs written: all six, or with `ro` hot node and hot data (the other four
     // share segment 0 with hot data and have no entry of their own).
     let logs = if l.ro { 1 } else { 3 };
@@ -106,23 +118,29 @@ fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
         sit.push((l.cur_node_segno[i], sit_entry(seg_type, if i == 0 { made } else { 0 })));
     }
     for (i, &seg_type) in DATA_SEG_TYPES.iter().enumerate().take(logs) {
-        sit.push((l.cur_data_segno[i], sit_entry(seg_type, if i == 0 { made } else { 0 })));
+        sit.push((l.cur_data_segno[i], sit_entry(seg_type, if i == 0 { data } else { 0 })));
     }
-    let hot: Vec<Summary> = inos
-        .iter()
-        .map(|&nid| Summary {
+    let quota_inos = p.quota_inos();
+    let quota_blocks = p
+        .quota_types()
+        .into_iter()
+        .flat_map(|t| (0..QUOTA_DATA_BLOCKS).map(move |k| (quota_inos[t.index()], k as u16)));
+    let hot: Vec<Summary> = std::iter::once((ROOT_INO, 0))
+        .chain(quota_blocks)
+        .chain(p.lost_found_ino().map(|l| (l, 0)))
+        .map(|(nid, ofs_in_node)| Summary {
             nid,
             version: 0,
-            ofs_in_node: 0,
+            ofs_in_node,
         })
         .collect();
     (nat, sit, hot)
 }
 
-/// Summaries of the hot node log: root (and lost+found) inodes.
+/// Summaries of the hot node log: root, quota and lost+found inodes.
 fn hot_node_summaries(p: &Params) -> Vec<Summary> {
-    std::iter::once(ROOT_INO)
-        .chain(p.lost_found_ino())
+    inodes_made(p)
+        .into_iter()
         .map(|nid| Summary {
             nid,
             version: 0,

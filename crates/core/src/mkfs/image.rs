@@ -10,22 +10,27 @@
 //! |                                | hot/warm/cold node summaries, CP block again; |
 //! |                                | NAT bits in the last blocks of the segment    |
 //! | CP pack 1 (segment 1)          | CP block with version 0, payload, CP block    |
-//! | NAT block 0 (first copy)       | node ino 1, meta ino 2, root ino 3            |
-//! | hot node log, blocks 0 and 1   | root inode, lost+found inode                  |
-//! | hot data log, blocks 0 and 1   | root dentry block, lost+found dentry block    |
+//! | NAT block 0 (first copy)       | node ino 1, meta ino 2, root ino 3, quota     |
+//! | hot node log, from block 0     | root inode, quota inodes, lost+found inode    |
+//! | hot data log, from block 0     | root dentry block, two blocks per quota file, |
+//! |                                | lost+found dentry block                       |
 //!
 //! The SIT area stays zero: the six active logs' SIT entries live in the checkpoint's
-//! SIT journal, and the NAT entries of root and lost+found in its NAT journal.
+//! SIT journal, and the NAT entries of root, the quota files and lost+found in its NAT
+//! journal. The quota files (features `quota` and `project_quota`: user and group, and
+//! project) are inodes 4, 5 (and 6), before lost+found, as mkfs.f2fs numbers them; each
+//! holds the root directory's (and lost+found's) usage ([`quota_inode`]).
 
 pub use super::params::{BlockWrite, Params};
 
-use super::params::{encode, ROOT_INO};
+use super::params::{encode, QUOTA_DATA_BLOCKS, ROOT_INO};
 use crate::Result;
 use uf2fs_format::checkpoint::Checkpoint;
 use uf2fs_format::consts::{F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
 use uf2fs_format::dentry::{ft, DentryAreaMut};
 use uf2fs_format::nat::{NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::{Inode, NodeFooter, F2FS_EXTRA_ATTR};
+use uf2fs_format::quota::{self, QuotaType, Usage};
 use uf2fs_format::superblock::*;
 
 /// Node id of the node inode (internal).
@@ -112,10 +117,14 @@ pub fn superblock(p: &Params) -> Superblock {
         init_version: p.version.to_string(),
         feature: p.features,
         devices: Vec::new(),
-        qf_ino: [0; 3],
+        qf_ino: p.quota_inos(),
         hot_ext_count: HOT_EXTENSIONS.len() as u8,
-        s_encoding: 0,
-        s_encoding_flags: 0,
+        s_encoding: if p.has(FEATURE_CASEFOLD) {
+            uf2fs_format::casefold::F2FS_ENC_UTF8_12_1
+        } else {
+            0
+        },
+        s_encoding_flags: if p.has(FEATURE_CASEFOLD) { p.encoding_flags } else { 0 },
         crc: 0,
     }
 }
@@ -184,17 +193,82 @@ fn dentry_block(p: &Params, ino: u32, parent: u32, more: &[(&[u8], u32)]) -> Res
     Ok(b)
 }
 
-/// Root (and lost+found): inodes in the hot node log, dentry blocks in the hot data log.
+/// A quota file's inode as mkfs.f2fs makes it: a regular file of mode 0600 owned by
+/// the root's owner, immutable, its two data blocks at `data_blk`, a size of the
+/// quota file's bytes, no parent or name, creation time 0.
+fn quota_inode(p: &Params, sb: &Superblock, size: u64) -> Inode {
+    let time = (p.time_secs, 0);
+    let extra = p.has(FEATURE_EXTRA_ATTR);
+    Inode {
+        mode: 0o100600,
+        advise: 0,
+        inline: if extra { F2FS_EXTRA_ATTR } else { 0 },
+        uid: p.root_uid,
+        gid: p.root_gid,
+        links: 1,
+        size,
+        blocks: 1 + QUOTA_DATA_BLOCKS as u64,
+        atime: time,
+        ctime: time,
+        mtime: time,
+        generation: 0,
+        current_depth: 0,
+        xattr_nid: 0,
+        flags: crate::namei::flags::FS_IMMUTABLE_FL,
+        pino: 0,
+        name: Vec::new(),
+        dir_level: 0,
+        ext: (0, 0, 0),
+        extra_isize: if extra { extra_isize(sb.feature) } else { 0 },
+        inline_xattr_addrs: 0,
+        projid: 0,
+        inode_checksum: 0,
+        crtime: p.has(FEATURE_INODE_CRTIME).then_some((0, 0)),
+        compress: None,
+        nids: [0; 5],
+        geometry: sb.geometry(),
+    }
+}
+
+/// The quota file of `qtype` on a new volume: the root directory's id (its owner,
+/// group, or project 0) using its inodes and dentry blocks (root's and lost+found's).
+fn new_quota_file(p: &Params, qtype: QuotaType) -> Vec<u8> {
+    let id = match qtype {
+        QuotaType::User => p.root_uid,
+        QuotaType::Group => p.root_gid,
+        QuotaType::Project => 0,
+    };
+    let dirs = 1 + u64::from(p.lost_found_ino().is_some());
+    let usage = Usage {
+        inodes: dirs,
+        space: dirs * p.block_size() as u64,
+    };
+    quota::build(qtype, &[(id, usage)])
+}
+
+/// Root, the quota files and lost+found: inodes in the hot node log (in that order),
+/// dentry blocks and quota data in the hot data log (root's dentry block, two blocks
+/// per quota file, lost+found's dentry block), as mkfs.f2fs places them.
 fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
     let lpf = p.lost_found_ino();
-    let mut dirs = vec![(ROOT_INO, 0, 0o040755, 2 + u32::from(lpf.is_some()))];
-    if let Some(ino) = lpf {
-        dirs.push((ino, ROOT_INO, 0o040700, 2));
-    }
     let mut writes = Vec::new();
-    for (i, &(ino, parent, mode, links)) in dirs.iter().enumerate() {
-        let node_blk = p.hot_node_blk(i as u32);
-        let data_blk = p.hot_data_blk(i as u32);
+    let quotas = p.quota_types();
+    let quota_inos = p.quota_inos();
+    let mut dirs = vec![(ROOT_INO, 0, 0o040755, 2 + u32::from(lpf.is_some()), 0u32, 0u32)];
+    if let Some(ino) = lpf {
+        let slot = 1 + quotas.len() as u32;
+        dirs.push((
+            ino,
+            ROOT_INO,
+            0o040700,
+            2,
+            slot,
+            1 + QUOTA_DATA_BLOCKS * quotas.len() as u32,
+        ));
+    }
+    for &(ino, parent, mode, links, node_slot, data_slot) in &dirs {
+        let node_blk = p.hot_node_blk(node_slot);
+        let data_blk = p.hot_data_blk(data_slot);
         let inode = dir_inode(p, sb, ino, parent, mode, links);
         let footer = NodeFooter {
             nid: ino,
@@ -210,15 +284,42 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
         };
         writes.push((data_blk as u64, dentry_block(p, ino, dot_dot, &more)?));
     }
+    for (i, &qtype) in quotas.iter().enumerate() {
+        let ino = quota_inos[qtype.index()];
+        let node_blk = p.hot_node_blk(1 + i as u32);
+        let first = 1 + QUOTA_DATA_BLOCKS * i as u32;
+        let data: Vec<u32> = (0..QUOTA_DATA_BLOCKS).map(|k| p.hot_data_blk(first + k)).collect();
+        let file = new_quota_file(p, qtype);
+        let inode = quota_inode(p, sb, file.len() as u64);
+        let footer = NodeFooter {
+            nid: ino,
+            ino,
+            flag: 0,
+            cp_ver: 1,
+            // mkfs.f2fs links each by its type's number, not its place.
+            next_blkaddr: p.hot_node_blk(2 + qtype.index() as u32),
+        };
+        writes.push((node_blk as u64, encode(inode.encode(sb, &data, &footer))?));
+        let mut bytes = file;
+        bytes.resize(QUOTA_DATA_BLOCKS as usize * p.block_size(), 0);
+        for (k, chunk) in bytes.chunks(p.block_size()).enumerate() {
+            writes.push((data[k] as u64, chunk.to_vec()));
+        }
+    }
     Ok(writes)
 }
 
 /// NAT block 0 (first copy): the two internal inodes (at block address 1, by
-/// convention) and the root. lost+found is only in the checkpoint's NAT journal.
+/// convention), the root and the quota files. lost+found is only in the checkpoint's
+/// NAT journal.
 fn nat_block(p: &Params) -> Vec<u8> {
     let mut b = vec![0u8; p.block_size()];
     const _: () = assert!((ROOT_INO as usize) < NAT_ENTRY_PER_BLOCK);
-    let entries = [(NODE_INO, 1), (META_INO, 1), (ROOT_INO, p.hot_node_blk(0))];
+    let mut entries = vec![(NODE_INO, 1), (META_INO, 1), (ROOT_INO, p.hot_node_blk(0))];
+    let quota_inos = p.quota_inos();
+    for (i, qtype) in p.quota_types().into_iter().enumerate() {
+        entries.push((quota_inos[qtype.index()], p.hot_node_blk(1 + i as u32)));
+    }
     for (nid, block_addr) in entries {
         let e = NatEntry {
             version: 0,

@@ -6,7 +6,8 @@
 use super::layout::Layout;
 use crate::Result;
 use uf2fs_format::consts::BLOCKS_PER_SEG;
-use uf2fs_format::superblock::FEATURE_LOST_FOUND;
+use uf2fs_format::quota::QuotaType;
+use uf2fs_format::superblock::{FEATURE_LOST_FOUND, FEATURE_PRJQUOTA, FEATURE_QUOTA_INO};
 
 /// Inode number of the root directory.
 pub const ROOT_INO: u32 = 3;
@@ -33,7 +34,12 @@ pub struct Params<'a> {
     pub cp_ver: u64,
     /// Whether the whole device was discarded first (sets `CP_TRIMMED_FLAG`).
     pub trimmed: bool,
+    /// The casefold encoding's flags (`s_encoding_flags`), with the casefold feature.
+    pub encoding_flags: u16,
 }
+
+/// Quota data blocks mkfs gives each quota inode (`QUOTA_DATA`).
+pub const QUOTA_DATA_BLOCKS: u32 = 2;
 
 /// A block to write, by block address.
 pub type BlockWrite = (u64, Vec<u8>);
@@ -48,14 +54,44 @@ impl Params<'_> {
         self.layout.geometry.block_size()
     }
 
-    /// Inode number of lost+found, if made.
-    pub(super) fn lost_found_ino(&self) -> Option<u32> {
-        self.has(FEATURE_LOST_FOUND).then_some(ROOT_INO + 1)
+    /// The quota types made, in `qf_ino` order: user and group with `quota`, project
+    /// too with `project_quota` (which implies `quota`, as in mkfs.f2fs).
+    pub(super) fn quota_types(&self) -> Vec<QuotaType> {
+        let mut t = Vec::new();
+        if self.has(FEATURE_QUOTA_INO) || self.has(FEATURE_PRJQUOTA) {
+            t.extend([QuotaType::User, QuotaType::Group]);
+        }
+        if self.has(FEATURE_PRJQUOTA) {
+            t.push(QuotaType::Project);
+        }
+        t
     }
 
-    /// Inodes made: root, and lost+found.
+    /// Inode numbers of the quota files, by type index (0 where not made): the
+    /// numbers after the root's, in type order.
+    pub(super) fn quota_inos(&self) -> [u32; 3] {
+        let mut q = [0; 3];
+        for (i, t) in self.quota_types().into_iter().enumerate() {
+            q[t.index()] = ROOT_INO + 1 + i as u32;
+        }
+        q
+    }
+
+    /// Inode number of lost+found, if made: after the quota inodes.
+    pub(super) fn lost_found_ino(&self) -> Option<u32> {
+        let after = ROOT_INO + 1 + self.quota_types().len() as u32;
+        self.has(FEATURE_LOST_FOUND).then_some(after)
+    }
+
+    /// Inodes made: root, the quota files, and lost+found.
     pub(super) fn inodes(&self) -> u32 {
-        1 + u32::from(self.lost_found_ino().is_some())
+        1 + self.quota_types().len() as u32 + u32::from(self.lost_found_ino().is_some())
+    }
+
+    /// Data blocks made: root's dentry block, the quota files' blocks, lost+found's
+    /// dentry block.
+    pub(super) fn data_blocks(&self) -> u32 {
+        1 + QUOTA_DATA_BLOCKS * self.quota_types().len() as u32 + u32::from(self.lost_found_ino().is_some())
     }
 
     /// Block address of block `i` of the hot node log.
