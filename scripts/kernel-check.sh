@@ -383,7 +383,8 @@ boot() {
     local limit=$1 n=0 img jrw drives=() letters=abcdefghijklmnopqrstuvwxyz
     while read -r jrw img; do
         n=$((n + 1))
-        drives+=(-drive "file=$img,format=raw,if=none,id=disk$n,cache=writeback$([ "$jrw" = 1 ] || echo ,readonly=on)"
+        # (QEMU's option syntax: a comma in the path is written twice.)
+        drives+=(-drive "file=${img//,/,,},format=raw,if=none,id=disk$n,cache=writeback$([ "$jrw" = 1 ] || echo ,readonly=on)"
             -device "virtio-blk-pci,drive=disk$n,serial=uf2fs-job$n")
     done <"$run_dir/images"
     [ "$n" -ge 1 ] && [ "$n" -le ${#letters} ] || die "1 to ${#letters} jobs in one boot, not $n"
