@@ -180,7 +180,8 @@ impl Session {
         assert!(!e.is_bug(), "{what}: {msg}");
         match e {
             Error::Corrupt { .. } => {
-                if !self.damaged.swap(true, Ordering::Relaxed) {
+                let first = !self.damaged.swap(true, Ordering::Relaxed);
+                if first {
                     self.first_damage.set(Some(what));
                 }
             }
