@@ -14,6 +14,14 @@
 #       the workload instead (no sync, no unmount: IMG is then what a power cut leaves)
 #   scripts/kernel-check.sh verify [OPTIONS] IMG MANIFEST
 #       mount read-only and compare every entry of MANIFEST with what the kernel reads
+#   scripts/kernel-check.sh batch [--jobs N] [--watch PID]... DIR
+#       one boot for several images: serves the `mount` and `verify` runs started with
+#       UF2FS_KC_BATCH=DIR (each queues its job in DIR and waits; its report and exit
+#       status are what it would have had alone). It boots once N jobs wait (N counted
+#       over the whole run; default 1), attaching each image as a virtio disk of its
+#       own, the guest checking them one after the other; sooner when a watched PID
+#       (a script that queues jobs) has exited; it stops when every watched PID has
+#       exited and no job waits. --powercut jobs are not queued (they boot alone).
 #
 # OPTIONS:
 #   --rw                 (mount) mount read-write and run the workload
@@ -37,7 +45,8 @@
 #   --result-out FILE    save the raw result block
 #   --exact              (verify) also fail on entries the manifest does not list
 #   --hash-max BYTES     hash regular files up to this size (default 64 MiB)
-#   --timeout SECONDS    kill the guest after this long (default 180 with KVM, 600 TCG)
+#   --timeout SECONDS    kill the guest after this long (default 180 with KVM, 600 TCG;
+#                        a batch's boot: the sum of its jobs')
 #   --quiet              do not print the listing
 #   --keep               keep the run directory (console log, result block, initrd)
 #
@@ -58,6 +67,8 @@
 #                     CPU shows vmx or svm, else tcg)
 #   UF2FS_KERNEL_PKG  Debian kernel package (default: what linux-image-amd64 depends on)
 #   UF2FS_KC_ALLOW    extended regex of F2FS warning lines not to fail on
+#   UF2FS_KC_BATCH    (mount, verify) queue the job for `kernel-check.sh batch` in this
+#                     directory instead of booting
 #
 # The guest's results come back on its second serial port (ttyS1) as a block
 # BEGIN-RESULT ... END-RESULT (see scripts/kernel/init); its console (ttyS0) is kept
@@ -272,7 +283,7 @@ accel_args() {
     esac
 }
 
-run_dir='' qpid=''
+run_dir='' qpid='' keep=0
 cleanup() {
     if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
         kill -TERM "$qpid" 2>/dev/null || true
@@ -283,78 +294,13 @@ cleanup() {
     if [ -n "$run_dir" ] && [ -d "$run_dir" ] && [ "$keep" = 0 ]; then rm -rf "$run_dir"; fi
 }
 
-# Boots the guest on $img with /job built from the variables set by main; leaves the
-# result block in $run_dir/result and returns 0 when the guest finished it.
-boot() {
-    local job=$run_dir/job/job readonly_opt=
-    mkdir -p "$job"
-    {
-        echo "MODE=$mode"
-        echo "RW=$rw"
-        echo "OPTS='$opts'"
-        echo "LISTING=1"
-        echo "MANIFEST=1"
-        echo "HASH_MAX=$hash_max"
-        echo "WORKLOAD=$([ -n "$workload" ] && echo 1 || echo 0)"
-        echo "PUT=$([ -n "$put" ] && echo 1 || echo 0)"
-        echo "POWERCUT=$powercut"
-    } >"$job/conf"
-    [ -n "$workload" ] && cp "$workload" "$job/workload.sh"
-    if [ -n "$put" ]; then mkdir -p "$job/put" && cp -a "$put/." "$job/put/"; fi
-    : >"$job/chunks"
-    if [ "$mode" = verify ]; then
-        # The ranges to digest: every "offset:length:sha" of the manifest's chunks.
-        awk -F'\t' '!/^#/ && NF >= 12 && $12 != "-" {
-            n = split($12, c, ","); for (i = 1; i <= n; i++) { split(c[i], p, ":"); print $1, p[1], p[2] } }' \
-            "$manifest" >"$job/chunks"
-    fi
-    (cd "$run_dir/job" && find . | cpio -o -H newc --quiet) | gzip -1 >"$run_dir/job.cpio.gz"
-    cat "$BASE_INITRD" "$run_dir/job.cpio.gz" >"$run_dir/initrd"
-    [ "$rw" = 1 ] || readonly_opt=,readonly=on
-
-    accel_args
-    local limit=${timeout:-$([ "$ACCEL" = kvm ] && echo 180 || echo 600)}
-    local start=$SECONDS
-    qemu-system-x86_64 "${QACCEL[@]}" -m 1G -smp 1 -nodefaults -no-user-config \
-        -display none -no-reboot \
-        -kernel "$VMLINUZ" -initrd "$run_dir/initrd" \
-        -append "console=ttyS0 rdinit=/init panic=-1 loglevel=7 tsc=reliable" \
-        -serial "file:$run_dir/console.log" -serial "file:$run_dir/result.log" \
-        -drive "file=$img,format=raw,if=virtio,cache=writeback$readonly_opt" \
-        </dev/null >"$run_dir/qemu.out" 2>&1 &
-    qpid=$!
-    timed_out=0
-    while kill -0 "$qpid" 2>/dev/null; do
-        if [ $((SECONDS - start)) -ge "$limit" ]; then
-            timed_out=1
-            kill -TERM "$qpid" 2>/dev/null || true
-            sleep 2
-            kill -KILL "$qpid" 2>/dev/null || true
-            break
-        fi
-        sleep 0.2
-    done
-    qrc=0
-    wait "$qpid" 2>/dev/null || qrc=$?
-    qpid=
-    elapsed=$((SECONDS - start))
-    tr -d '\r' <"$run_dir/result.log" 2>/dev/null \
-        | sed -n '/^BEGIN-RESULT$/,/^END-RESULT$/p' >"$run_dir/result" || true
-    grep -qx END-RESULT "$run_dir/result"
-}
-
-# Values of one result key, one per line.
-field() { sed -n "s/^$1 //p" "$run_dir/result"; }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-
-main() {
-    [ $# -ge 1 ] || usage
-    cmd=$1
+# Parses the arguments of one `mount` or `verify` job (CMD OPTIONS... IMG [MANIFEST])
+# into the job variables below; usage errors exit 2.
+parse_job() {
+    local cmd=$1
     shift
     rw=0 workload='' no_workload=0 put='' opts='' manifest_out='' listing_out='' result_out='' exact=0
-    powercut=0
-    hash_max=$((64 << 20)) timeout='' quiet=0 keep=0 manifest=''
+    powercut=0 hash_max=$((64 << 20)) timeout='' quiet=0 manifest=''
     local args=()
     while [ $# -gt 0 ]; do
         case $1 in
@@ -380,15 +326,6 @@ main() {
         shift
     done
     case $cmd in
-        setup)
-            [ ${#args[@]} = 0 ] || usage
-            setup
-            accel_args
-            echo "kernel package: $KPKG $KVERSION (kernel $KVER)"
-            echo "vmlinuz:        $VMLINUZ"
-            echo "initramfs:      $BASE_INITRD"
-            echo "accelerator:    $ACCEL"
-            return 0 ;;
         mount) [ ${#args[@]} = 1 ] || usage; mode=mount
             [ -z "$manifest" ] || [ -f "$manifest" ] || die "no manifest $manifest"
             if [ "$powercut" = 1 ]; then
@@ -407,16 +344,103 @@ main() {
     [ "$rw" = 1 ] || { workload=; put=; }
     [ -z "$workload" ] || [ -f "$workload" ] || die "no workload $workload"
     [ -z "$put" ] || [ -d "$put" ] || die "no directory $put"
+}
 
-    setup
-    mkdir -p "$WORK/runs"
-    run_dir=$(mktemp -d "$WORK/runs/run.XXXXXX")
-    trap cleanup EXIT
-    trap 'cleanup; exit 130' INT TERM
+# Writes the guest's part of the parsed job into directory $1 (/job/N in the guest):
+# conf, the workload, --put's copy, the chunks to digest.
+stage_job() {
+    local job=$1 dev=$2
+    mkdir -p "$job"
+    {
+        echo "MODE=$mode"
+        echo "DEV=$dev"
+        echo "RW=$rw"
+        echo "OPTS='$opts'"
+        echo "LISTING=1"
+        echo "MANIFEST=1"
+        echo "HASH_MAX=$hash_max"
+        echo "WORKLOAD=$([ -n "$workload" ] && echo 1 || echo 0)"
+        echo "PUT=$([ -n "$put" ] && echo 1 || echo 0)"
+        echo "POWERCUT=$powercut"
+    } >"$job/conf"
+    [ -n "$workload" ] && cp "$workload" "$job/workload.sh"
+    if [ -n "$put" ]; then mkdir -p "$job/put" && cp -a "$put/." "$job/put/"; fi
+    : >"$job/chunks"
+    if [ "$mode" = verify ]; then
+        # The ranges to digest: every "offset:length:sha" of the manifest's chunks.
+        awk -F'\t' '!/^#/ && NF >= 12 && $12 != "-" {
+            n = split($12, c, ","); for (i = 1; i <= n; i++) { split(c[i], p, ":"); print $1, p[1], p[2] } }' \
+            "$manifest" >"$job/chunks"
+    fi
+}
 
+# Boots the guest once for jobs 1..N, each staged in $run_dir/job/N with its image in
+# $run_dir/images (lines "IMG RW"): job N's image is the Nth virtio disk (serial
+# "uf2fs-jobN"); the guest runs the jobs in order and sends one result block each.
+# Splits them into $run_dir/N.result; returns 0 when every job's block came back.
+# Sets timed_out, qrc, elapsed.
+boot() {
+    local limit=$1 n=0 img jrw drives=() letters=abcdefghijklmnopqrstuvwxyz
+    while read -r jrw img; do
+        n=$((n + 1))
+        # (QEMU's option syntax: a comma in the path is written twice.)
+        drives+=(-drive "file=${img//,/,,},format=raw,if=none,id=disk$n,cache=writeback$([ "$jrw" = 1 ] || echo ,readonly=on)"
+            -device "virtio-blk-pci,drive=disk$n,serial=uf2fs-job$n")
+    done <"$run_dir/images"
+    [ "$n" -ge 1 ] && [ "$n" -le ${#letters} ] || die "1 to ${#letters} jobs in one boot, not $n"
+    seq 1 "$n" >"$run_dir/job/job/list"
+    (cd "$run_dir/job" && find . | cpio -o -H newc --quiet) | gzip -1 >"$run_dir/job.cpio.gz"
+    cat "$BASE_INITRD" "$run_dir/job.cpio.gz" >"$run_dir/initrd"
+
+    accel_args
+    local start=$SECONDS
+    : >"$run_dir/result.log"
+    qemu-system-x86_64 "${QACCEL[@]}" -m 1G -smp 1 -nodefaults -no-user-config \
+        -display none -no-reboot \
+        -kernel "$VMLINUZ" -initrd "$run_dir/initrd" \
+        -append "console=ttyS0 rdinit=/init panic=-1 loglevel=7 tsc=reliable" \
+        -serial "file:$run_dir/console.log" -serial "file:$run_dir/result.log" \
+        "${drives[@]}" \
+        </dev/null >"$run_dir/qemu.out" 2>&1 &
+    qpid=$!
+    timed_out=0
+    while kill -0 "$qpid" 2>/dev/null; do
+        if [ $((SECONDS - start)) -ge "$limit" ]; then
+            timed_out=1
+            kill -TERM "$qpid" 2>/dev/null || true
+            sleep 2
+            kill -KILL "$qpid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.2
+    done
+    qrc=0
+    wait "$qpid" 2>/dev/null || qrc=$?
+    qpid=
+    elapsed=$((SECONDS - start))
+    # One block per job, in order: the Nth BEGIN-RESULT ... END-RESULT is job N's.
+    tr -d '\r' <"$run_dir/result.log" 2>/dev/null | awk -v dir="$run_dir" '
+        $0 == "BEGIN-RESULT" { k++; on = 1 }
+        on { print > (dir "/" k ".result") }
+        $0 == "END-RESULT" { on = 0; close(dir "/" k ".result") }' || true
+    local i
+    for i in $(seq 1 "$n"); do
+        [ -f "$run_dir/$i.result" ] || : >"$run_dir/$i.result"
+        grep -qx END-RESULT "$run_dir/$i.result" || return 1
+    done
+}
+
+# Values of one result key of the job being judged, one per line.
+field() { sed -n "s/^$1 //p" "$res"; }
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+# Judges the parsed job from its result block $res (boot's status in timed_out, qrc): prints
+# the report and returns 0 on PASS, 1 on FAIL.
+judge() {
     local ok=1 reasons=()
     fail() { ok=0; reasons+=("$*"); }
-    if ! boot; then
+    if ! grep -qx END-RESULT "$res"; then
         if [ "$timed_out" = 1 ]; then
             fail "guest timed out after ${elapsed}s (killed)"
         else
@@ -455,12 +479,12 @@ main() {
         if [ "$powercut" = 1 ]; then
             if [ -n "$rc" ]; then
                 fail "the guest unmounted (exit $rc) instead of cutting its power"
-            elif grep -qx END-RESULT "$run_dir/result" && ! grep -qx powercut "$run_dir/result"; then
+            elif grep -qx END-RESULT "$res" && ! grep -qx powercut "$res"; then
                 fail "the guest did not report the power cut"
             fi
         elif [ -n "$rc" ] && [ "$rc" != 0 ]; then
             fail "umount failed (exit $rc): $(field umount_out | tr '\n' ' ')"
-        elif [ -z "$rc" ] && grep -qx END-RESULT "$run_dir/result"; then
+        elif [ -z "$rc" ] && grep -qx END-RESULT "$res"; then
             fail "the guest did not unmount"
         fi
         field df | tail -1 | awk '{ printf "df:       %s KiB used of %s\n", $3, $2 }'
@@ -484,14 +508,14 @@ main() {
     if [ -n "$(field time)" ]; then
         echo "timing:   $(field time | awk '{ printf "%s%s at %ss", sep, $1, $2; sep = ", " }') after boot"
     fi
-    field manifest >"$run_dir/manifest"
-    field ls >"$run_dir/listing"
-    [ -z "$manifest_out" ] || cp "$run_dir/manifest" "$manifest_out"
-    [ -z "$listing_out" ] || cp "$run_dir/listing" "$listing_out"
-    [ -z "$result_out" ] || cp "$run_dir/result" "$result_out"
-    if [ "$quiet" = 0 ] && [ -s "$run_dir/listing" ]; then
+    field manifest >"$res.manifest"
+    field ls >"$res.listing"
+    [ -z "$manifest_out" ] || cp "$res.manifest" "$manifest_out"
+    [ -z "$listing_out" ] || cp "$res.listing" "$listing_out"
+    [ -z "$result_out" ] || cp "$res" "$result_out"
+    if [ "$quiet" = 0 ] && [ -s "$res.listing" ]; then
         echo "--- ls -lRan:"
-        cat "$run_dir/listing"
+        cat "$res.listing"
         echo "---"
     fi
 
@@ -509,7 +533,7 @@ main() {
                 fail "the image has an unmount checkpoint after the power cut"
             fi
         fi
-        echo "powercut: $(grep -cv '^#' "$run_dir/manifest") entries declared durable by the workload"
+        echo "powercut: $(grep -cv '^#' "$res.manifest") entries declared durable by the workload"
         if command -v python3 >/dev/null; then
             python3 "$kdir/fsync-chain.py" --quiet "$img" | sed 's/^/powercut: /'
         fi
@@ -517,7 +541,7 @@ main() {
 
     if [ -n "$manifest" ] && [ "$mount_rc" = 0 ]; then
         local diffs
-        diffs=$(compare_manifest "$manifest" "$run_dir/manifest" "$exact")
+        diffs=$(compare_manifest "$manifest" "$res.manifest" "$exact")
         if [ -n "$diffs" ]; then
             echo "$diffs" | sed 's/^/verify:   /'
             fail "$(wc -l <<<"$diffs") manifest mismatch(es)"
@@ -534,6 +558,164 @@ main() {
     printf '  - %s\n' "${reasons[@]}"
     if [ "$keep" = 1 ]; then echo "run directory kept: $run_dir"; fi
     return 1
+}
+
+# Runs jobs in one boot. Each argument is a job directory holding `args` (the job's
+# CMD OPTIONS... IMG [MANIFEST], NUL-separated) and `cwd`; each job's report goes to
+# its `out`, its exit status (0 PASS, 1 FAIL, 2 usage) to its `rc`. Nothing is written
+# to an image before the guest mounts it, so a guest that stopped before mounting
+# anything (a TCG boot under load can panic in its timer set-up) is booted once more.
+run_jobs() {
+    local jobs=("$@") i n=0 limit=0 j args
+    setup
+    mkdir -p "$WORK/runs"
+    run_dir=$(mktemp -d "$WORK/runs/run.XXXXXX")
+    trap cleanup EXIT
+    trap 'cleanup; exit 130' INT TERM
+    mkdir -p "$run_dir/job/job"
+    : >"$run_dir/images"
+    local staged=()
+    for j in "${jobs[@]}"; do
+        mapfile -d '' args <"$j/args"
+        # A usage error is the job's own (its rc 2), not the others'.
+        if ! (
+            cd "$(cat "$j/cwd")"
+            parse_job "${args[@]}"
+            if [ "$powercut" = 1 ] && [ ${#jobs[@]} != 1 ]; then die "--powercut runs alone, not in a batch"; fi
+            stage_job "$run_dir/job/job/$((n + 1))" "uf2fs-job$((n + 1))"
+            accel_args
+            echo "${timeout:-$([ "$ACCEL" = kvm ] && echo 180 || echo 600)}" >"$run_dir/$((n + 1)).limit"
+            [ "$keep" = 0 ] || touch "$run_dir/keep"
+            echo "$rw $(realpath "$img")" >>"$run_dir/images"
+        ) >"$j/out" 2>&1; then
+            echo 2 >"$j/rc"
+            rm -rf "$run_dir/job/job/$((n + 1))"
+            continue
+        fi
+        n=$((n + 1))
+        limit=$((limit + $(cat "$run_dir/$n.limit")))
+        staged+=("$j")
+    done
+    [ ! -f "$run_dir/keep" ] || keep=1
+    [ "$n" -gt 0 ] || return 0
+    if ! boot "$limit" && ! grep -q '^mount_rc ' "$run_dir"/*.result; then
+        log "the guest stopped before mounting anything: booting once more"
+        cp "$run_dir/console.log" "$WORK/last-failure-console.log" 2>/dev/null || true
+        rm -f "$run_dir"/*.result
+        boot "$limit" || true
+    fi
+    i=0
+    for j in "${staged[@]}"; do
+        i=$((i + 1))
+        mapfile -d '' args <"$j/args"
+        local rc=0
+        (
+            cd "$(cat "$j/cwd")"
+            parse_job "${args[@]}"
+            res=$run_dir/$i.result
+            judge
+        ) >"$j/out" 2>&1 || rc=$?
+        echo "$rc" >"$j/rc"
+    done
+}
+
+# `mount` and `verify` under UF2FS_KC_BATCH=DIR: the job is queued in DIR for
+# `kernel-check.sh batch DIR`, which boots once for several; this waits for its
+# result and reports it as if it had booted alone.
+enqueue() {
+    local q=$1 job
+    shift
+    [ -d "$q" ] || die "UF2FS_KC_BATCH: no directory $q"
+    job=$(mktemp -d "$q/job.XXXXXX")
+    printf '%s\0' "$@" >"$job/args"
+    pwd >"$job/cwd"
+    touch "$job/ready"
+    while [ ! -f "$job/rc" ]; do
+        if [ -f "$q/server.pid" ] && ! kill -0 "$(cat "$q/server.pid")" 2>/dev/null && [ ! -f "$job/rc" ]; then
+            die "the batch server of $q has gone (its log: $q/server.log)"
+        fi
+        sleep 0.5
+    done
+    cat "$job/out"
+    return "$(cat "$job/rc")"
+}
+
+# `batch DIR`: serves the jobs queued in DIR by `mount` and `verify` runs under
+# UF2FS_KC_BATCH=DIR, in as few boots as it can: it boots when --jobs N jobs are
+# waiting (N counted over the whole run), or as soon as any is waiting once a --watch
+# PID has exited (the script that would have queued more failed), and stops when every
+# watched PID has exited and nothing waits.
+serve() {
+    local q=$1 want=$2 served=0 boots=0
+    shift 2
+    local watch=("$@") pid alive degraded=0 pending j
+    echo $$ >"$q/server.pid"
+    while :; do
+        pending=()
+        for j in "$q"/job.*; do
+            [ -f "$j/ready" ] && [ ! -f "$j/taken" ] && pending+=("$j")
+        done
+        alive=0
+        for pid in "${watch[@]}"; do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done
+        [ "$alive" = ${#watch[@]} ] || degraded=1
+        if [ ${#pending[@]} -gt 0 ] && { [ $((served + ${#pending[@]})) -ge "$want" ] || [ "$degraded" = 1 ]; }; then
+            for j in "${pending[@]}"; do touch "$j/taken"; done
+            boots=$((boots + 1))
+            log "boot $boots: ${#pending[@]} job(s)"
+            (run_jobs "${pending[@]}") || true
+            for j in "${pending[@]}"; do [ -f "$j/rc" ] || { echo "$prog: the batch failed" >"$j/out"; echo 2 >"$j/rc"; }; done
+            served=$((served + ${#pending[@]}))
+            continue
+        fi
+        if [ "$alive" = 0 ] && [ ${#pending[@]} = 0 ]; then break; fi
+        sleep 0.5
+    done
+    log "served $served job(s) in $boots boot(s)"
+}
+
+main() {
+    [ $# -ge 1 ] || usage
+    local cmd=$1
+    case $cmd in
+        setup)
+            [ $# = 1 ] || usage
+            setup
+            accel_args
+            echo "kernel package: $KPKG $KVERSION (kernel $KVER)"
+            echo "vmlinuz:        $VMLINUZ"
+            echo "initramfs:      $BASE_INITRD"
+            echo "accelerator:    $ACCEL"
+            return 0 ;;
+        mount | verify)
+            parse_job "$@"
+            if [ -n "${UF2FS_KC_BATCH:-}" ] && [ "$powercut" = 0 ]; then
+                enqueue "$UF2FS_KC_BATCH" "$@"
+                return
+            fi
+            local one
+            one=$(mktemp -d "${TMPDIR:-/tmp}/uf2fs-kc.XXXXXX")
+            printf '%s\0' "$@" >"$one/args"
+            pwd >"$one/cwd"
+            local rc=0
+            (run_jobs "$one") || rc=$?
+            [ -f "$one/out" ] && cat "$one/out"
+            [ -f "$one/rc" ] && rc=$(cat "$one/rc")
+            rm -rf "$one"
+            return "$rc" ;;
+        batch)
+            shift
+            local want=1 watch=()
+            while [ $# -gt 1 ]; do
+                case $1 in
+                    --jobs) want=$2; shift 2 ;;
+                    --watch) watch+=("$2"); shift 2 ;;
+                    *) usage ;;
+                esac
+            done
+            [ $# = 1 ] && [ -d "$1" ] || usage
+            serve "$1" "$want" "${watch[@]}" ;;
+        *) usage ;;
+    esac
 }
 
 # Prints one line per difference between the expected manifest $1 and the kernel's $2

@@ -84,7 +84,8 @@ log "uf2fs reads every file as written; fsck clean"
 
 ok=
 for try in 1 2; do
-    if timeout 900 "$kc" mount --quiet --hash-max $((1 << 30)) --manifest-out "$work/k.manifest" "$img" \
+    # (3600 s: under UF2FS_KC_BATCH the run also waits for the other scripts' images.)
+    if timeout 3600 "$kc" mount --quiet --hash-max $((1 << 30)) --manifest-out "$work/k.manifest" "$img" \
         >"$work/kmount.log" 2>&1; then
         ok=1
         break

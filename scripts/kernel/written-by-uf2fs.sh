@@ -182,11 +182,17 @@ change_both() {
     both touch -h -d @1700000001.987654321 tree
 }
 
-for features in "" "extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime,lost_found"; do
+# One feature set, in a work directory of its own ($work/NAME, its own mount point), so
+# that under UF2FS_KC_BATCH both run at once and Linux checks both images in one boot.
+check_features() { # FEATURES
+    local features=$1
     what=${features:-default}
+    work=$work/$([ -n "$features" ] && echo features || echo default)
+    mnt=$work/mnt
+    mkdir -p "$mnt" "$work/ref"
+    mount_pid=
+    trap 'if mountpoint -q "$mnt"; then fusermount3 -uz "$mnt" || true; fi; [ -z "$mount_pid" ] || wait "$mount_pid" 2>/dev/null || true' EXIT
     img=$work/w.img
-    rm -rf "$img" "$work/ref" "$work/src"
-    mkdir "$work/ref"
     "$uf2fs" mkfs --size 128M ${features:+-O "$features"} "$img" >/dev/null
     "$gen" "mix:$files" "$work/src" 20261122 >/dev/null
     t0=$SECONDS
@@ -227,5 +233,19 @@ for features in "" "extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime
     "$here/readback.sh" --uf2fs "$uf2fs" "$img" "$work/kernel.manifest" >"$work/readback.log" 2>&1 ||
         fail "uf2fs reads the kernel's result differently ($what): $(head -20 "$work/readback.log")"
     log "$what: $(tail -1 "$work/readback.log") ($((SECONDS - t0)) s)"
-done
+}
+
+sets=("" "extra_attr,inode_checksum,flexible_inline_xattr,inode_crtime,lost_found")
+if [ -n "${UF2FS_KC_BATCH:-}" ]; then
+    pids=()
+    for features in "${sets[@]}"; do
+        (check_features "$features") &
+        pids+=($!)
+    done
+    failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    [ "$failed" = 0 ] || exit 1
+else
+    for features in "${sets[@]}"; do (check_features "$features") || exit 1; done
+fi
 echo "written-by-uf2fs: PASS"

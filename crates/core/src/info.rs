@@ -185,8 +185,10 @@ impl Fs {
         let blocks = cp.user_block_count;
         let (free, nodes) = match &self.rw {
             Some(rw) => {
-                let segs = rw.segs();
-                (segs.free_user_blocks(), self.nodes.counts().valid_node_count)
+                // The node counts first, then `segs` (a `NodeManager` lock is never
+                // taken under the `SegmentManager`: crate::lockrank).
+                let nodes = self.nodes.counts().valid_node_count;
+                (rw.segs().free_user_blocks(), nodes)
             }
             None => (blocks.saturating_sub(cp.valid_block_count), cp.valid_node_count),
         };
@@ -200,5 +202,49 @@ impl Fs {
             files_free: files.saturating_sub(nodes as u64),
             name_max: uf2fs_format::consts::F2FS_NAME_LEN as u32,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mkfs::{mkfs, MkfsOptions};
+    use crate::Fs;
+
+    fn fresh(dir: &std::path::Path) -> Fs {
+        let img = dir.join("statfs.img");
+        let opts = MkfsOptions {
+            size_bytes: Some(128 << 20),
+            ..MkfsOptions::default()
+        };
+        mkfs(&img, &opts).unwrap();
+        Fs::open_rw(&img, &[]).unwrap()
+    }
+
+    /// statfs of a read-write volume reads the node counts and the free blocks in the
+    /// lock order (debug builds panic otherwise), and both follow a create.
+    #[test]
+    fn statfs_of_a_read_write_volume_follows_a_create() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = fresh(tmp.path());
+        let before = fs.statfs().unwrap();
+        let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+        fs.write(ino, 0, &[7; 3 * 4096]).unwrap();
+        fs.write_checkpoint().unwrap();
+        let after = fs.statfs().unwrap();
+        assert_eq!(after.files, before.files);
+        assert_eq!(after.files_free + 1, before.files_free, "one inode more in use");
+        assert!(after.blocks_free < before.blocks_free, "{after:?} against {before:?}");
+    }
+
+    /// The node counts are a `NodeManager` lock (rank 5): reading them while holding the
+    /// `SegmentManager` (rank 6) is the inversion the checker reports.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "taking NodeManager's counts with Segments")]
+    fn node_counts_under_the_segment_manager_panic() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = fresh(tmp.path());
+        let _segs = fs.segments().unwrap();
+        let _ = fs.nodes().counts();
     }
 }

@@ -38,7 +38,8 @@ pub(crate) enum Rank {
     #[allow(dead_code)]
     PageCache = 4,
     /// The `NodeManager`'s locks (tracked: the dirty-node map, the one held while
-    /// the `SegmentManager` is locked).
+    /// the `SegmentManager` is locked; its `counts` mutex checks that the
+    /// `SegmentManager` is not held).
     Nodes = 5,
     /// The `SegmentManager` mutex.
     Segments = 6,

@@ -429,7 +429,15 @@ impl NodeManager {
 
     /// The node counts the next checkpoint records.
     pub fn counts(&self) -> NodeCounts {
-        *lock(&self.counts)
+        *self.lock_counts()
+    }
+
+    /// The `counts` mutex (a `NodeManager` lock, rank 5 of [`crate::lockrank`]): never
+    /// taken while the thread holds the `SegmentManager` (rank 6), checked in debug
+    /// builds, so that the order holds for this lock too, not only for the dirty map.
+    fn lock_counts(&self) -> MutexGuard<'_, NodeCounts> {
+        crate::lockrank::assert_none_held(crate::lockrank::Rank::Segments, "taking NodeManager's counts");
+        lock(&self.counts)
     }
 
     /// Takes the NAT bits of the opened checkpoint when they are there and belong to it

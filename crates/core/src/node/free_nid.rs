@@ -105,7 +105,7 @@ impl NodeManager {
             scanned += 1;
         }
         f.next_scan = index * per;
-        lock(&self.counts).next_free_nid = f.next_scan;
+        self.lock_counts().next_free_nid = f.next_scan;
         Ok(())
     }
 

@@ -312,7 +312,7 @@ impl NodeManager {
         lock(&self.free_nids).taken(nid);
         lock(&self.nat).dirty.insert(nid, entry);
         {
-            let mut c = lock(&self.counts);
+            let mut c = self.lock_counts();
             c.valid_node_count += 1;
             if nid == ino {
                 c.valid_inode_count += 1;
@@ -361,7 +361,7 @@ impl NodeManager {
         };
         lock(&self.nat).dirty.insert(nid, entry);
         lock(&self.node_cache).pop(nid);
-        let mut c = lock(&self.counts);
+        let mut c = self.lock_counts();
         c.valid_node_count = c.valid_node_count.saturating_sub(1);
         if nid == e.ino {
             c.valid_inode_count = c.valid_inode_count.saturating_sub(1);

@@ -341,6 +341,12 @@ fn a_slow_checkpoint_write_out_stalls_no_lookup() {
 /// A fresh 64 MiB volume in memory, opened read-write over a [`SlowFlushDevice`]
 /// (no delay until the test sets one), and the handle that sets the delays.
 fn slow_volume() -> (Arc<Fs>, uf2fs_core::device::FlushDelay) {
+    let (fs, delay) = slow_fs();
+    (Arc::new(fs), delay)
+}
+
+/// A 64 MiB read-write volume in memory behind a [`SlowFlushDevice`] (no delay yet).
+fn slow_fs() -> (Fs, uf2fs_core::device::FlushDelay) {
     let bytes = 64u64 << 20;
     let (_, writes) = mkfs_blocks(&MkfsOptions::default(), bytes).unwrap();
     let mut image = vec![0u8; bytes as usize];
@@ -350,6 +356,108 @@ fn slow_volume() -> (Arc<Fs>, uf2fs_core::device::FlushDelay) {
     }
     let (dev, delay) = SlowFlushDevice::new(Box::new(MemDevice::new(image)));
     let opts = uf2fs_core::OpenOptions { read_write: true };
-    let fs = Arc::new(Fs::open_device_with(Box::new(dev), "slow", opts).unwrap());
+    let fs = Fs::open_device_with(Box::new(dev), "slow", opts).unwrap();
     (fs, delay)
+}
+
+/// The same through a real FUSE mount (the kernel's requests, `crate::mount`'s worker
+/// threads and background work): while `fsync(2)` of a file waits on flushes that take
+/// 2 s each, `stat(2)` of files in another directory, each a LOOKUP the kernel has not
+/// cached, finishes in under half a flush. Bounds generous for a loaded 2-core machine.
+/// Needs /dev/fuse and fusermount3; without them it passes with a note, unless
+/// UF2FS_REQUIRE_FUSE is set (CI sets it).
+#[test]
+fn a_slow_fsync_stalls_no_lookup_through_a_fuse_mount() {
+    const SLOW_FLUSH: Duration = Duration::from_secs(2);
+    const STAT_BOUND: Duration = Duration::from_secs(1);
+    let fusermount = std::process::Command::new("fusermount3").arg("-V").output();
+    if !std::path::Path::new("/dev/fuse").exists() || fusermount.is_err() {
+        assert!(
+            std::env::var_os("UF2FS_REQUIRE_FUSE").is_none(),
+            "UF2FS_REQUIRE_FUSE is set but /dev/fuse or fusermount3 is missing"
+        );
+        eprintln!("skipped: no /dev/fuse or fusermount3");
+        return;
+    }
+    let (fs, delay) = slow_fs();
+    let root = fs.root();
+    let a = fs.mkdir(root, b"a", 0o755, 0, 0).unwrap().ino;
+    let b = fs.mkdir(root, b"b", 0o755, 0, 0).unwrap().ino;
+    let f = fs.create(a, b"f", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, &[7u8; 65536]).unwrap();
+    const NAMES: usize = 200;
+    for i in 0..NAMES {
+        fs.create(b, format!("g{i}").as_bytes(), 0o644, 0, 0).unwrap();
+    }
+    fs.sync_fs().unwrap();
+
+    let mnt = std::env::temp_dir().join(format!("uf2fs-stall-mount.{}", std::process::id()));
+    std::fs::create_dir_all(&mnt).unwrap();
+    let opts = crate::MountOptions {
+        read_only: false,
+        checkpoint_interval: None,
+        ..crate::MountOptions::default()
+    };
+    let server = {
+        let mnt = mnt.clone();
+        std::thread::spawn(move || crate::mount(fs, &mnt, &opts))
+    };
+    let mounted = Instant::now();
+    while !mnt.join("a").exists() {
+        assert!(!server.is_finished(), "the mount ended before serving");
+        assert!(mounted.elapsed() < Duration::from_secs(30), "not mounted after 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let unmount = || {
+        let _ = std::process::Command::new("fusermount3").arg("-u").arg(&mnt).status();
+    };
+
+    // Dirty data in a/f, then its fsync on a device whose flushes take 2 s.
+    let mut file = std::fs::OpenOptions::new().write(true).open(mnt.join("a/f")).unwrap();
+    std::io::Write::write_all(&mut file, &[8u8; 65536]).unwrap();
+    delay.set(SLOW_FLUSH);
+    let flushes = delay.flushes();
+    let syncer = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = file.sync_all();
+        (r, t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let mut during = Vec::new();
+    let mut i = 0;
+    while !syncer.is_finished() && i < NAMES {
+        let t = Instant::now();
+        let m = std::fs::metadata(mnt.join(format!("b/g{i}")));
+        let took = t.elapsed();
+        if m.is_err() {
+            unmount();
+        }
+        assert!(m.unwrap().is_file());
+        if !syncer.is_finished() {
+            during.push(took);
+        }
+        i += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (synced, fsync) = syncer.join().unwrap();
+    delay.set(Duration::ZERO);
+    let flushed = delay.flushes() - flushes;
+    unmount();
+    server.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir(&mnt);
+    synced.unwrap();
+    assert!(during.len() >= 5, "stats while the fsync waited: {}", during.len());
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let worst = during.iter().copied().max().unwrap_or_default();
+    println!(
+        "stalls through FUSE: flush {:.0} ms, {flushed} flushes; fsync {:.0} ms; {} stats of \
+         uncached names in another directory meanwhile: median {:.2} max {:.1} ms",
+        ms(SLOW_FLUSH),
+        ms(fsync),
+        during.len(),
+        ms(median(&mut during.clone())),
+        ms(worst),
+    );
+    assert!(fsync >= SLOW_FLUSH, "the fsync waited for a slow flush ({fsync:?})");
+    assert!(worst < STAT_BOUND, "a stat took {worst:?} behind a slow fsync");
 }
