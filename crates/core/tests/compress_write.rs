@@ -189,3 +189,66 @@ fn layouts_linux_misreads_on_ro_volumes_are_found() {
     assert_eq!(fs.linux_ro_misread(ino).unwrap().map(|m| m.block), Some(4));
     fs.unmount().unwrap();
 }
+
+/// An `ro` volume with many inodes checkpointed, so that the node log has moved into
+/// the segment after the data log's (mkfs puts them side by side): the data log must
+/// then jump over it when its segment fills. Returns the opened volume and the empty
+/// file `pad` made last.
+fn ro_volume_with_node_log_ahead(img: &Path) -> (Fs, uf2fs_core::Ino) {
+    let opts = MkfsOptions {
+        size_bytes: Some(64 * MIB),
+        features: parse_features("extra_attr,compression,ro").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(img, &opts).unwrap();
+    let fs = Fs::open_to_build(img).unwrap();
+    let dir = fs.mkdir(fs.root(), b"d", 0o40755, 0, 0).unwrap().ino;
+    for k in 0..700 {
+        fs.create(dir, format!("{k:04}").as_bytes(), 0o100644, 0, 0).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    let pad = fs.create(fs.root(), b"pad", 0o100644, 0, 0).unwrap().ino;
+    (fs, pad)
+}
+
+/// A plain cluster of a compressed file on an `ro` volume gets consecutive blocks even
+/// where the data log's segment fills in its middle and the next segment is another
+/// log's: Linux caches one extent per cluster there (see `Fs::linux_ro_misread`). The
+/// packer failed so on the 22,000-file Android-like tree; fails when the writer lets
+/// the cluster straddle the jump.
+#[test]
+fn plain_clusters_on_ro_volumes_do_not_straddle_a_jump_of_the_data_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Where the data log jumps: a plain file of noise crossing its segment's end.
+    let probe = tmp.path().join("probe.img");
+    let (fs, ino) = ro_volume_with_node_log_ahead(&probe);
+    let blocks = 700usize;
+    let noise = data::noise(blocks * 4096, 11);
+    assert_eq!(fs.write(ino, 0, &noise).unwrap(), noise.len());
+    fs.write_checkpoint().unwrap();
+    let runs = fs.extents(ino).unwrap();
+    assert!(
+        runs.len() >= 2 && runs[1].1 > runs[0].1 + runs[0].2,
+        "the data log should jump over the node log's segment: {runs:?}"
+    );
+    let jump = runs[1].0;
+    fs.unmount().unwrap();
+    // The same volume, with a pad before a compressed file of noise so that the jump
+    // falls two blocks into one of its clusters of four.
+    let img = tmp.path().join("ro.img");
+    let (fs, pad) = ro_volume_with_node_log_ahead(&img);
+    let p = (jump + 2) % 4;
+    let pad_bytes = vec![7u8; p as usize * 4096];
+    assert_eq!(fs.write(pad, 0, &pad_bytes).unwrap(), pad_bytes.len());
+    fs.write_checkpoint().unwrap();
+    let codec = ClusterCodec::parse("lz4", 2, false).unwrap();
+    assert_eq!(write_file(&fs, "c", &codec, false, &noise, &[]), 0, "noise stays plain");
+    let ino = fs.lookup(fs.root(), b"c").unwrap();
+    assert_eq!(fs.linux_ro_misread(ino).unwrap(), None);
+    fs.unmount().unwrap();
+    oracle::fsck_clean_fixing(&img, "a compressed file across the data log's jump on an ro volume");
+    let fs = Fs::open(&img, &[]).unwrap();
+    let mut back = vec![0u8; noise.len()];
+    assert_eq!(fs.read(ino, 0, &mut back).unwrap(), noise.len());
+    assert!(back == noise, "the file reads back");
+}

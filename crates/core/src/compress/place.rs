@@ -17,6 +17,10 @@
 //! nothing in a released one. `COMPRESS_ADDR` and `NEW_ADDR` slots that count hold one
 //! reserved block each in the segment manager, as `NEW_ADDR` does elsewhere.
 //!
+//! On a volume with the `ro` feature, a plain cluster's blocks are taken consecutive
+//! (the log moves to a new segment first when they would not be; see `super::ro`
+//! for why Linux needs them so).
+//!
 //! Whatever the cluster held before is dropped first (blocks invalidated, reservations
 //! given back, both counts lowered), so a cluster may be rewritten in place. The data
 //! blocks reach the device before the node that points at them is changed.
@@ -31,6 +35,7 @@ use std::sync::PoisonError;
 use uf2fs_format::consts::{COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 use uf2fs_format::node::F2FS_COMPRESS_RELEASED;
 use uf2fs_format::summary::Summary;
+use uf2fs_format::superblock::FEATURE_RO;
 
 /// What one cluster is to hold.
 #[derive(Debug, Clone, Copy)]
@@ -151,6 +156,7 @@ pub(crate) fn place_cluster(
     let mut marks: Vec<u32> = vec![NULL_ADDR; n];
     let mut blocks: Vec<(usize, &[u8])> = Vec::new();
     let mut saved = 0u64;
+    let plain = matches!(data, ClusterData::Plain(_));
     match data {
         ClusterData::Compressed(c) => {
             let m = c.blocks();
@@ -195,6 +201,11 @@ pub(crate) fn place_cluster(
     let mut addrs = Vec::with_capacity(blocks.len());
     {
         let mut segs = t.segs.lock().unwrap_or_else(PoisonError::into_inner);
+        if plain && t.sb.has(FEATURE_RO) {
+            // Linux reads a plain cluster on an `ro` volume through one extent from its
+            // first block (`super::ro`): its blocks must follow one another.
+            segs.keep_consecutive(t.dev, log, blocks.len() as u64)?;
+        }
         for (i, _) in &blocks {
             let sum = Summary {
                 nid: s.loc.nid,

@@ -370,6 +370,36 @@ impl SegmentManager {
         self.alloc_in(dev, log as usize, sum)
     }
 
+    /// Makes the next `n` blocks that [`SegmentManager::alloc_block`] takes for class
+    /// `log` consecutive device blocks (`n` at most a segment): when the log's segment
+    /// has fewer than `n` free blocks left and the segment it would move to is not the
+    /// next one (another log took that), the log moves now, leaving the rest of its
+    /// segment unwritten. Returns whether it moved. Changes nothing when the run fits,
+    /// or runs on into the next segment.
+    pub fn keep_consecutive(&mut self, dev: &dyn BlockDevice, log: LogType, n: u64) -> Result<bool> {
+        let li = self.active_logs.log_for(log) as usize;
+        let cur = self.cur(li);
+        if n > BLOCKS_PER_SEG as u64 {
+            return Err(Error::bug(format!("{n} consecutive blocks asked of one log")));
+        }
+        if cur.alloc_type != ALLOC_LFS || cur.next_blkoff as u32 >= BLOCKS_PER_SEG {
+            // The first block taken opens a new segment: the run fits in it.
+            return Ok(false);
+        }
+        if cur.next_blkoff as u64 + n <= BLOCKS_PER_SEG as u64 {
+            return Ok(false);
+        }
+        let segno = cur.segno;
+        if self.pick_segment(li)? == segno + 1 {
+            return Ok(false);
+        }
+        if li == self.active_logs.log_for(LogType::WarmNode) as usize {
+            self.chain_broken = true;
+        }
+        self.new_segment(dev, li)?;
+        Ok(true)
+    }
+
     /// [`SegmentManager::alloc_block`] from log `li` (see [`SegmentManager::cur`]).
     fn alloc_in(&mut self, dev: &dyn BlockDevice, li: usize, sum: Summary) -> Result<u64> {
         if self.cur(li).alloc_type != ALLOC_LFS || self.cur(li).next_blkoff as u32 >= BLOCKS_PER_SEG {
