@@ -19,7 +19,7 @@
 //! SIT journal, and the NAT entries of root, the quota files and lost+found in its NAT
 //! journal. The quota files (features `quota` and `project_quota`: user and group, and
 //! project) are inodes 4, 5 (and 6), before lost+found, as mkfs.f2fs numbers them; each
-//! holds the root directory's (and lost+found's) usage ([`quota_inode`]).
+//! holds the root directory's (and lost+found's) usage (`quota_inode`).
 
 pub use super::params::{BlockWrite, Params};
 
