@@ -660,8 +660,9 @@ impl Fs {
 
     /// Where a file's blocks lie: runs of consecutive file blocks at consecutive
     /// device blocks, as `(first file block, first device block, blocks)`, in file
-    /// order (FIEMAP's view; holes and `NEW_ADDR` reservations are not listed). For a
-    /// compressed file, plain clusters only. Blocks still in the page cache are listed
+    /// order (FIEMAP's view; holes and `NEW_ADDR` reservations are not listed). Empty
+    /// for an inline or a compressed file (whose clusters are not runs of file blocks:
+    /// [`Fs::compression`] counts them). Blocks still in the page cache are listed
     /// where the device holds them (if anywhere).
     pub fn extents(&self, ino: Ino) -> Result<Vec<(u64, u64, u64)>> {
         self.stop_on_damage(self.extents_inner(ino))

@@ -570,17 +570,8 @@ impl Fs {
                 g.pacer
                     .stats
                     .victim_timed(ended.saturating_sub(started), victim.is_node);
-                let s = &mut g.stats;
-                if victim.is_node {
-                    s.node_victims += 1;
-                } else {
-                    s.data_victims += 1;
-                }
-                s.data_blocks_moved += moved.data;
-                s.node_blocks_moved += moved.node;
-                if moved.emptied {
-                    s.sections_freed += 1;
-                }
+                g.stats.count_victim(victim.is_node);
+                g.stats.count_moved(&moved);
             }
             if moved.emptied {
                 freed_since_cp += 1;

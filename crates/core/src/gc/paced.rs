@@ -574,11 +574,7 @@ impl Fs {
         let mut g = rw.gc();
         g.pacer.victim_started(now);
         g.pacer.stats.victims += 1;
-        if v.is_node {
-            g.stats.node_victims += 1;
-        } else {
-            g.stats.data_victims += 1;
-        }
+        g.stats.count_victim(v.is_node);
         let step_blocks = match settings.pacing {
             GcPacing::Adaptive => pacer::adaptive_step(g.pacer.cost_for(v.is_node), settings.latency_target),
             _ => pacer::seed_step(v.valid_blocks, g.pacer.avg_victim_interval),

@@ -167,16 +167,8 @@ impl Fs {
             } else {
                 s.bg_calls += 1;
             }
-            if victim.is_node {
-                s.node_victims += 1;
-            } else {
-                s.data_victims += 1;
-            }
-            s.data_blocks_moved += moved.data;
-            s.node_blocks_moved += moved.node;
-            if moved.emptied {
-                s.sections_freed += 1;
-            }
+            s.count_victim(victim.is_node);
+            s.count_moved(&moved);
         }
         report.sections += 1;
         report.emptied += u64::from(moved.emptied);

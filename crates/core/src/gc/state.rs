@@ -2,6 +2,7 @@
 //! switches, the counters, the background cleaner's idle clock. The engine
 //! ([`super`]) reads and updates it; the state imports nothing of the engine.
 
+use super::cursor::Moved;
 use super::pacer::PacerState;
 use super::policies::PassLoop;
 use super::policy::GcPolicy;
@@ -29,6 +30,26 @@ pub struct GcStats {
     pub node_blocks_moved: u64,
     /// Checkpoints GC wrote to turn prefree sections free.
     pub checkpoints: u64,
+}
+
+impl GcStats {
+    /// Counts a section chosen as a victim, by its kind.
+    pub(crate) fn count_victim(&mut self, is_node: bool) {
+        if is_node {
+            self.node_victims += 1;
+        } else {
+            self.data_victims += 1;
+        }
+    }
+
+    /// Counts what emptying one victim moved, and whether it left it free.
+    pub(crate) fn count_moved(&mut self, moved: &Moved) {
+        self.data_blocks_moved += moved.data;
+        self.node_blocks_moved += moved.node;
+        if moved.emptied {
+            self.sections_freed += 1;
+        }
+    }
 }
 
 /// Front operations [`GcState::op_on_schedule`] looks back over. From the last start

@@ -41,7 +41,9 @@ pub struct WriteStatus {
     pub recovered_at_open: Recovered,
     /// Valid blocks over the main area's blocks (0 to 1).
     pub utilization: f64,
-    /// 4 KiB blocks the users' writes covered.
+    /// Bytes in a block of this volume (4096 or 16384): the unit of every block count.
+    pub block_size: u64,
+    /// Blocks the users' writes covered.
     pub user_blocks_written: u64,
     /// Write amplification: device blocks written per user block (0 before any).
     pub waf: f64,
@@ -286,6 +288,7 @@ impl Fs {
                     node_blocks: nodes,
                 },
                 utilization: a.utilization(),
+                block_size: self.sbc.sb.geometry().block_size() as u64,
                 user_blocks_written: a.user_blocks,
                 waf: a.waf(),
                 device_blocks: DeviceBlocks {
@@ -379,7 +382,7 @@ impl Status {
             s.push_str("mode:                read-only (nothing is written)\n");
             return s;
         };
-        let gib = |blocks: u64| blocks as f64 * 4096.0 / (1u64 << 30) as f64;
+        let gib = |blocks: u64| blocks as f64 * w.block_size as f64 / (1u64 << 30) as f64;
         let _ = writeln!(s, "mode:                {}", self.mode);
         if let Some(why) = &w.stopped {
             let _ = writeln!(s, "stopped:             {why}");

@@ -55,8 +55,7 @@ impl InodeLocks {
         while want.iter().any(|i| held.contains_key(i)) {
             held = self.released.wait(held).unwrap_or_else(PoisonError::into_inner);
         }
-        let owner = me();
-        held.extend(want.iter().map(|&i| (i, owner)));
+        held.extend(want.iter().map(|&i| (i, me())));
         InodeGuard {
             locks: self,
             inos: want,
