@@ -27,18 +27,9 @@ fn cblocks(cmd: &str, file: &Path) -> u64 {
         .unwrap_or_else(|| panic!("f2fs_io {cmd}: {text}"))
 }
 
+/// Data that compresses: words about F2FS, fixed by `seed`.
 fn text(n: usize, seed: u32) -> Vec<u8> {
-    let words = [&b"super "[..], b"block ", b"segment ", b"node ", b"\n", b"checkpoint "];
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        v.extend_from_slice(words[(x % 6) as usize]);
-    }
-    v.truncate(n);
-    v
+    uf2fs_testkit::data::text(&uf2fs_testkit::data::F2FS_WORDS, n, seed)
 }
 
 fn fsync(path: &Path) {

@@ -190,16 +190,8 @@ fn mkfs_from_a_tree_shows_progress_on_a_terminal_only() {
     let tmp = scratch("progress-pack-");
     let src = tmp.path().join("src");
     std::fs::create_dir_all(src.join("d")).unwrap();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
     for i in 0..30 {
-        let data: Vec<u8> = (0..1 << 20)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = uf2fs_testkit::data::noise(1 << 20, 0x9e37_79b9_7f4a_7c15 ^ i);
         std::fs::write(src.join(format!("d/f{i:02}")), data).unwrap();
     }
     let src_arg = src.to_str().unwrap();

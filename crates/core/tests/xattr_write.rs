@@ -19,15 +19,7 @@ use world::{fsck_clean, image, kind, raw_inode, Variant, World, MIB, VARIANTS};
 
 /// A value of `len` bytes from `seed`.
 fn value(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    uf2fs_testkit::data::noise(len, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// An ACL in the Linux xattr format from (tag, perm, id) triples.

@@ -12,6 +12,7 @@
 
 pub mod compare;
 pub mod corrupt;
+pub mod data;
 pub mod fsck;
 pub mod image;
 pub mod lsfmt;

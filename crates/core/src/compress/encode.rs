@@ -330,31 +330,10 @@ mod tests {
 
     /// Text-like data: compresses well with every codec.
     fn text(n: usize, seed: u32) -> Vec<u8> {
-        let words = [&b"f2fs "[..], b"cluster ", b"compress ", b"block ", b"node ", b"\n"];
-        let mut x = seed | 1;
-        let mut v = Vec::with_capacity(n);
-        while v.len() < n {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            v.extend_from_slice(words[(x % 6) as usize]);
-        }
-        v.truncate(n);
-        v
+        uf2fs_testkit::data::text(&uf2fs_testkit::data::CLUSTER_WORDS, n, seed)
     }
 
-    /// Random bytes: compress to nothing smaller.
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
+    use uf2fs_testkit::data::noise;
 
     fn all_codecs(log: u8, checksum: bool) -> Vec<ClusterCodec> {
         [
