@@ -250,8 +250,9 @@ impl F2fsFuse {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
-        const B: u64 = 4096;
-        let (first, last) = (start / B, end.div_ceil(B).min(st.size.div_ceil(B)));
+        // The volume's block (16 KiB on 16 KiB volumes, as the kernel's page there).
+        let bs = u64::from(st.blksize);
+        let (first, last) = (start / bs, end.div_ceil(bs).min(st.size.div_ceil(bs)));
         let pieces: Vec<(u64, u64, u64)> = self
             .fs
             .extents(ino)
@@ -261,15 +262,15 @@ impl F2fsFuse {
             .collect();
         let mut rewritten = 0u64;
         if pieces.len() > 1 {
-            let mut buf = vec![0u8; 256 * B as usize];
+            let mut buf = vec![0u8; (256 * bs) as usize];
             for (f, _, n) in pieces {
                 let (lo, hi) = (f.max(first), (f + n).min(last));
                 let mut at = lo;
                 while at < hi {
                     let k = (hi - at).min(256);
-                    let want = (k * B) as usize;
-                    let got = self.fs.read(ino, at * B, &mut buf[..want]).or_errno()?;
-                    self.fs.write(ino, at * B, &buf[..got]).or_errno()?;
+                    let want = (k * bs) as usize;
+                    let got = self.fs.read(ino, at * bs, &mut buf[..want]).or_errno()?;
+                    self.fs.write(ino, at * bs, &buf[..got]).or_errno()?;
                     rewritten += k;
                     at += k;
                 }
@@ -278,7 +279,7 @@ impl F2fsFuse {
         }
         let mut out = Vec::with_capacity(16);
         out.extend_from_slice(&start.to_ne_bytes());
-        out.extend_from_slice(&(rewritten * B).to_ne_bytes());
+        out.extend_from_slice(&(rewritten * bs).to_ne_bytes());
         Ok((0, out))
     }
 
