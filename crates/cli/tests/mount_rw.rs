@@ -582,6 +582,12 @@ fn unprivileged_fallocate_clears_setuid_and_setgid() {
 /// `cap_net_bind_service` permitted.
 const CAPABILITY: [u8; 20] = [1, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
+/// A case of [`the_mount_drops_set_id_bits_and_capabilities_as_linux_does`]: the
+/// file's name, its mode before, whether it has capabilities, who runs the command
+/// (a `setpriv` prefix), the command (the file's path is its last argument), and the
+/// mode it must have after.
+type KillCase<'a> = (&'a str, u32, bool, &'a [&'a str], &'a [&'a str], u32);
+
 /// FUSE_HANDLE_KILLPRIV_V2 leaves dropping privileges to the mount, and it drops them
 /// exactly when Linux does for a local file system: on write and truncate (an
 /// `O_TRUNC` open too) the set-ID bits go when the caller lacks `CAP_FSETID` (root with
@@ -621,7 +627,7 @@ fn the_mount_drops_set_id_bits_and_capabilities_as_linux_does() {
     let chown = &["chown", "65534:65534"][..];
     // (name, mode before, with capabilities, who, command, mode after); every file is
     // root's, group 0.
-    let cases: &[(&str, u32, bool, &[&str], &[&str], u32)] = &[
+    let cases: &[KillCase] = &[
         ("w-nobody", 0o6777, true, nobody, append, 0o0777),
         ("w-member-nox", 0o6767, false, member, append, 0o2767),
         ("w-member-x", 0o6777, false, member, append, 0o0777),
