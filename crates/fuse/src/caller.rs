@@ -69,6 +69,7 @@ fn in_group(req: &Request, gid: u32) -> bool {
 
 /// `CAP_FSETID`: keeps the set-ID bits of a file it changes.
 pub(crate) const CAP_FSETID: u32 = 4;
+
 /// `CAP_LINUX_IMMUTABLE`: may change the immutable and append-only flags.
 pub(crate) const CAP_LINUX_IMMUTABLE: u32 = 9;
 /// `CAP_SYS_ADMIN`: may change the volume label, among much else.

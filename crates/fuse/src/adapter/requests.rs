@@ -129,9 +129,8 @@ impl F2fsFuse {
     }
 
     /// Removes the capabilities (`security.capability`) of `ino`, as Linux's
-    /// `security_inode_killpriv` does when a file's data or owner changes; whether
-    /// there were any. Only regular files carry them (the core refuses none, but
-    /// `setcap` sets them on files only).
+    /// `security_inode_killpriv` does when a file's data or owner changes, whoever the
+    /// caller is; whether there were any.
     fn drop_capability(&self, ino: Ino) -> Result<bool, Errno> {
         if self.fs.get_xattr(ino, CAPABILITY_XATTR).or_errno()?.is_none() {
             return Ok(false);
