@@ -510,9 +510,9 @@ fn the_mount_helper_mounts_as_mount_8_calls_it() {
 /// fstests generic/683 and 684: an unprivileged fallocate, hole punch, write or
 /// truncate of a set-user-ID file clears the bit, and the set-group-ID bit when the
 /// file is group-executable or the caller is outside its group, as Linux F2FS does
-/// (the VFS's `setattr_should_drop_suidgid`); root keeps them. The kernel's FUSE side
-/// asks for the first part with a SETATTR of the mode; the mount does the rest and has
-/// the kernel drop the attributes it cached.
+/// (the VFS's `setattr_should_drop_suidgid`); root keeps them. The mount does this
+/// itself (it negotiates FUSE_HANDLE_KILLPRIV_V2) and has the kernel drop the
+/// attributes it cached.
 #[test]
 fn unprivileged_fallocate_clears_setuid_and_setgid() {
     if !fuse_available(&[("setpriv", "util-linux"), ("fallocate", "util-linux")]) {
@@ -576,6 +576,120 @@ fn unprivileged_fallocate_clears_setuid_and_setgid() {
     let (ok, log) = m.unmount();
     assert!(ok, "{log}");
     fsck::clean(&img, tmp.path());
+}
+
+/// A `security.capability` value (`struct vfs_cap_data`, revision 2, effective):
+/// `cap_net_bind_service` permitted.
+const CAPABILITY: [u8; 20] = [1, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// A case of [`the_mount_drops_set_id_bits_and_capabilities_as_linux_does`]: the
+/// file's name, its mode before, whether it has capabilities, who runs the command
+/// (a `setpriv` prefix), the command (the file's path is its last argument), and the
+/// mode it must have after.
+type KillCase<'a> = (&'a str, u32, bool, &'a [&'a str], &'a [&'a str], u32);
+
+/// FUSE_HANDLE_KILLPRIV_V2 leaves dropping privileges to the mount, and it drops them
+/// exactly when Linux does for a local file system: on write and truncate (an
+/// `O_TRUNC` open too) the set-ID bits go when the caller lacks `CAP_FSETID` (root with
+/// it dropped included; set-group-ID without group execute stays for a caller in the
+/// group), and `security.capability` goes whoever the caller is; on chown set-user-ID
+/// and the capabilities go even for root, set-group-ID only with group execute. The
+/// modes and attributes are checked through the mount, then after a remount (the
+/// image has them), and the image is fsck-clean.
+#[test]
+fn the_mount_drops_set_id_bits_and_capabilities_as_linux_does() {
+    if !fuse_available(&[("setpriv", "util-linux"), ("truncate", "coreutils")]) {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping: switching to another user needs root");
+        return;
+    }
+    let Volume { tmp, img, mnt } = fresh_volume("mount-killpriv2-", "64M");
+    let mut m = Mounted::start(&img, &mnt, &tmp.path().join("mount.log"), &["-o", "allow_other"]);
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&mnt, fs::Permissions::from_mode(0o777)).unwrap();
+    // Who runs the command: nobody outside the file's group (0), nobody in it, root
+    // without CAP_FSETID (also dropped from the bounding set, or exec gives it back),
+    // and root.
+    let nobody = &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"][..];
+    let member = &["setpriv", "--reuid=65534", "--regid=0", "--clear-groups"][..];
+    let no_fsetid = &["setpriv", "--inh-caps=-fsetid", "--bounding-set=-fsetid"][..];
+    let root: &[&str] = &[];
+    let append = &["sh", "-c", "echo more >> \"$0\""][..];
+    let write_direct = &[
+        "sh",
+        "-c",
+        "dd if=/dev/zero of=\"$0\" bs=4096 count=1 oflag=direct conv=notrunc status=none",
+    ][..];
+    let o_trunc = &["sh", "-c", ": > \"$0\""][..];
+    let shrink = &["truncate", "-s", "100"][..];
+    let chown = &["chown", "65534:65534"][..];
+    // (name, mode before, with capabilities, who, command, mode after); every file is
+    // root's, group 0.
+    let cases: &[KillCase] = &[
+        ("w-nobody", 0o6777, true, nobody, append, 0o0777),
+        ("w-member-nox", 0o6767, false, member, append, 0o2767),
+        ("w-member-x", 0o6777, false, member, append, 0o0777),
+        ("w-nofsetid", 0o6777, true, no_fsetid, append, 0o0777),
+        ("w-nofsetid-nox", 0o6766, false, no_fsetid, append, 0o2766),
+        ("w-root", 0o6777, true, root, append, 0o6777),
+        ("dio-nobody", 0o6777, true, nobody, write_direct, 0o0777),
+        ("dio-root", 0o6777, true, root, write_direct, 0o6777),
+        ("otrunc-nobody", 0o6777, true, nobody, o_trunc, 0o0777),
+        ("trunc-nofsetid", 0o6777, true, no_fsetid, shrink, 0o0777),
+        ("trunc-root", 0o6777, true, root, shrink, 0o6777),
+        ("chown-root", 0o6755, true, root, chown, 0o0755),
+        ("chown-root-nox", 0o6745, true, root, chown, 0o2745),
+    ];
+    let mode_of = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let caps_of = |p: &Path| xattr::get(p, "security.capability").unwrap();
+    for &(name, before, caps, who, command, _) in cases {
+        let p = mnt.join(name);
+        fs::write(&p, vec![1u8; 16384]).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(before)).unwrap();
+        if caps {
+            xattr::set(&p, "security.capability", &CAPABILITY).unwrap();
+        }
+        assert_eq!(mode_of(&p), before, "{name}");
+        let argv: Vec<&str> = who.iter().chain(command).copied().collect();
+        let status = Command::new(argv[0]).args(&argv[1..]).arg(&p).status().unwrap();
+        assert!(status.success(), "{name}: {argv:?} failed");
+    }
+    let check = |when: &str| {
+        for &(name, _, caps, _, _, after) in cases {
+            let p = mnt.join(name);
+            assert_eq!(mode_of(&p), after, "{name} {when}: mode {:o}", mode_of(&p));
+            if caps {
+                assert_eq!(caps_of(&p), None, "{name} {when}: capabilities kept");
+            }
+        }
+    };
+    check("through the mount");
+    // Nothing else loses them: a read, a chmod, a rename.
+    let p = mnt.join("kept");
+    fs::write(&p, b"x").unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o6755)).unwrap();
+    xattr::set(&p, "security.capability", &CAPABILITY).unwrap();
+    let status = Command::new("setpriv")
+        .args(&nobody[1..])
+        .args(["cat"])
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fs::rename(&p, mnt.join("kept2")).unwrap();
+    let p = mnt.join("kept2");
+    assert_eq!(mode_of(&p), 0o6755);
+    assert_eq!(caps_of(&p).as_deref(), Some(&CAPABILITY[..]));
+    let (ok, log) = m.unmount();
+    assert!(ok, "{log}");
+    fsck::clean(&img, tmp.path());
+    let mut again = Mounted::start(&img, &mnt, &tmp.path().join("mount2.log"), &[]);
+    check("after a remount");
+    assert_eq!(caps_of(&p).as_deref(), Some(&CAPABILITY[..]));
+    let (ok, log) = again.unmount();
+    assert!(ok, "{log}");
 }
 
 /// Two read-write mounts of one image would both write it: the second waits for the

@@ -22,11 +22,21 @@ const S_IXGRP: u32 = 0o0010;
 
 /// The permission bits a regular file of permissions `mode` and group `gid` keeps when
 /// the caller of `req` writes, truncates or allocates in it, as Linux's
-/// `setattr_should_drop_suidgid` decides: a privileged caller keeps both set-ID bits;
-/// anyone else drops set-user-ID, and set-group-ID when the file is group-executable
-/// or the caller is outside its group. `None` when nothing changes.
-pub(crate) fn mode_after_modify(req: &Request, mode: u32, gid: u32) -> Option<u32> {
-    drop_suidgid(mode, req.uid() == 0, || in_group_or_capable(req, gid))
+/// `setattr_should_drop_suidgid` decides: a caller holding `CAP_FSETID` (`privileged`)
+/// keeps both set-ID bits; anyone else drops set-user-ID, and set-group-ID when the
+/// file is group-executable or the caller is outside its group. `None` when nothing
+/// changes.
+pub(crate) fn mode_after_modify(req: &Request, mode: u32, gid: u32, privileged: bool) -> Option<u32> {
+    drop_suidgid(mode, privileged, || in_group(req, gid))
+}
+
+/// The permission bits a file of permissions `mode` and group `gid` keeps when the
+/// caller of `req` changes its owner or group, as Linux's `chown_common` decides for
+/// anything but a directory: set-user-ID is dropped whoever the caller is, set-group-ID
+/// when the file is group-executable or the caller is neither in the file's (old)
+/// group nor holds `CAP_FSETID`. `None` when nothing changes.
+pub(crate) fn mode_after_chown(req: &Request, mode: u32, gid: u32) -> Option<u32> {
+    drop_on_chown(mode, || in_group(req, gid) || capable(req, CAP_FSETID))
 }
 
 /// [`mode_after_modify`] for a caller that is `privileged` or not, and in the file's
@@ -41,6 +51,24 @@ fn drop_suidgid(mode: u32, privileged: bool, in_group: impl FnOnce() -> bool) ->
     }
     (kept != mode).then_some(kept & 0o7777)
 }
+
+/// [`mode_after_chown`] for a caller in the file's group or privileged as
+/// `in_group_or_capable` says (asked only when it matters).
+fn drop_on_chown(mode: u32, in_group_or_capable: impl FnOnce() -> bool) -> Option<u32> {
+    let mut kept = mode & !S_ISUID;
+    if mode & S_ISGID != 0 && (mode & S_IXGRP != 0 || !in_group_or_capable()) {
+        kept &= !S_ISGID;
+    }
+    (kept != mode).then_some(kept & 0o7777)
+}
+
+/// Whether the caller of `req` is in group `gid`: its fsgid or a supplementary group.
+fn in_group(req: &Request, gid: u32) -> bool {
+    req.gid() == gid || supplementary_groups(req.pid()).contains(&gid)
+}
+
+/// `CAP_FSETID`: keeps the set-ID bits of a file it changes.
+pub(crate) const CAP_FSETID: u32 = 4;
 
 /// `CAP_LINUX_IMMUTABLE`: may change the immutable and append-only flags.
 pub(crate) const CAP_LINUX_IMMUTABLE: u32 = 9;
@@ -98,6 +126,21 @@ mod tests {
         // Privileged callers keep both; files without set-ID bits are left alone.
         assert_eq!(drop_suidgid(0o6777, true, outsider), None);
         assert_eq!(drop_suidgid(0o777, false, || panic!("not asked")), None);
+    }
+
+    #[test]
+    fn set_id_bits_dropped_on_chown_as_linux_drops_them() {
+        let member = || true;
+        let outsider = || false;
+        // Set-user-ID goes whoever changes the owner, root included.
+        assert_eq!(drop_on_chown(0o4755, || panic!("not asked")), Some(0o755));
+        // Set-group-ID goes with group execute ...
+        assert_eq!(drop_on_chown(0o6755, member), Some(0o755));
+        assert_eq!(drop_on_chown(0o2750, member), Some(0o750));
+        // ... and without it stays (a locking mark) unless the caller is outside the group.
+        assert_eq!(drop_on_chown(0o2740, member), None);
+        assert_eq!(drop_on_chown(0o2740, outsider), Some(0o740));
+        assert_eq!(drop_on_chown(0o644, || panic!("not asked")), None);
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //!   ACLs, the mode an ACL implies and the ACL a chmod implies (the core does these as
 //!   F2FS does). FUSE_DONT_MASK sends the umask beside the unmasked mode, since a
 //!   default ACL replaces the umask.
+//! - FUSE_HANDLE_KILLPRIV_V2: the file system drops set-user-ID, set-group-ID and
+//!   `security.capability` on write, truncate, fallocate and chown itself (WRITE says
+//!   whether the writer lacks `CAP_FSETID`), so the kernel marks the super block
+//!   `SB_NOSEC` and stops asking for `security.capability` (a GETXATTR round trip)
+//!   before every write(2). Without it FUSE clears `SB_NOSEC` and asks every time.
 //! - FUSE_WRITEBACK_CACHE (`-o writeback_cache` only): the kernel keeps written pages
 //!   and sends them later in large writes, keeping sizes and times itself.
 
@@ -27,6 +32,7 @@ fn wanted_capabilities() -> InitFlags {
         | InitFlags::FUSE_POSIX_ACL
         | InitFlags::FUSE_DONT_MASK
         | InitFlags::FUSE_EXPORT_SUPPORT
+        | InitFlags::FUSE_HANDLE_KILLPRIV_V2
 }
 
 /// Configure the connection for fast sequential reads, and with `writeback_cache` for

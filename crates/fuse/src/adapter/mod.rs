@@ -518,7 +518,7 @@ impl Filesystem for F2fsFuse {
         _fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
@@ -527,7 +527,12 @@ impl Filesystem for F2fsFuse {
             let node = ino;
             let ino = self.inos.to_core(node)?;
             self.may_write(ino)?;
-            self.drop_privs(req, node, ino)?;
+            // The kernel says whether the writer lacks CAP_FSETID; pages written back
+            // from its cache (FUSE_WRITE_CACHE) had their privileges settled at write(2).
+            if !write_flags.contains(WriteFlags::FUSE_WRITE_CACHE) {
+                let kill = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+                self.drop_privs(req, node, ino, kill)?;
+            }
             match self
                 .atomic
                 .with(ino, |aw| self.fs.atomic_stage_write(ino, aw, offset, data))
@@ -622,7 +627,8 @@ impl Filesystem for F2fsFuse {
             let ino = self.inos.to_core(node)?;
             let mode = u32::try_from(mode).map_err(|_| Errno::EINVAL)?;
             self.may_fallocate(ino, mode)?;
-            self.drop_privs(req, node, ino)?;
+            // FALLOCATE carries no flag for it: the caller's capabilities decide.
+            self.drop_privs(req, node, ino, !caller::capable(req, caller::CAP_FSETID))?;
             let done = self.fs.fallocate(ino, offset, length, mode).or_errno();
             if done.is_err() {
                 // A fallocate that runs out of space keeps what it reserved and the
@@ -697,7 +703,7 @@ impl Filesystem for F2fsFuse {
             let src = self.inos.to_core(ino_in)?;
             let dst = self.inos.to_core(ino_out)?;
             self.may_write(dst)?;
-            self.drop_privs(req, ino_out, dst)?;
+            self.drop_privs(req, ino_out, dst, !caller::capable(req, caller::CAP_FSETID))?;
             let copied = self
                 .fs
                 .copy_file_range(src, offset_in, dst, offset_out, len.min(COPY_MAX))

@@ -14,6 +14,9 @@ use crate::attr::access_allowed;
 use crate::errors::OrErrno;
 use crate::{caller, read_buf, xattr};
 
+/// The extended attribute holding a file's capabilities.
+const CAPABILITY_XATTR: &[u8] = b"security.capability";
+
 impl F2fsFuse {
     /// unlink: the core keeps an open inode losing its last name as an orphan until
     /// its last handle goes.
@@ -50,16 +53,32 @@ impl F2fsFuse {
         self.may_setattr(ino, change)?;
         let attrs = change.attrs;
         let mut attrs = attrs.clone();
-        if let Some(size) = size {
-            // A mode sent with a size is the kernel's own dropping of set-ID bits (by the
-            // older rule); take Linux's from what it would leave.
+        let chown = attrs.uid.is_some() || attrs.gid.is_some();
+        let mut drop_capability = false;
+        if size.is_some() || chown {
+            // Under FUSE_HANDLE_KILLPRIV_V2 the file system drops the privileges a
+            // truncate or a change of owner takes away (the kernel sends no mode).
             let stat = self.fs.stat(ino).or_errno()?;
             let mode = attrs.mode.unwrap_or(stat.mode) & 0o7777;
-            if stat.kind == FileKind::File {
-                if let Some(kept) = caller::mode_after_modify(req, mode, stat.gid) {
+            if size.is_some() && stat.kind == FileKind::File {
+                let privileged = caller::capable(req, caller::CAP_FSETID);
+                if let Some(kept) = caller::mode_after_modify(req, mode, stat.gid, privileged) {
                     attrs.mode = Some(kept);
                 }
+                drop_capability = true;
             }
+            if chown && stat.kind != FileKind::Dir {
+                let mode = attrs.mode.unwrap_or(mode);
+                if let Some(kept) = caller::mode_after_chown(req, mode, stat.gid) {
+                    attrs.mode = Some(kept);
+                }
+                drop_capability = true;
+            }
+        }
+        if drop_capability {
+            self.drop_capability(ino)?;
+        }
+        if let Some(size) = size {
             match self.atomic.with(ino, |aw| self.fs.atomic_stage_truncate(ino, aw, size)) {
                 Some(staged) => staged.or_errno()?,
                 None => self.fs.truncate(ino, size).or_errno()?,
@@ -77,30 +96,50 @@ impl F2fsFuse {
         Ok(self.entry(&stat).0)
     }
 
-    /// Drops the set-ID bits of regular file `ino` that Linux drops before the caller of
-    /// `req` changes its data (a write, fallocate or hole punch: the VFS's
-    /// `file_remove_privs`). The kernel asks for this itself, but by the rule FUSE keeps
-    /// (set-group-ID only on group-executable files), not the one F2FS gets from the VFS
-    /// (also when the caller is outside the file's group); this makes up the difference,
-    /// and has the kernel drop the attributes of `node` it cached (it refreshes only the
-    /// size and times after such a request).
-    pub(super) fn drop_privs(&self, req: &Request, node: INodeNo, ino: Ino) -> Result<(), Errno> {
-        if req.uid() == 0 {
-            return Ok(());
+    /// Drops the privileges Linux drops before the caller of `req` changes the data of
+    /// regular file `ino` (a write, fallocate, hole punch or copy into it: the VFS's
+    /// `file_remove_privs`): with `kill_suidgid` (the caller lacks `CAP_FSETID`) the
+    /// set-ID bits by [`caller::mode_after_modify`], and for any caller the file's
+    /// capabilities (`security.capability`). The mount negotiates
+    /// FUSE_HANDLE_KILLPRIV_V2, so this is the file system's to do, and the kernel does
+    /// not ask for the capabilities before every write. The kernel drops the attributes
+    /// of `node` it cached when anything changed (it refreshes only the size and times
+    /// after such a request).
+    pub(super) fn drop_privs(&self, req: &Request, node: INodeNo, ino: Ino, kill_suidgid: bool) -> Result<(), Errno> {
+        let mut changed = false;
+        if kill_suidgid {
+            let stat = self.fs.stat(ino).or_errno()?;
+            if stat.kind != FileKind::File {
+                return Ok(());
+            }
+            if let Some(kept) = caller::mode_after_modify(req, stat.mode & 0o7777, stat.gid, false) {
+                let attrs = SetAttr {
+                    mode: Some(kept),
+                    ..SetAttr::default()
+                };
+                self.fs.setattr(ino, &attrs).or_errno()?;
+                changed = true;
+            }
         }
-        let stat = self.fs.stat(ino).or_errno()?;
-        if stat.kind != FileKind::File {
-            return Ok(());
-        }
-        if let Some(kept) = caller::mode_after_modify(req, stat.mode & 0o7777, stat.gid) {
-            let attrs = SetAttr {
-                mode: Some(kept),
-                ..SetAttr::default()
-            };
-            self.fs.setattr(ino, &attrs).or_errno()?;
+        changed |= self.drop_capability(ino)?;
+        if changed {
             self.attrs_changed(node);
         }
         Ok(())
+    }
+
+    /// Removes the capabilities (`security.capability`) of `ino`, as Linux's
+    /// `security_inode_killpriv` does when a file's data or owner changes, whoever the
+    /// caller is; whether there were any.
+    fn drop_capability(&self, ino: Ino) -> Result<bool, Errno> {
+        if self.fs.get_xattr(ino, CAPABILITY_XATTR).or_errno()?.is_none() {
+            return Ok(false);
+        }
+        match self.fs.remove_xattr(ino, CAPABILITY_XATTR) {
+            Ok(()) => Ok(true),
+            Err(uf2fs_core::Error::NoAttribute(_)) => Ok(false),
+            Err(err) => Err(err).or_errno(),
+        }
     }
 
     /// fsync and fsyncdir: the core's fsync (the inode's pages, then its nodes
