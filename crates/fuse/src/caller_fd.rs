@@ -54,12 +54,22 @@ fn parse_fdinfo(text: &str) -> Option<(u32, u64, Option<u64>)> {
 /// Descriptor `fd` of process `pid`: `EBADF` when it is not open (or the process is
 /// gone).
 pub(crate) fn fd_info(pid: u32, fd: u32) -> Result<FdInfo, Errno> {
-    let proc = Path::new("/proc").join(pid.to_string());
+    let table = std::fs::read(proc_dir(pid).join("mountinfo")).map_err(|_| Errno::EBADF)?;
+    fd_info_in(pid, fd, &mountinfo::entries(&table))
+}
+
+/// `/proc/PID`.
+fn proc_dir(pid: u32) -> std::path::PathBuf {
+    Path::new("/proc").join(pid.to_string())
+}
+
+/// [`fd_info`] with the process's mounts read already.
+fn fd_info_in(pid: u32, fd: u32, mounts: &[mountinfo::Entry]) -> Result<FdInfo, Errno> {
+    let proc = proc_dir(pid);
     let text = std::fs::read_to_string(proc.join("fdinfo").join(fd.to_string())).map_err(|_| Errno::EBADF)?;
     let (flags, mnt_id, ino) = parse_fdinfo(&text).ok_or(Errno::EBADF)?;
-    let table = std::fs::read(proc.join("mountinfo")).map_err(|_| Errno::EBADF)?;
-    let dev = mountinfo::entries(&table)
-        .into_iter()
+    let dev = mounts
+        .iter()
         .find(|e| e.id == mnt_id)
         .map(|e| e.dev)
         .ok_or(Errno::EBADF)?;
@@ -79,11 +89,16 @@ pub(crate) fn fd_info(pid: u32, fd: u32) -> Result<FdInfo, Errno> {
 
 /// The descriptors of process `pid` open on inode `ino` of device `dev`.
 pub(crate) fn fds_on(pid: u32, dev: (u32, u32), ino: u64) -> Vec<FdInfo> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+    let proc = proc_dir(pid);
+    let (Ok(dir), Ok(table)) = (
+        std::fs::read_dir(proc.join("fdinfo")),
+        std::fs::read(proc.join("mountinfo")),
+    ) else {
         return Vec::new();
     };
+    let mounts = mountinfo::entries(&table);
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|fd| fd_info(pid, fd).ok())
+        .filter_map(|fd| fd_info_in(pid, fd, &mounts).ok())
         .filter(|f| f.dev == dev && f.ino == ino)
         .collect()
 }
