@@ -93,8 +93,7 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     // One device: FLUSH_DEVICE is EINVAL, as Linux. Growing by RESIZE_FS is EINVAL.
     assert_eq!(ioctl(&mnt, 0x4008_f50a, "0000000001000000", None), "ERR 22");
     assert_eq!(ioctl(&mnt, 0x4008_f510, &"ff".repeat(8), None), "ERR 22");
-    // MOVE_RANGE names a descriptor of the caller's: EOPNOTSUPP over FUSE.
-    assert_eq!(ioctl(&a, 0xc020_f509, &"00".repeat(32), None), "ERR 95");
+    move_range_moves_as_linux(&mnt, tmp.path());
 
     // Atomic writes are the owner's: another user gets EACCES.
     fs::set_permissions(&a, fs::Permissions::from_mode(0o666)).unwrap();
@@ -151,6 +150,98 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     let (unmounted, text) = m.unmount();
     assert!(unmounted, "{text}");
     fsck::clean(&img, tmp.path());
+}
+
+/// `F2FS_IOC_MOVE_RANGE` through python3: `src` opened with `src_flags`, the target
+/// `dst` (`None`: descriptor 1000, not open) with `dst_flags` (python's `os` names);
+/// prints `OK <hex of the argument after>` or `ERR <errno>`.
+fn move_range(src: &Path, src_flags: &str, dst: Option<(&Path, &str)>, pos_in: u64, pos_out: u64, len: u64) -> String {
+    let open_dst = match dst {
+        Some((d, flags)) => format!("os.open({:?}, {flags}, 0o644)", d.to_str().unwrap()),
+        None => "1000".to_owned(),
+    };
+    let script = format!(
+        "import fcntl,os,struct\n\
+         fd=os.open({:?}, {src_flags})\n\
+         a=bytearray(struct.pack('=I4xQQQ', {open_dst}, {pos_in}, {pos_out}, {len}))\n\
+         try:\n  fcntl.ioctl(fd, 0xc020f509, a, True)\n  print('OK', a[8:].hex())\n\
+         except OSError as e:\n  print('ERR', e.errno)\n",
+        src.to_str().unwrap()
+    );
+    ok(&["/usr/bin/python3", "-c", &script]).trim().to_owned()
+}
+
+/// `MOVE_RANGE` on the mount at `mnt` (`scratch`: a directory off the mount): the
+/// source's blocks become the target's, the source's range a hole, the target grown to
+/// the bytes moved; Linux's errnos for the descriptors and ranges it refuses.
+fn move_range_moves_as_linux(mnt: &Path, scratch: &Path) {
+    const B: usize = 4096;
+    let (src, dst) = (mnt.join("move-src"), mnt.join("move-dst"));
+    let data: Vec<u8> = (0..10 * B + 100).map(|i| (i % 251) as u8 ^ (i / B) as u8).collect();
+    fs::write(&src, &data).unwrap();
+    fs::write(&dst, vec![b'y'; 3 * B]).unwrap();
+    // From block 1 to the end of file (len 0), to block 2 of the target.
+    let got = move_range(&src, "os.O_RDWR", Some((&dst, "os.O_RDWR")), B as u64, 2 * B as u64, 0);
+    let echoed = format!("{}{}{}", hex_le(B as u64), hex_le(2 * B as u64), hex_le(0));
+    assert_eq!(got, format!("OK {echoed}"), "the argument comes back as it went");
+    let d = fs::read(&dst).unwrap();
+    assert_eq!(d.len(), 2 * B + 9 * B + 100, "the target covers the bytes moved");
+    assert_eq!(&d[..2 * B], &vec![b'y'; 2 * B][..]);
+    assert_eq!(&d[2 * B..], &data[B..]);
+    let s = fs::read(&src).unwrap();
+    assert_eq!(s.len(), data.len(), "the source keeps its size");
+    assert_eq!(&s[..B], &data[..B]);
+    assert!(s[B..].iter().all(|&b| b == 0), "the source's range is a hole");
+    // Within one file, backwards, a whole block.
+    assert!(move_range(&dst, "os.O_RDWR", Some((&dst, "os.O_RDWR")), 2 * B as u64, 0, B as u64).starts_with("OK"));
+    assert_eq!(&fs::read(&dst).unwrap()[..B], &data[B..2 * B]);
+    // Refusals, as Linux's: the target read-only or not open (EBADF), the source not
+    // open for writing (EBADF), a target on another file system (EXDEV), overlapping
+    // ranges of one file and unaligned ones (EINVAL), a directory (EINVAL).
+    let elsewhere = scratch.join("not-on-the-mount");
+    assert_eq!(
+        move_range(&src, "os.O_RDWR", Some((&dst, "os.O_RDONLY")), 0, 0, B as u64),
+        "ERR 9"
+    );
+    assert_eq!(move_range(&src, "os.O_RDWR", None, 0, 0, B as u64), "ERR 9");
+    assert_eq!(
+        move_range(&src, "os.O_RDONLY", Some((&dst, "os.O_RDWR")), 0, 0, B as u64),
+        "ERR 9"
+    );
+    assert_eq!(
+        move_range(
+            &src,
+            "os.O_RDWR",
+            Some((&elsewhere, "os.O_RDWR|os.O_CREAT")),
+            0,
+            0,
+            B as u64
+        ),
+        "ERR 18"
+    );
+    assert_eq!(
+        move_range(&dst, "os.O_RDWR", Some((&dst, "os.O_RDWR")), 0, B as u64, 2 * B as u64),
+        "ERR 22"
+    );
+    assert_eq!(
+        move_range(&src, "os.O_RDWR", Some((&dst, "os.O_RDWR")), 1, 0, B as u64),
+        "ERR 22"
+    );
+    assert_eq!(
+        move_range(&src, "os.O_RDWR", Some((&dst, "os.O_RDWR")), 0, 0, 100 * B as u64),
+        "ERR 22"
+    );
+    assert_eq!(
+        move_range(
+            &src,
+            "os.O_RDWR",
+            Some((mnt, "os.O_RDONLY|os.O_DIRECTORY")),
+            0,
+            0,
+            B as u64
+        ),
+        "ERR 9"
+    );
 }
 
 /// `v` as 8 little-endian bytes in hex.

@@ -19,6 +19,7 @@ use uf2fs_core::{FileKind, GcKind, Ino};
 
 use crate::adapter::F2fsFuse;
 use crate::caller;
+use crate::caller_fd;
 use crate::errors::OrErrno;
 
 /// `_IO(0xf5, 1)`.
@@ -121,11 +122,7 @@ impl F2fsFuse {
                 Err(Errno::EINVAL)
             })),
             F2FS_IOC_RESIZE_FS => done(self.resize(req, input)),
-            F2FS_IOC_MOVE_RANGE => {
-                // The destination is a descriptor of the caller's: FUSE passes its
-                // number, which means nothing in this process.
-                Err(Errno::EOPNOTSUPP)
-            }
+            F2FS_IOC_MOVE_RANGE => self.move_range(req, ino, input),
             F2FS_IOC_DEFRAGMENT => self.defragment(req, ino, input),
             // A pinned file's count of GC failures, 0 for any other.
             F2FS_IOC_GET_PIN_FILE => self.fs.pin_file(ino).or_errno().map(|n| (0, n.to_ne_bytes().to_vec())),
@@ -223,6 +220,53 @@ impl F2fsFuse {
             return Ok(());
         }
         Err(Errno::EOPNOTSUPP)
+    }
+
+    /// `MOVE_RANGE` (`f2fs_ioc_move_range`): the range's blocks of `src` moved to the
+    /// caller's descriptor `dst_fd` ([`uf2fs_core::Fs::move_range`]). The descriptor
+    /// is read from `/proc` ([`crate::caller_fd`]): `EBADF` when it is not open, or
+    /// not for writing; `EXDEV` when it is not a file of this mount. The caller must
+    /// hold the source open for reading and writing (`EBADF`): FUSE does not say
+    /// which descriptor the ioctl came through, so one of the caller's descriptors of
+    /// the file must be. Answers the argument as it came, as Linux does.
+    fn move_range(&self, req: &Request, src: Ino, input: &[u8]) -> Result<Answer, Errno> {
+        let dst_fd = u32_at(input, 0)?;
+        let (pos_in, pos_out, len) = (u64_at(input, 8)?, u64_at(input, 16)?, u64_at(input, 24)?);
+        let Some(&dev) = self.device.get() else {
+            // The mount's device is unknown (no mount table): no descriptor can be
+            // told to be on it.
+            return Err(Errno::EXDEV);
+        };
+        let src_node = self.inos.to_fuse(src).0;
+        if !caller_fd::fds_on(req.pid(), dev, src_node)
+            .iter()
+            .any(caller_fd::FdInfo::reads_and_writes)
+        {
+            return Err(Errno::EBADF);
+        }
+        let target = caller_fd::fd_info(req.pid(), dst_fd)?;
+        if !target.writes() {
+            return Err(Errno::EBADF);
+        }
+        self.writable()?;
+        if target.dev != dev {
+            return Err(Errno::EXDEV);
+        }
+        let dst = self.inos.to_core(fuser::INodeNo(target.ino))?;
+        // `loff_t` positions: negative ones are EINVAL.
+        if pos_in > i64::MAX as u64 || pos_out > i64::MAX as u64 {
+            return Err(Errno::EINVAL);
+        }
+        if self.atomic.contains(src) || self.atomic.contains(dst) {
+            return Err(Errno::EINVAL);
+        }
+        self.fs.move_range(src, pos_in, dst, pos_out, len).or_errno()?;
+        // Both files' cached pages and attributes are stale.
+        self.data_changed(self.inos.to_fuse(src));
+        if dst != src {
+            self.data_changed(self.inos.to_fuse(dst));
+        }
+        Ok((0, input.get(..32).ok_or(Errno::EINVAL)?.to_vec()))
     }
 
     /// `DEFRAGMENT` (`f2fs_ioc_defragment`): the data blocks of the byte range are

@@ -37,6 +37,7 @@ mod adapter;
 mod atomic;
 mod attr;
 mod caller;
+mod caller_fd;
 mod dir_handles;
 mod errors;
 mod f2fs_ioctl;
@@ -181,10 +182,20 @@ pub fn mount(fs: uf2fs_core::Fs, mountpoint: &Path, opts: &MountOptions) -> io::
     let atime_rule = Arc::clone(&adapter.atime);
     adapter.writeback_cache = opts.writeback_cache && !opts.read_only;
     let notifier = adapter.notifier_slot();
+    let device = adapter.device_slot();
     let session = fuser::Session::new(adapter, mountpoint, &config)?;
     let _ = notifier.set(session.notifier());
     let mut remounts = None;
     if let Ok(resolved) = resolved {
+        // The mount is the newest one on its point now: its device, from the mount
+        // table (a stat would wait for the session to serve it).
+        use std::os::unix::ffi::OsStrExt;
+        if let Some(mine) = std::fs::read(mountinfo::MOUNTINFO_PATH)
+            .ok()
+            .and_then(|table| remount::find(&table, resolved.as_os_str().as_bytes()))
+        {
+            let _ = device.set(mine.dev);
+        }
         readahead::raise(&resolved);
         remounts = remount::watch(&resolved, atime_rule);
     }

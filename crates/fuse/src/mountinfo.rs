@@ -12,6 +12,9 @@ pub const MOUNTINFO_PATH: &str = "/proc/self/mountinfo";
 pub struct Entry {
     /// The mount's id (unique while it is mounted).
     pub id: u64,
+    /// The device of its file system (`st_dev`, as major and minor), the same in every
+    /// mount namespace.
+    pub dev: (u32, u32),
     /// Where it is mounted, unescaped.
     pub mountpoint: Vec<u8>,
     /// The per-mount options (`rw,nosuid,relatime`): the flags a remount changes.
@@ -40,8 +43,10 @@ pub fn entries(table: &[u8]) -> Vec<Entry> {
             if dash < 6 {
                 return None;
             }
+            let (major, minor) = std::str::from_utf8(fields.get(2)?).ok()?.split_once(':')?;
             Some(Entry {
                 id,
+                dev: (major.parse().ok()?, minor.parse().ok()?),
                 mountpoint: unescape(fields[4]),
                 options: fields[5].to_vec(),
                 fs_type: fields.get(dash + 1)?.to_vec(),
@@ -108,6 +113,7 @@ mod tests {
         let all = entries(TABLE);
         assert_eq!(all.len(), 3);
         assert_eq!(all[1].id, 36);
+        assert_eq!(all[1].dev, (0, 50));
         assert_eq!(all[1].mountpoint, b"/mnt/my disk");
         assert_eq!(all[1].fs_type, b"fuse.f2fs");
         assert!(all[1].has_option(b"nosuid") && !all[1].has_option(b"nosu"));

@@ -1,6 +1,6 @@
 //! File data operations of a read-write file system (F2FS's file.c): write, truncate,
 //! fallocate (allocate, keep size, punch hole, zero range: [`fallocate`]), fsync
-//! ([`fsync`]) and copy_file_range ([`copy`]), on top of the block-range code
+//! ([`fsync`]), copy_file_range ([`copy`]) and F2FS's move range ([`move_range`]), on top of the block-range code
 //! ([`blocks`]), inline data ([`inline`]) and the page cache.
 //!
 //! Each runs as one or more namespace-style operations ([`crate::ops::Op`]): `cp_lock`
@@ -27,6 +27,7 @@ mod copy;
 mod fallocate;
 mod fsync;
 pub mod inline;
+mod move_range;
 mod pin;
 pub mod synced;
 

@@ -87,3 +87,93 @@ fn i_blocks_count_the_inode_nodes_and_every_address() {
     assert_eq!(blocks(&fs, ino), 1);
     assert_eq!(fs.stat(ino).unwrap().blocks, 0);
 }
+
+/// The bytes of `ino` from 0 to its size.
+fn contents(fs: &Fs, ino: Ino) -> Vec<u8> {
+    let size = fs.stat(ino).unwrap().size;
+    let mut buf = vec![0u8; size as usize];
+    let n = fs.read(ino, 0, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+#[test]
+fn move_range_moves_blocks_and_leaves_a_hole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = fresh(tmp.path());
+    let src = fs.create(fs.root(), b"src", 0o644, 0, 0).unwrap().ino;
+    let dst = fs.create(fs.root(), b"dst", 0o644, 0, 0).unwrap().ino;
+    let data: Vec<u8> = (0..600 * B as usize)
+        .map(|i| (i / B as usize) as u8 ^ (i % 251) as u8)
+        .collect();
+    fs.write(src, 0, &data).unwrap();
+    // Half of it durable (a checkpoint), half dirty: both kinds move.
+    fs.write_checkpoint().unwrap();
+    fs.write(src, 300 * B, &data[300 * B as usize..]).unwrap();
+    fs.write(dst, 0, &[7u8; 3 * B as usize]).unwrap();
+    // A hole in the source leaves the target's block as it was.
+    fs.fallocate(src, 2 * B, B, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
+        .unwrap();
+    let moved = fs.move_range(src, B, dst, B, 400 * B).unwrap();
+    assert_eq!(moved, 400 * B);
+    let d = contents(&fs, dst);
+    assert_eq!(d.len() as u64, 401 * B);
+    assert_eq!(&d[..B as usize], &[7u8; B as usize][..], "before the range: kept");
+    assert_eq!(&d[B as usize..2 * B as usize], &data[B as usize..2 * B as usize]);
+    assert_eq!(
+        &d[2 * B as usize..3 * B as usize],
+        &[7u8; B as usize][..],
+        "under the source's hole: kept"
+    );
+    assert_eq!(&d[3 * B as usize..], &data[3 * B as usize..401 * B as usize]);
+    let s = contents(&fs, src);
+    assert_eq!(s.len(), data.len(), "the source keeps its size");
+    assert!(
+        s[B as usize..401 * B as usize].iter().all(|&b| b == 0),
+        "the source's range reads zeros"
+    );
+    assert_eq!(&s[401 * B as usize..], &data[401 * B as usize..]);
+    let holes: u64 = (1..401)
+        .filter(|&k| fs.extents(src).unwrap().iter().any(|&(f, _, n)| k >= f && k < f + n))
+        .count() as u64;
+    assert_eq!(holes, 0, "the source's range holds no blocks");
+    fs.write_checkpoint().unwrap();
+    assert_eq!(contents(&fs, dst), d, "after a checkpoint");
+}
+
+#[test]
+fn move_range_to_the_end_of_file_and_within_one_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = fresh(tmp.path());
+    let src = fs.create(fs.root(), b"src", 0o644, 0, 0).unwrap().ino;
+    let dst = fs.create(fs.root(), b"dst", 0o644, 0, 0).unwrap().ino;
+    let data: Vec<u8> = (0..(5 * B + 100) as usize).map(|i| (i % 253) as u8).collect();
+    fs.write(src, 0, &data).unwrap();
+    // len 0: to the end of file; the last partial block moves whole, the target's
+    // size is the bytes, not the blocks.
+    assert_eq!(fs.move_range(src, 2 * B, dst, 4 * B, 0).unwrap(), 3 * B + 100);
+    let d = contents(&fs, dst);
+    assert_eq!(d.len() as u64, 7 * B + 100);
+    assert!(d[..4 * B as usize].iter().all(|&b| b == 0));
+    assert_eq!(&d[4 * B as usize..], &data[2 * B as usize..]);
+    // Within one file, towards its start (the ranges may overlap that way).
+    let f = fs.create(fs.root(), b"one", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, &data[..4 * B as usize]).unwrap();
+    fs.move_range(f, B, f, 0, 2 * B).unwrap();
+    let c = contents(&fs, f);
+    assert_eq!(&c[..2 * B as usize], &data[B as usize..3 * B as usize]);
+    assert!(c[2 * B as usize..3 * B as usize].iter().all(|&b| b == 0));
+    assert_eq!(&c[3 * B as usize..], &data[3 * B as usize..4 * B as usize]);
+    // Refusals, as Linux's: overlapping forwards, unaligned, past the end of file.
+    let errno = |r: crate::Result<u64>| r.unwrap_err().errno();
+    assert_eq!(errno(fs.move_range(f, 0, f, B, 2 * B)), 22);
+    assert_eq!(fs.move_range(f, B, f, B, 2 * B).unwrap(), 0, "same place: nothing");
+    assert_eq!(errno(fs.move_range(f, 1, dst, 0, B)), 22);
+    assert_eq!(errno(fs.move_range(f, 0, dst, 1, B)), 22);
+    assert_eq!(errno(fs.move_range(f, 0, dst, 0, B + 1)), 22);
+    assert_eq!(errno(fs.move_range(f, 0, dst, 0, 5 * B)), 22);
+    let dir = fs.mkdir(fs.root(), b"d", 0o755, 0, 0).unwrap().ino;
+    assert_eq!(errno(fs.move_range(f, 0, dir, 0, B)), 22, "a directory: EINVAL");
+    fs.set_pin_file(dst, true).unwrap();
+    assert_eq!(errno(fs.move_range(f, 0, dst, 0, B)), 95, "pinned: EOPNOTSUPP");
+}

@@ -86,6 +86,10 @@ pub(crate) struct F2fsFuse {
     pub(crate) atime: Arc<atime::LivePolicy>,
     /// Files under an F2FS atomic write (see [`crate::atomic`]).
     pub(crate) atomic: AtomicFiles,
+    /// The mount's device (`st_dev` of its files, as major and minor), set once the
+    /// session exists ([`F2fsFuse::device_slot`]): `F2FS_IOC_MOVE_RANGE` checks that
+    /// the caller's target descriptor is on this volume.
+    pub(crate) device: Arc<OnceLock<(u32, u32)>>,
 }
 
 impl F2fsFuse {
@@ -103,7 +107,13 @@ impl F2fsFuse {
             notifier: Arc::default(),
             atime: Arc::default(),
             atomic: AtomicFiles::default(),
+            device: Arc::default(),
         }
+    }
+
+    /// Where [`crate::mount`] puts the mount's device, once the session exists.
+    pub(crate) fn device_slot(&self) -> Arc<OnceLock<(u32, u32)>> {
+        Arc::clone(&self.device)
     }
 
     /// Where [`crate::mount`] puts the session's notifier, once the session exists.
