@@ -355,6 +355,13 @@ impl F2fsFuse {
         if !self.writable {
             return Err(Errno::EROFS);
         }
+        if self.writeback_cache {
+            // Under FUSE's writeback cache the kernel sends the pages written during
+            // the atomic write after the commit or abort reaches the daemon, as plain
+            // writes: an abort would be stored and a commit would miss them. Refused,
+            // so that callers (SQLite) fall back to their journal (docs/writeback.md).
+            return Err(Errno::EOPNOTSUPP);
+        }
         if self.atomic.contains(ino) {
             // Linux: already atomic, nothing to do.
             return Ok(());

@@ -14,6 +14,8 @@
 //!   (the stopped volume refuses the kernel's WRITEs).
 //!
 //! The same steps with nothing failing succeed, so the errors come from the faults.
+//! And F2FS's atomic writes, whose staged pages the cache would send after the commit
+//! or abort, are refused under it only.
 //! Needs `/dev/fuse` and `fusermount3` (skipped without them unless
 //! `UF2FS_REQUIRE_FUSE` is set).
 
@@ -231,4 +233,61 @@ fn a_failing_device_gives_eio_at_fsync_and_at_close() {
     assert_eq!(errno(close(g)), Some(EIO), "close over a stopped volume");
     // The unmount checkpoint cannot be written: the session says so.
     assert!(m.stop().unwrap().is_err(), "the unmount reported the failed device");
+}
+
+/// `ioctl(fd, request)` with no argument on `path` (opened read-write), by python3's
+/// `fcntl.ioctl` as mount_ioctl.rs does (the crates forbid `unsafe`): the errno, or
+/// `None` on success. The requests are made in one process, on one descriptor.
+fn ioctl_errnos(path: &Path, requests: &[u32]) -> Vec<Option<i32>> {
+    let script = "import fcntl, os, sys\n\
+                  fd = os.open(sys.argv[1], os.O_RDWR)\n\
+                  for r in sys.argv[2:]:\n\
+                  \x20   try:\n\
+                  \x20       fcntl.ioctl(fd, int(r))\n\
+                  \x20       print(0)\n\
+                  \x20   except OSError as e:\n\
+                  \x20       print(e.errno)\n";
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(path)
+        .args(requests.iter().map(u32::to_string))
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "python3: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| Some(l.trim().parse::<i32>().unwrap()).filter(|&e| e != 0))
+        .collect()
+}
+
+#[test]
+fn atomic_writes_are_refused_under_the_writeback_cache_only() {
+    if !fuse_available() {
+        return;
+    }
+    const START_ATOMIC_WRITE: u32 = 0xf501;
+    const START_ATOMIC_REPLACE: u32 = 0xf519;
+    const ABORT_ATOMIC_WRITE: u32 = 0xf505;
+    const EOPNOTSUPP: i32 = 95;
+    // Without the cache they work: started, then aborted.
+    let mut m = Mounted::start(Box::new(fresh_device()), false);
+    drop(create(&m, "db"));
+    assert_eq!(
+        ioctl_errnos(&m.path("db"), &[START_ATOMIC_WRITE, ABORT_ATOMIC_WRITE]),
+        [None, None]
+    );
+    m.stop().unwrap().unwrap();
+    // With it, the kernel would send the staged pages after a commit or an abort.
+    let mut m = Mounted::start(Box::new(fresh_device()), true);
+    drop(create(&m, "db"));
+    assert_eq!(
+        ioctl_errnos(&m.path("db"), &[START_ATOMIC_WRITE, START_ATOMIC_REPLACE]),
+        [Some(EOPNOTSUPP), Some(EOPNOTSUPP)]
+    );
+    m.stop().unwrap().unwrap();
 }
