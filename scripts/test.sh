@@ -12,9 +12,13 @@
 # them (`sudo scripts/test.sh --install-only`). With everything in place it touches
 # nothing and runs
 #
-#   UF2FS_REQUIRE_FUSE=1 UF2FS_REQUIRE_LIBSPARSE=1 cargo test --workspace --release
+#   UF2FS_REQUIRE_FUSE=1 UF2FS_REQUIRE_LIBSPARSE=1 cargo test --workspace --profile ci-debug
 #
-# (arguments replace --workspace: `scripts/test.sh -p uf2fs --test mkfs` runs one file).
+# (arguments replace --workspace: `scripts/test.sh -p uf2fs --test mkfs` runs one file;
+# `--release` or `--profile NAME` among them replaces `--profile ci-debug`). ci-debug is
+# the release build with debug assertions and overflow checks on (Cargo.toml): every
+# test runs on optimised code with the `debug_assert!`s, the lock-order checker and the
+# inode locks' owner check live, in one build of the workspace (docs/ci.md).
 # How it was checked on a fresh Debian: docs/fresh-machine.md.
 set -euo pipefail
 
@@ -97,5 +101,12 @@ fi
 
 export UF2FS_REQUIRE_FUSE=1 UF2FS_REQUIRE_LIBSPARSE=1
 if [ $# = 0 ]; then set -- --workspace; fi
+profile=(--profile ci-debug)
+for arg in "$@"; do
+    case "$arg" in
+        --) break ;;
+        --release | -r | --profile | --profile=*) profile=() ;;
+    esac
+done
 set -x
-exec cargo test --release "$@"
+exec cargo test "${profile[@]}" "$@"
