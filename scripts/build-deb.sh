@@ -8,6 +8,10 @@
 # what goes where: debian/rules, docs/debian-package.md.
 #
 #   scripts/build-deb.sh          prints the path of the .deb it made
+#
+# UF2FS_DEB_PROFILE (default release): the cargo profile whose binary is packaged. CI
+# packages the ci-debug binary its tests ran (the same code with debug assertions on),
+# so that it builds the workspace once (docs/ci.md); packages for users are release.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -27,10 +31,11 @@ if [ "${deb_version%-*}" != "$version" ]; then
     exit 1
 fi
 
-cargo build --release -p uf2fs >&2
-assets="$target/release/deb-assets"
+profile=${UF2FS_DEB_PROFILE:-release}
+cargo build --profile "$profile" -p uf2fs >&2
+assets="$target/$profile/deb-assets"
 rm -rf "$assets"
-"$target/release/uf2fs" generate-assets "$assets"
+"$target/$profile/uf2fs" generate-assets "$assets"
 gzip -9n "$assets"/man/*.1
 out="$target/debian"
 mkdir -p "$out"
@@ -39,7 +44,7 @@ mkdir -p "$out"
 # target directory anyway).
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 name="uf2fs_${deb_version}_${arch}"
-UF2FS_TARGET="$target" UF2FS_DEB_DIR="$out" dpkg-buildpackage --build=binary --no-sign --no-pre-clean \
+UF2FS_TARGET="$target" UF2FS_PROFILE="$profile" UF2FS_DEB_DIR="$out" dpkg-buildpackage --build=binary --no-sign --no-pre-clean \
     --buildinfo-option=-u"$out" --buildinfo-file="$out/$name.buildinfo" \
     --changes-option=-u"$out" --changes-file="$out/$name.changes" >&2
 debian/rules clean >&2
