@@ -4,7 +4,11 @@ with 16 KiB blocks, made by an f2fs-tools build that knows `mkfs.f2fs -b 16384` 
 development tree; Debian's 1.15 does not), for tests/kernel_images.rs to read back in CI
 without those tools.
 
-    scripts/make-blk16-fixture.py [--tools DIR] [--out DIR]
+    scripts/make-blk16-fixture.py [--tools DIR] [--out DIR] [--packed-ssa]
+
+With --packed-ssa it makes crates/cli/tests/fixtures/blk16-packed-ssa/blk16-packed-ssa.img.zst
+and .manifest instead: the same tree on a volume with Linux 6.19's `packed_ssa` summary
+layout (`mkfs.f2fs -O packed_ssa`: 4 KiB summaries, four to a 16 KiB SSA block).
 
 DIR defaults to $UF2FS_F2FS_TOOLS, else /work/ext/f2fs-tools-inst/sbin. The source tree
 is generated (deterministic); the manifest lists what sload.f2fs stores of it, in the
@@ -177,8 +181,12 @@ def manifest(src, labels, dirs, root_ino):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tools", default=os.environ.get("UF2FS_F2FS_TOOLS", "/work/ext/f2fs-tools-inst/sbin"))
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "../crates/cli/tests/fixtures/blk16"))
+    ap.add_argument("--out")
+    ap.add_argument("--packed-ssa", action="store_true")
     a = ap.parse_args()
+    name = "blk16-packed-ssa" if a.packed_ssa else "blk16"
+    features = "extra_attr,compression,casefold" + (",packed_ssa" if a.packed_ssa else "")
+    a.out = a.out or os.path.join(os.path.dirname(__file__), "../crates/cli/tests/fixtures", name)
     tool = lambda n: os.path.join(a.tools, n)
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="blk16-fixture-") as tmp:
@@ -192,11 +200,11 @@ def main():
             f.write("/.* %s\n" % DEFAULT_LABEL)
             for rel, label in labels.items():
                 f.write("/%s %s\n" % (re.escape(rel), label))
-        img = os.path.join(tmp, "blk16.img")
+        img = os.path.join(tmp, name + ".img")
         with open(img, "wb") as f:
             f.truncate(512 << 20)
         mkfs_out = run(tool("mkfs.f2fs"), "-f", "-b", "16384", "-o", "20",
-                       "-O", "extra_attr,compression,casefold",
+                       "-O", features,
                        "-C", "utf8", "-T", str(MTIME), img)
         run(tool("sload.f2fs"), "-f", src, "-P", "-s", fc, "-c", "-a", "lz4", "-i", "z", "-r", "-T", str(MTIME), img)
         # No inode_checksum: sload.f2fs leaves the checksum of a hard-linked inode
@@ -208,9 +216,10 @@ def main():
         dirs = dump_dirs(tool("dump.f2fs"), img, 3 + 700)
         entries = manifest(src, labels, dirs, 3)
         version = run(tool("mkfs.f2fs"), "-V").strip()
-        with open(os.path.join(a.out, "blk16.manifest"), "w") as f:
-            f.write("# F2FS image with 16 KiB blocks, blk16.img.zst: made by scripts/make-blk16-fixture.py\n")
-            f.write("# (%s -b 16384 -o 20 -O extra_attr,compression,casefold;\n" % version)
+        with open(os.path.join(a.out, name + ".manifest"), "w") as f:
+            f.write("# F2FS image with 16 KiB blocks, %s.img.zst: made by scripts/make-blk16-fixture.py%s\n"
+                    % (name, " --packed-ssa" if a.packed_ssa else ""))
+            f.write("# (%s -b 16384 -o 20 -O %s;\n" % (version, features))
             f.write("# sload.f2fs -P -s file_contexts -c -a lz4 -i z -r). What sload.f2fs stored; columns\n")
             f.write("# (TAB-separated, - = n/a): path type mode nlink uid gid size mtime sha256 target xattrs chunks\n")
             for l in entries:
@@ -218,7 +227,7 @@ def main():
         # zstd, not gzip: a 16 KiB-block volume needs 512 MiB for this much data (its
         # reserved and overprovisioned segments are 8 MiB each), and gzip cannot
         # squeeze zeros past ~1000:1.
-        run("zstd", "-19", "-q", "-f", img, "-o", os.path.join(a.out, "blk16.img.zst"))
+        run("zstd", "-19", "-q", "-f", img, "-o", os.path.join(a.out, name + ".img.zst"))
         print("made %s (%d entries); mkfs said:\n%s" % (a.out, len(entries), mkfs_out[-400:]))
 
 

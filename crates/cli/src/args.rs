@@ -217,7 +217,8 @@ pub enum Command {
         #[arg(short = 'l', long, value_name = "LABEL")]
         label: Option<String>,
         /// Block size in bytes, as mkfs.f2fs -b: 4096, or 16384 for Android's 16 KiB-page
-        /// devices (the SSA layout without packed_ssa, as mkfs.f2fs -b 16384 makes it).
+        /// devices (one summary block per segment, as mkfs.f2fs -b 16384 makes it; add
+        /// -O packed_ssa for Linux 6.19's layout of four 4 KiB summaries to a block).
         #[arg(short = 'b', long, value_name = "BYTES")]
         block_size: Option<u32>,
         /// Replace an existing file, or overwrite an existing file system.

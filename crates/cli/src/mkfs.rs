@@ -290,7 +290,7 @@ fn run_pack(
         return Err(UsageError("mkfs with a source tree makes regular volumes; --zoned is not accepted".into()).into());
     }
     let inputs = prepare(&opts).map_err(|e| UsageError(format!("{e:#}")))?;
-    let geometry = uf2fs_core::mkfs::block_geometry(req.block_size)?;
+    let geometry = uf2fs_core::mkfs::volume_geometry(req.block_size, features)?;
     let ro = features & parse_features("ro")? != 0;
     let shrink = inputs.shrink_size(a.margin, ro, geometry)?;
     let size = match req.size {

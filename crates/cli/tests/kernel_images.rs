@@ -26,7 +26,14 @@ use uf2fs_testkit::lsfmt::{mode_string, parse_long_line, utc_minute};
 use uf2fs_testkit::run::{arg, path_arg};
 use uf2fs_testkit::tree::is_root;
 
-const FIXTURES: [&str; 5] = ["default", "extra-attr", "casefold", "compress", "blk16"];
+const FIXTURES: [&str; 6] = [
+    "default",
+    "extra-attr",
+    "casefold",
+    "compress",
+    "blk16",
+    "blk16-packed-ssa",
+];
 
 macro_rules! per_fixture {
     ($($module:ident => $name:literal),*) => {$(
@@ -51,7 +58,8 @@ macro_rules! per_fixture {
     )*};
 }
 
-per_fixture!(default => "default", extra_attr => "extra-attr", compress => "compress", blk16 => "blk16");
+per_fixture!(default => "default", extra_attr => "extra-attr", compress => "compress", blk16 => "blk16",
+    blk16_packed_ssa => "blk16-packed-ssa");
 
 /// The 16 KiB-block fixture (`tests/fixtures/blk16`, made by
 /// `scripts/make-blk16-fixture.py` with an f2fs-tools build that has `mkfs.f2fs -b
@@ -579,7 +587,7 @@ fn fixture_dir() -> PathBuf {
 /// images not made by Linux.
 fn fixture_dir_of(name: &str) -> PathBuf {
     match name {
-        "blk16" => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blk16"),
+        "blk16" | "blk16-packed-ssa" => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name),
         _ => fixture_dir(),
     }
 }
@@ -673,12 +681,17 @@ fn info(name: &str) {
         .find(|l| l.starts_with("checkpoint flags:"))
         .unwrap_or_else(|| panic!("no checkpoint flags in:\n{text}"));
     assert!(flags.contains("umount"), "{flags}");
-    if name == "blk16" {
+    if name.starts_with("blk16") {
         assert!(text.contains("block size:         16384"), "{text}");
         let features = text.lines().find(|l| l.starts_with("features:")).unwrap();
         for f in ["extra_attr", "compression", "casefold"] {
             assert!(features.contains(f), "{features}");
         }
+        assert_eq!(
+            features.contains("packed_ssa"),
+            name == "blk16-packed-ssa",
+            "{features}"
+        );
     }
     if name == "extra-attr" {
         let features = text.lines().find(|l| l.starts_with("features:")).unwrap();

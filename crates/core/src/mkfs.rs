@@ -39,7 +39,8 @@ pub const SUPPORTED_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_VERITY
     | FEATURE_CASEFOLD
     | FEATURE_QUOTA_INO
-    | FEATURE_PRJQUOTA;
+    | FEATURE_PRJQUOTA
+    | FEATURE_PACKED_SSA;
 /// Features that need extra_attr (room in the inode for their fields).
 const NEED_EXTRA_ATTR: u32 = FEATURE_INODE_CHKSUM
     | FEATURE_FLEXIBLE_INLINE_XATTR
@@ -79,8 +80,9 @@ pub struct MkfsOptions {
     /// /proc/version (as mkfs.f2fs). Reproducible images fix it.
     pub version: Option<String>,
     /// Block size in bytes (mkfs.f2fs `-b`): 4096, or 16384 for Android's 16 KiB-page
-    /// devices (the volume's SSA then has one 16 KiB summary block per segment, the
-    /// layout without `packed_ssa`).
+    /// devices (the volume's SSA then has one 16 KiB summary block per segment, unless
+    /// the `packed_ssa` feature is asked for: 4 KiB summaries, four to an SSA block,
+    /// as Linux 6.19 reads them).
     pub block_size: u32,
     /// With the casefold feature: the encoding's flags (`s_encoding_flags`, mkfs.f2fs
     /// `-C utf8:strict`); the encoding is utf8-12.1, the only one F2FS knows.
@@ -213,6 +215,21 @@ pub fn block_geometry(block_size: u32) -> Result<Geometry> {
         .map_err(|_| Error::Invalid(format!("block size {block_size}: F2FS blocks are 4096 or 16384 bytes")))
 }
 
+/// The geometry of a new volume of `block_size`-byte blocks with `features`: the
+/// block size's, with 4 KiB summaries packed four to an SSA block when `packed_ssa` is
+/// asked for (never without: the older layout stays the default). `packed_ssa` with
+/// 4 KiB blocks is refused (their summaries are 4 KiB already; mkfs.f2fs drops the flag).
+pub fn volume_geometry(block_size: u32, features: u32) -> Result<Geometry> {
+    let geo = block_geometry(block_size)?;
+    let packed = features & FEATURE_PACKED_SSA != 0;
+    if packed && geo.is_default() {
+        return Err(Error::Invalid(format!(
+            "the packed_ssa feature is for 16384-byte blocks (-b 16384), not {block_size}-byte ones"
+        )));
+    }
+    Ok(geo.with_packed_ssa(packed))
+}
+
 /// The layout `opts` ask for: the `ro` feature's ([`layout::compute_ro`]) or the normal
 /// one.
 fn compute_layout(input: &LayoutInput, opts: &MkfsOptions) -> Result<Layout> {
@@ -251,7 +268,7 @@ pub fn mkfs(path: &Path, opts: &MkfsOptions) -> Result<MkfsReport> {
 pub fn mkfs_with_progress(path: &Path, opts: &MkfsOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<MkfsReport> {
     check_features(opts.features)?;
     check_encoding(opts)?;
-    let geometry = block_geometry(opts.block_size)?;
+    let geometry = volume_geometry(opts.block_size, opts.features)?;
     let mut input = LayoutInput {
         bytes: opts.size_bytes.unwrap_or(0),
         sector_size: 512,
@@ -321,7 +338,7 @@ pub fn mkfs_blocks(opts: &MkfsOptions, bytes: u64) -> Result<(MkfsReport, Vec<im
         segs_per_sec: opts.segs_per_sec,
         secs_per_zone: opts.secs_per_zone,
         overprovision_pct: opts.overprovision_pct,
-        geometry: block_geometry(opts.block_size)?,
+        geometry: volume_geometry(opts.block_size, opts.features)?,
     };
     layout::check_options(&input)?;
     let layout = compute_layout(&input, opts)?;

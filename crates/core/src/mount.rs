@@ -223,12 +223,6 @@ impl Fs {
         options: OpenOptions,
         writable: fn(&uf2fs_format::superblock::Superblock, &crate::checkpoint::CheckpointState) -> Result<()>,
     ) -> Result<Fs> {
-        if sbc.sb.has(uf2fs_format::superblock::FEATURE_PACKED_SSA) {
-            return Err(Error::Unsupported {
-                feature: "packed_ssa",
-                detail: "summary blocks packed 4 KiB at a time into larger blocks are not read yet".to_string(),
-            });
-        }
         // A zoned volume (`blkzoned`) is written as a host-managed zoned device takes
         // it: the main area's zones only sequentially (see crate::device::ZonedDevice).
         let (dev, zones) = zoned(dev, &sbc.sb, options.read_write)?;

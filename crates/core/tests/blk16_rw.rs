@@ -7,9 +7,19 @@
 //! the cut, read-only at the end) must read back what was written, and the fixture's
 //! own files must be untouched.
 //!
-//! fsck.f2fs is no oracle here: Debian's 1.15 refuses 16 KiB blocks ("Invalid
-//! blocksize (16384), supports only 4KB") and Linux reads them only on 16 KiB-page
-//! kernels; see docs/android-images.md.
+//! Both SSA layouts: one 16 KiB summary block per segment, and Linux 6.19's
+//! `packed_ssa` (4 KiB summaries, four segments to an SSA block, so every SSA write is a
+//! read-modify-write of a block three other segments share): its own fixture
+//! (crates/cli/tests/fixtures/blk16-packed-ssa) and a volume `uf2fs mkfs -b 16384 -O
+//! packed_ssa` makes.
+//!
+//! Debian's fsck.f2fs 1.15 refuses 16 KiB blocks ("Invalid blocksize (16384), supports
+//! only 4KB") and Linux reads them only on 16 KiB-page kernels; the development tree's
+//! fsck.f2fs (docs/android-images.md) judges every step's image when it is found
+//! (`oracle::dev_fsck`), and is skipped with a message otherwise.
+
+#[path = "common/oracle.rs"]
+mod oracle;
 
 use uf2fs_core::device::{CrashDevice, MemDevice};
 use uf2fs_core::gc::GcKind;
@@ -32,9 +42,13 @@ fn read_all(fs: &Fs, ino: Ino) -> Vec<u8> {
     buf
 }
 
-fn fixture() -> Vec<u8> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../cli/tests/fixtures/blk16/blk16.img.zst");
-    let packed = std::fs::read(path).unwrap();
+/// The committed 16 KiB fixture `name` (`blk16`, or `blk16-packed-ssa`), unpacked.
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../cli/tests/fixtures/{name}/{name}.img.zst",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let packed = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     zstd::decode_all(&packed[..]).unwrap()
 }
 
@@ -76,18 +90,29 @@ fn check(fs: &Fs, want: &Want, what: &str) {
 
 #[test]
 fn a_16k_volume_reads_back_what_was_written() {
-    exercise(fixture(), 10, "fixture");
+    exercise(fixture("blk16"), 10, "fixture");
 }
 
-/// The same on a volume `uf2fs mkfs -b 16384` makes (in memory, 512 MiB).
+/// The same on the `packed_ssa` fixture (mkfs.f2fs and sload.f2fs of f2fs-tools'
+/// development tree).
 #[test]
-fn a_16k_volume_made_by_uf2fs_mkfs_reads_back_what_was_written() {
+fn a_packed_ssa_16k_volume_reads_back_what_was_written() {
+    let image = fixture("blk16-packed-ssa");
+    let fs = Fs::open_device(Box::new(MemDevice::new(image.clone())), "packed").unwrap();
+    assert!(fs.superblock().geometry().is_packed_ssa());
+    drop(fs);
+    exercise(image, 10, "packed-fixture");
+}
+
+/// A volume `uf2fs mkfs -b 16384` makes in memory (`features`, `mib` MiB).
+fn made_by_uf2fs(features: &str, mib: u64) -> Vec<u8> {
     let opts = uf2fs_core::MkfsOptions {
         block_size: BLOCK as u32,
         root_owner: Some((0, 0)),
+        features: uf2fs_core::mkfs::parse_features(features).unwrap(),
         ..Default::default()
     };
-    let bytes = 512u64 << 20;
+    let bytes = mib << 20;
     let (report, writes) = uf2fs_core::mkfs::mkfs_blocks(&opts, bytes).unwrap();
     assert_eq!(report.superblock.block_size(), BLOCK);
     let mut image = vec![0u8; bytes as usize];
@@ -95,15 +120,37 @@ fn a_16k_volume_made_by_uf2fs_mkfs_reads_back_what_was_written() {
         let at = addr as usize * BLOCK;
         image[at..at + block.len()].copy_from_slice(&block);
     }
-    exercise(image, 0, "mkfs");
+    image
 }
 
-/// Saves `image` as `<dir>/<name>.img` when `UF2FS_BLK16_KEEP` names a directory, for
-/// checking the steps with an outside fsck.f2fs (docs/android-images.md).
+/// The same on a volume `uf2fs mkfs -b 16384` makes (in memory, 512 MiB).
+#[test]
+fn a_16k_volume_made_by_uf2fs_mkfs_reads_back_what_was_written() {
+    exercise(made_by_uf2fs("", 512), 0, "mkfs");
+}
+
+/// The same on a volume `uf2fs mkfs -b 16384 -O packed_ssa` makes (in memory, 256 MiB:
+/// fewer segments, so more of the writes and GC's moves land in SSA blocks shared with
+/// other live segments).
+#[test]
+fn a_packed_ssa_volume_made_by_uf2fs_mkfs_reads_back_what_was_written() {
+    exercise(made_by_uf2fs("packed_ssa", 256), 0, "packed-mkfs");
+}
+
+/// Saves `image` as `<dir>/<name>.img` when `UF2FS_BLK16_KEEP` names a directory, and
+/// has the development fsck.f2fs judge it when there is one (`-f -y` on a copy:
+/// clean, nothing fixed).
 fn keep(image: &[u8], name: &str) {
     if let Some(dir) = std::env::var_os("UF2FS_BLK16_KEEP") {
         let path = std::path::Path::new(&dir).join(format!("{name}.img"));
         std::fs::write(&path, image).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    static FSCK: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    if let Some(fsck) = FSCK.get_or_init(oracle::dev_fsck) {
+        let tmp = tempfile::tempdir().unwrap();
+        let img = tmp.path().join(format!("{name}.img"));
+        std::fs::write(&img, image).unwrap();
+        oracle::dev_fsck_clean(fsck, &img, name);
     }
 }
 

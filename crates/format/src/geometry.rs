@@ -8,6 +8,14 @@
 //! counts for one block size, made once from the superblock
 //! ([`crate::superblock::Superblock::geometry`]); [`Geometry::DEFAULT`] is the 4 KiB
 //! one, whose values are also the `consts` of the same names.
+//!
+//! Summaries are the one structure whose size can differ from the block's. Without
+//! the `packed_ssa` feature a summary fills a block (2048 entries and a 2043-byte
+//! journal in a 16 KiB block, of which a segment's 512 blocks use 512 entries); with
+//! it (Linux 6.19, f2fs-tools `mkfs.f2fs -b 16384 -O packed_ssa`) a summary is 4 KiB
+//! whatever the block size, as on 4 KiB volumes, and four segments share one 16 KiB
+//! SSA block. [`Geometry::sum_block_size`] is that size, and every summary count and
+//! offset here follows from it.
 
 use crate::consts::{
     DEF_NIDS_PER_INODE, F2FS_SLOT_LEN, I_ADDR_OFFSET, NODE_FOOTER_SIZE, SIZE_OF_DIR_ENTRY, SUMMARY_SIZE,
@@ -36,6 +44,9 @@ pub const MAX_LOG_BLOCK_SIZE: u32 = 14;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Geometry {
     log_block_size: u32,
+    /// Whether summaries are 4 KiB in larger blocks (`packed_ssa`; never set for 4 KiB
+    /// blocks, where it changes nothing).
+    packed_ssa: bool,
 }
 
 impl Default for Geometry {
@@ -46,9 +57,21 @@ impl Default for Geometry {
 
 impl Geometry {
     /// 4 KiB blocks: every image but Android's 16 KiB-page ones.
-    pub const DEFAULT: Geometry = Geometry { log_block_size: 12 };
-    /// 16 KiB blocks (`mkfs.f2fs -b 16384`).
-    pub const BLOCK_16K: Geometry = Geometry { log_block_size: 14 };
+    pub const DEFAULT: Geometry = Geometry {
+        log_block_size: 12,
+        packed_ssa: false,
+    };
+    /// 16 KiB blocks (`mkfs.f2fs -b 16384`), one 16 KiB summary block per segment.
+    pub const BLOCK_16K: Geometry = Geometry {
+        log_block_size: 14,
+        packed_ssa: false,
+    };
+    /// 16 KiB blocks with 4 KiB summaries packed four to an SSA block
+    /// (`mkfs.f2fs -b 16384 -O packed_ssa`).
+    pub const BLOCK_16K_PACKED_SSA: Geometry = Geometry {
+        log_block_size: 14,
+        packed_ssa: true,
+    };
 
     /// The geometry of blocks of `2^log_block_size` bytes: 4 KiB or 16 KiB (what
     /// mkfs.f2fs makes and Linux mounts on 4 KiB- and 16 KiB-page machines).
@@ -59,7 +82,54 @@ impl Geometry {
                 format!("block size 2^{log_block_size} (F2FS blocks are 4096 or 16384 bytes)"),
             ));
         }
-        Ok(Geometry { log_block_size })
+        Ok(Geometry {
+            log_block_size,
+            packed_ssa: false,
+        })
+    }
+
+    /// This geometry with (`on`) or without the `packed_ssa` summary layout. With 4 KiB
+    /// blocks summaries are 4 KiB either way, and the geometry stays [`Geometry::DEFAULT`].
+    pub const fn with_packed_ssa(self, on: bool) -> Geometry {
+        Geometry {
+            log_block_size: self.log_block_size,
+            packed_ssa: on && self.log_block_size > MIN_LOG_BLOCK_SIZE,
+        }
+    }
+
+    /// Whether summaries are smaller than blocks (`packed_ssa` on a 16 KiB volume).
+    pub const fn is_packed_ssa(&self) -> bool {
+        self.packed_ssa
+    }
+
+    /// Bytes of one segment summary (`F2FS_SUM_BLKSIZE`): the block size, or 4096 with
+    /// `packed_ssa`. Entries, journal and footer of a summary are laid out in this many
+    /// bytes; a summary kept in a checkpoint pack's block sits at the block's start.
+    pub const fn sum_block_size(&self) -> usize {
+        if self.packed_ssa {
+            1 << MIN_LOG_BLOCK_SIZE
+        } else {
+            self.block_size()
+        }
+    }
+
+    /// Segment summaries one SSA block holds (`SUMS_PER_BLOCK`: 1, or 4 with
+    /// `packed_ssa` on a 16 KiB volume).
+    pub const fn sums_per_ssa_block(&self) -> usize {
+        self.block_size() / self.sum_block_size()
+    }
+
+    /// Where segment `segno`'s summary is in the SSA: the block, counted from the SSA's
+    /// first, and the byte offset in it (`segno / SUMS_PER_BLOCK` and
+    /// `sum_block_size * (segno % SUMS_PER_BLOCK)`).
+    pub const fn ssa_slot(&self, segno: u32) -> (u64, usize) {
+        let per = self.sums_per_ssa_block() as u32;
+        ((segno / per) as u64, (segno % per) as usize * self.sum_block_size())
+    }
+
+    /// SSA blocks that hold the summaries of `segments` main-area segments.
+    pub const fn ssa_blocks_for(&self, segments: u32) -> u32 {
+        segments.div_ceil(self.sums_per_ssa_block() as u32)
     }
 
     /// The geometry whose blocks are `len` bytes: how a structure that fills one block
@@ -132,10 +202,11 @@ impl Geometry {
         (self.block_size() - ORPHAN_FOOTER_BYTES) / 4
     }
 
-    /// Summary entries a summary block has room for (`ENTRIES_IN_SUM`: 512 or 2048;
-    /// only the first 512, one per block of a segment, are used).
+    /// Summary entries a summary has room for (`ENTRIES_IN_SUM`: 512, or 2048 in a
+    /// 16 KiB summary block of which only the first 512, one per block of a segment,
+    /// are used).
     pub const fn entries_in_sum(&self) -> usize {
-        self.block_size() / 8
+        self.sum_block_size() / 8
     }
 
     /// Byte offset of the journal in a summary block (after the entries).
@@ -143,9 +214,15 @@ impl Geometry {
         SUMMARY_SIZE * self.entries_in_sum()
     }
 
-    /// Bytes of a summary block's journal (`SUM_JOURNAL_SIZE`: 507 or 2043).
+    /// Bytes of a summary's journal (`SUM_JOURNAL_SIZE`: 507, or 2043 in a 16 KiB
+    /// summary block).
     pub const fn sum_journal_size(&self) -> usize {
-        self.block_size() - SUM_FOOTER_SIZE - SUMMARY_SIZE * self.entries_in_sum()
+        self.sum_block_size() - SUM_FOOTER_SIZE - SUMMARY_SIZE * self.entries_in_sum()
+    }
+
+    /// Byte offset of a summary's footer (its type byte) from the summary's start.
+    pub const fn sum_footer_offset(&self) -> usize {
+        self.sum_block_size() - SUM_FOOTER_SIZE
     }
 
     /// NAT entries a summary journal holds (38 or 157).
@@ -239,5 +316,36 @@ mod tests {
         assert_eq!(g.dentry_reserved_size(), 13);
         assert!(Geometry::from_log_block_size(13).is_err());
         assert!(Geometry::from_log_block_size(16).is_err());
+        assert_eq!(g.sums_per_ssa_block(), 1);
+        assert_eq!(g.ssa_slot(7), (7, 0));
+    }
+
+    /// `packed_ssa` (Linux 6.19's include/linux/f2fs_fs.h and segment.h): 4 KiB
+    /// summaries in 16 KiB blocks, everything else as [`Geometry::BLOCK_16K`].
+    #[test]
+    fn the_16k_packed_ssa_geometry() {
+        let g = Geometry::BLOCK_16K.with_packed_ssa(true);
+        assert_eq!(g, Geometry::BLOCK_16K_PACKED_SSA);
+        assert_eq!(g.block_size(), 16384);
+        assert_eq!(g.sum_block_size(), 4096);
+        assert_eq!(g.entries_in_sum(), ENTRIES_IN_SUM);
+        assert_eq!(g.sum_journal_offset(), SUMMARY_SIZE * ENTRIES_IN_SUM);
+        assert_eq!(g.sum_journal_size(), SUM_JOURNAL_SIZE);
+        assert_eq!(g.nat_journal_entries(), 38);
+        assert_eq!(g.sit_journal_entries(), 6);
+        assert_eq!(g.sum_footer_offset(), 4091);
+        assert_eq!(g.sums_per_ssa_block(), 4);
+        assert_eq!(g.ssa_slot(0), (0, 0));
+        assert_eq!(g.ssa_slot(6), (1, 8192));
+        assert_eq!(g.ssa_slot(11), (2, 12288));
+        assert_eq!(g.ssa_blocks_for(9), 3);
+        assert_eq!(g.nat_entries_per_block(), 1820);
+        assert_eq!(g.addrs_per_inode(), 3995);
+        // 4 KiB blocks: the feature changes nothing.
+        assert_eq!(Geometry::DEFAULT.with_packed_ssa(true), Geometry::DEFAULT);
+        assert_eq!(
+            Geometry::BLOCK_16K_PACKED_SSA.with_packed_ssa(false),
+            Geometry::BLOCK_16K
+        );
     }
 }

@@ -50,7 +50,8 @@ pub struct SummaryBlock {
 }
 
 impl SummaryBlock {
-    /// Decodes a summary block (`b` is the whole block).
+    /// Decodes a summary (`b` is exactly one: a whole 4 or 16 KiB summary block; with
+    /// `packed_ssa` the 4 KiB of one segment's summary, see [`SummaryBlock::decode_in`]).
     pub fn decode(b: &[u8]) -> Result<SummaryBlock> {
         let g = Geometry::of_block("summary block", b.len())?;
         let entries = (0..g.entries_in_sum())
@@ -67,6 +68,16 @@ impl SummaryBlock {
             journal,
             entry_type: b[b.len() - SUM_FOOTER_SIZE],
         })
+    }
+
+    /// Decodes the summary at the start of `b`, laid out as `geo` says
+    /// ([`Geometry::sum_block_size`] bytes: a whole block, or its first 4 KiB with
+    /// `packed_ssa`, as in a checkpoint pack's summary blocks and at a packed SSA
+    /// block's offset of a segment).
+    pub fn decode_in(b: &[u8], geo: Geometry) -> Result<SummaryBlock> {
+        let size = geo.sum_block_size();
+        FormatError::need("summary block", b, size)?;
+        SummaryBlock::decode(&b[..size])
     }
 }
 
@@ -200,12 +211,14 @@ pub fn compacted_data_summaries(blocks: &[u8], counts: [usize; 3], geo: Geometry
 }
 
 impl SummaryBlock {
-    /// Encodes into a summary block of `geo`'s size: at most
+    /// Encodes into one summary of `geo`'s summary size ([`Geometry::sum_block_size`]:
+    /// the block size, or 4 KiB with `packed_ssa`): at most
     /// [`Geometry::entries_in_sum`] entries (missing ones are zero), a journal of at most
     /// [`Geometry::sum_journal_size`] bytes (zero-padded), the footer type. The footer
-    /// checksum is left zero, as F2FS leaves it.
+    /// checksum is left zero, as F2FS leaves it. [`SummaryBlock::encode_block`] pads it
+    /// to a whole block.
     pub fn encode(&self, geo: Geometry) -> Result<Vec<u8>> {
-        let (bs, at) = (geo.block_size(), geo.sum_journal_offset());
+        let (bs, at) = (geo.sum_block_size(), geo.sum_journal_offset());
         if self.entries.len() > geo.entries_in_sum() || self.journal.len() > geo.sum_journal_size() {
             return Err(FormatError::invalid(
                 "summary block",
@@ -222,6 +235,14 @@ impl SummaryBlock {
         }
         b[at..at + self.journal.len()].copy_from_slice(&self.journal);
         b[bs - SUM_FOOTER_SIZE] = self.entry_type;
+        Ok(b)
+    }
+
+    /// [`SummaryBlock::encode`] at the start of a whole block of `geo`'s size, the rest
+    /// zero (a checkpoint pack's summary block).
+    pub fn encode_block(&self, geo: Geometry) -> Result<Vec<u8>> {
+        let mut b = self.encode(geo)?;
+        b.resize(geo.block_size(), 0);
         Ok(b)
     }
 }

@@ -429,10 +429,13 @@ impl Superblock {
             * self.geometry().nat_entries_per_block() as u64
     }
 
-    /// The sizes that follow from the block size (a decoded superblock's is always
-    /// valid; [`Geometry::DEFAULT`](crate::geometry::Geometry::DEFAULT) otherwise).
+    /// The sizes that follow from the block size and the summary layout (`packed_ssa`)
+    /// (a decoded superblock's block size is always valid;
+    /// [`Geometry::DEFAULT`](crate::geometry::Geometry::DEFAULT) otherwise).
     pub fn geometry(&self) -> crate::geometry::Geometry {
-        crate::geometry::Geometry::from_log_block_size(self.log_blocksize).unwrap_or_default()
+        crate::geometry::Geometry::from_log_block_size(self.log_blocksize)
+            .unwrap_or_default()
+            .with_packed_ssa(self.has(FEATURE_PACKED_SSA))
     }
 
     /// Bytes of a block.

@@ -168,7 +168,8 @@ fn nat_bits(
         .collect())
 }
 
-/// A summary block of up to 512 entries with a journal area.
+/// A summary block of up to 512 entries with a journal area (with `packed_ssa`, a 4 KiB
+/// summary at the start of the block).
 fn summary_block(entries: &[Summary], journal: Vec<u8>, entry_type: u8, geo: Geometry) -> Result<Vec<u8>> {
     encode(
         SummaryBlock {
@@ -176,7 +177,7 @@ fn summary_block(entries: &[Summary], journal: Vec<u8>, entry_type: u8, geo: Geo
             journal,
             entry_type,
         }
-        .encode(geo),
+        .encode_block(geo),
     )
 }
 

@@ -29,8 +29,8 @@ use uf2fs_format::checkpoint::{
 use uf2fs_format::consts::NR_CURSEG_DATA_TYPE;
 use uf2fs_format::superblock::{
     Superblock, FEATURES, FEATURE_BLKZONED, FEATURE_CASEFOLD, FEATURE_COMPRESSION, FEATURE_ENCRYPT, FEATURE_EXTRA_ATTR,
-    FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_PRJQUOTA,
-    FEATURE_QUOTA_INO, FEATURE_RO, FEATURE_SB_CHKSUM, FEATURE_VERITY,
+    FEATURE_FLEXIBLE_INLINE_XATTR, FEATURE_INODE_CHKSUM, FEATURE_INODE_CRTIME, FEATURE_LOST_FOUND, FEATURE_PACKED_SSA,
+    FEATURE_PRJQUOTA, FEATURE_QUOTA_INO, FEATURE_RO, FEATURE_SB_CHKSUM, FEATURE_VERITY,
 };
 
 /// Features uf2fs can write images with (besides the default set, which has none).
@@ -42,7 +42,8 @@ pub const WRITABLE_FEATURES: u32 = FEATURE_BLKZONED
     | FEATURE_SB_CHKSUM
     | FEATURE_LOST_FOUND
     | FEATURE_CASEFOLD
-    | FEATURE_COMPRESSION;
+    | FEATURE_COMPRESSION
+    | FEATURE_PACKED_SSA;
 
 /// Checkpoint flags carried from one checkpoint to the next; the pack builder decides
 /// umount, compacted summaries, orphans and NAT bits, and every other flag is dropped.

@@ -319,8 +319,14 @@ fn meta_areas(geo: Geometry, segment_count: u32, segs_per_zone: u32) -> MetaArea
     let nat = 2 * nat;
     // One summary block per remaining segment, plus one as mkfs.f2fs 1.15 has it for
     // 4 KiB blocks; the development tree that makes 16 KiB volumes dropped the extra one.
+    // With packed_ssa, one SSA block per four segments.
     let after_nat = segment_count - CKPT_SEGMENTS - sit - nat;
-    let mut ssa = (after_nat + u32::from(geo.is_default())).div_ceil(bps);
+    let ssa_blocks = if geo.is_packed_ssa() {
+        geo.ssa_blocks_for(after_nat)
+    } else {
+        after_nat + u32::from(geo.is_default())
+    };
+    let mut ssa = ssa_blocks.div_ceil(bps);
     let meta = CKPT_SEGMENTS + sit + nat + ssa;
     if meta % segs_per_zone != 0 {
         ssa += segs_per_zone - meta % segs_per_zone;

@@ -208,7 +208,7 @@ fn data_summaries(
                     "data summaries outside the pack",
                 ));
             }
-            summary_entries(dev, at, Some(SUM_TYPE_DATA), "data summary")
+            summary_entries(dev, at, geo, Some(SUM_TYPE_DATA), "data summary")
         })
         .collect()
 }
@@ -229,7 +229,7 @@ fn node_summary(
                 "node summaries outside the pack",
             ));
         }
-        return summary_entries(dev, at, Some(SUM_TYPE_NODE), "node summary");
+        return summary_entries(dev, at, sb.geometry(), Some(SUM_TYPE_NODE), "node summary");
     }
     // Without a clean unmount the pack has no node summaries and the segment's SSA
     // slot is only written when the log leaves it: rebuild them from the node footers
@@ -251,10 +251,18 @@ fn node_summary(
     Ok(sum)
 }
 
-fn summary_entries(dev: &dyn BlockDevice, at: u64, want_type: Option<u8>, what: &str) -> Result<Vec<Summary>> {
+/// The entries of the summary at the start of pack block `at` (the whole block, or its
+/// first 4 KiB with `packed_ssa`).
+fn summary_entries(
+    dev: &dyn BlockDevice,
+    at: u64,
+    geo: uf2fs_format::Geometry,
+    want_type: Option<u8>,
+    what: &str,
+) -> Result<Vec<Summary>> {
     let mut b = vec![0u8; dev.block_size()];
     dev.read_blocks(at, &mut b)?;
-    let blk = SummaryBlock::decode(&b).map_err(|e| Error::corrupt(what, Some(at), e.to_string()))?;
+    let blk = SummaryBlock::decode_in(&b, geo).map_err(|e| Error::corrupt(what, Some(at), e.to_string()))?;
     if want_type.is_some_and(|t| t != blk.entry_type) {
         return Err(Error::corrupt(
             what,

@@ -7,7 +7,7 @@ use super::free::FreeMap;
 use super::sit::{load_sit, write_sit_blocks, SegEntry, SitArea};
 use super::SegmentUsage;
 use crate::checkpoint::CheckpointState;
-use crate::device::BlockDevice;
+use crate::device::{read_block, BlockDevice};
 use crate::{Error, Result};
 use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
@@ -681,7 +681,37 @@ impl SegmentManager {
         }
         .encode(self.geo.blocks)
         .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
-        dev.write_blocks(self.geo.ssa_blkaddr + log.segno as u64, &block)
+        self.write_ssa(dev, log.segno, &block)
+    }
+
+    /// The SSA block holding segment `segno`'s summary, and the summary's byte offset
+    /// in it (0, or with `packed_ssa` 4 KiB times `segno % 4`).
+    fn ssa_slot(&self, segno: u32) -> (u64, usize) {
+        let (blk, off) = self.geo.blocks.ssa_slot(segno);
+        (self.geo.ssa_blkaddr + blk, off)
+    }
+
+    /// The bytes of segment `segno`'s summary in the SSA
+    /// ([`uf2fs_format::Geometry::sum_block_size`] of them), and the SSA block they
+    /// are read from.
+    fn read_ssa(&self, dev: &dyn BlockDevice, segno: u32) -> Result<(u64, Vec<u8>)> {
+        let (addr, off) = self.ssa_slot(segno);
+        let b = read_block(dev, addr)?;
+        Ok((addr, b[off..off + self.geo.blocks.sum_block_size()].to_vec()))
+    }
+
+    /// Writes `summary` (one encoded summary) to segment `segno`'s SSA slot: the whole
+    /// block, or with `packed_ssa` a read-modify-write of the block the segment shares
+    /// with three neighbours, whose summaries are written back as they were (as Linux
+    /// updates its SSA page in place).
+    fn write_ssa(&self, dev: &dyn BlockDevice, segno: u32, summary: &[u8]) -> Result<()> {
+        let (addr, off) = self.ssa_slot(segno);
+        if !self.geo.blocks.is_packed_ssa() {
+            return dev.write_blocks(addr, summary);
+        }
+        let mut b = read_block(dev, addr)?;
+        b[off..off + summary.len()].copy_from_slice(summary);
+        dev.write_blocks(addr, &b)
     }
 
     /// The logs written to.

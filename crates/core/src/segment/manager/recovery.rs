@@ -113,15 +113,13 @@ impl SegmentManager {
             self.new_segment(dev, li)?;
         }
         for (segno, r) in std::mem::take(&mut self.recovered) {
-            let at = self.geo.ssa_blkaddr + segno as u64;
             let mut block = SummaryBlock {
                 entries: vec![Summary::default(); ENTRIES_IN_SUM],
                 journal: Vec::new(),
                 entry_type: SUM_TYPE_DATA,
             };
             if !r.fresh {
-                let mut b = vec![0u8; dev.block_size()];
-                dev.read_blocks(at, &mut b)?;
+                let (_, b) = self.read_ssa(dev, segno)?;
                 if let Ok(old) = SummaryBlock::decode(&b) {
                     block.entries = old.entries;
                     block.entries.resize(ENTRIES_IN_SUM, Summary::default());
@@ -133,7 +131,7 @@ impl SegmentManager {
             let bytes = block
                 .encode(self.geo.blocks)
                 .map_err(|e| Error::Invalid(format!("cannot encode a summary block: {e}")))?;
-            dev.write_blocks(at, &bytes)?;
+            self.write_ssa(dev, segno, &bytes)?;
         }
         Ok(())
     }

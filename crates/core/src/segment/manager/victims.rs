@@ -3,7 +3,7 @@
 //! sections remain for the writes pending (the kernel's `has_not_enough_free_secs`).
 
 use super::{LogType, SegmentManager, SpaceNeed};
-use crate::device::{read_block, BlockDevice};
+use crate::device::BlockDevice;
 use crate::{Error, Result};
 use uf2fs_format::consts::BLOCKS_PER_SEG;
 use uf2fs_format::summary::SummaryBlock;
@@ -113,8 +113,7 @@ impl SegmentManager {
                 detail: "an ro volume has no SSA: its segments cannot be cleaned".into(),
             });
         }
-        let addr = self.geo.ssa_blkaddr + segno as u64;
-        let b = read_block(dev, addr)?;
+        let (addr, b) = self.read_ssa(dev, segno)?;
         SummaryBlock::decode(&b)
             .map_err(|e| Error::corrupt(format!("SSA block of segment {segno}"), Some(addr), e.to_string()))
     }
