@@ -269,7 +269,6 @@ impl PageCache {
     }
 
     /// Whether nothing is dirty.
-    #[allow(dead_code)]
     pub fn is_empty(&self) -> bool {
         self.lock().total == 0
     }

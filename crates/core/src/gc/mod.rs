@@ -71,8 +71,8 @@ use uf2fs_format::consts::BLOCKS_PER_SEG;
 pub const GC_CHECKPOINT_SECS: u32 = crate::segment::PREFREE_ROOM_FLOOR_SECS;
 
 /// Times an operation that found no room makes room and tries again before giving up
-/// with ENOSPC (each time a checkpoint of prefree sections or a foreground GC pass
-/// that emptied a section).
+/// with ENOSPC (each time a checkpoint of prefree sections, a foreground GC pass
+/// that emptied a section, or with GC off a checkpoint of the pending writes).
 pub const RECLAIM_TRIES: u32 = 32;
 
 /// Writes since open and what they cost: the figures of `uf2fs status` and the lab.
@@ -388,8 +388,9 @@ impl Fs {
     }
 
     /// Makes room after an operation found none: a foreground pass, forced to empty at
-    /// least one section (or to checkpoint prefree ones). Returns whether anything was
-    /// gained; false means the volume is really full.
+    /// least one section (or to checkpoint prefree ones; with GC off, to checkpoint the
+    /// pending writes). Returns whether anything was gained; false means the volume is
+    /// really full.
     pub(crate) fn reclaim_space(&self) -> Result<bool> {
         let rw = self.rw()?;
         self.timed(rw, |p| &mut p.writer_gc_time, || self.reclaim_space_locked(rw))
@@ -411,7 +412,17 @@ impl Fs {
             )
         };
         if !enabled {
-            return Ok(false);
+            // No cleaner (an `ro` volume being built, or GC turned off): the one room
+            // left to gain is what the room check holds back for the pending writes,
+            // which it counts at their worst (a node block for every dirty data block,
+            // each log's last section whole). A checkpoint writes them, so they take
+            // what they really take; each was admitted with room for that worst case,
+            // so writing them cannot run out.
+            if rw.pages().is_empty() && self.nodes().dirty_node_count() == 0 {
+                return Ok(false);
+            }
+            self.gc_checkpoint(rw, &mut writer)?;
+            return Ok(true);
         }
         Ok(self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)? > 0)
     }

@@ -33,9 +33,11 @@ impl Fs {
         let times = [attrs.atime, attrs.mtime, attrs.ctime].map(|t| t.map(raw).transpose());
         let [atime, mtime, ctime] = times;
         let (atime, mtime, ctime) = (atime?, mtime?, ctime?);
-        let mut op = self.begin_op()?;
-        let r = op.setattr(ino, attrs, (atime, mtime, ctime));
-        op.end(r)?;
+        self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.setattr(ino, attrs, (atime, mtime, ctime));
+            op.end(r)
+        })?;
         self.stat(ino)
     }
 }

@@ -30,9 +30,11 @@ impl Fs {
         let times = [s.atime, s.mtime, s.ctime, s.crtime].map(raw);
         let [a, m, c, cr] = times;
         let (a, m, c, cr) = (a?, m?, c?, cr?);
-        let mut op = self.begin_op()?;
-        let r = op.set_stamp(ino, [a, m, c, cr], s.generation);
-        op.end(r)
+        self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.set_stamp(ino, [a, m, c, cr], s.generation);
+            op.end(r)
+        })
     }
 }
 

@@ -88,9 +88,11 @@ impl Fs {
                 value.len()
             )));
         }
-        let mut op = self.begin_op()?;
-        let r = op.change_xattr(ino, &n, name, Some(value), flags);
-        op.end(r)
+        self.with_room(|fs| {
+            let mut op = fs.begin_op()?;
+            let r = op.change_xattr(ino, &n, name, Some(value), flags);
+            op.end(r)
+        })
     }
 
     /// Removes extended attribute `name` of inode `ino` ([`Error::NoAttribute`] when
