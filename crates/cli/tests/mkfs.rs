@@ -181,7 +181,7 @@ fn refuses_bad_options_writing_nothing() {
         (
             &["mkfs", "--size", "1G", "-O", "extra_attr,packed_ssa"],
             1,
-            "'packed_ssa'",
+            "the packed_ssa feature is for 16384-byte blocks",
         ),
         (
             &["mkfs", "--size", "1G", "-O", "project_quota"],

@@ -425,7 +425,7 @@ fn bad_options_write_nothing() {
 fn unsupported_features_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("img");
-    for name in ["atomic_write", "device_alias", "packed_ssa"] {
+    for name in ["atomic_write", "device_alias"] {
         let opts = MkfsOptions {
             size_bytes: Some(GIB),
             features: parse_features(&format!("extra_attr,{name}")).unwrap(),
@@ -437,6 +437,17 @@ fn unsupported_features_are_refused_by_name() {
         }
         assert!(!img.exists());
     }
+    // packed_ssa is for 16 KiB blocks: with 4 KiB ones it is refused, not dropped.
+    let opts = MkfsOptions {
+        size_bytes: Some(GIB),
+        features: parse_features("extra_attr,packed_ssa").unwrap(),
+        ..MkfsOptions::default()
+    };
+    match mkfs(&img, &opts) {
+        Err(Error::Invalid(why)) => assert!(why.contains("16384-byte blocks"), "{why}"),
+        other => panic!("packed_ssa with 4 KiB blocks: {other:?}"),
+    }
+    assert!(!img.exists());
 }
 
 #[test]
