@@ -265,9 +265,14 @@ impl Op<'_> {
         touch(&mut i);
         drop_extent(&mut i, first, last);
         self.t.store_inode(i)?;
+        self.write_back_if_over(ino)
+    }
+
+    /// Starts writing `ino`'s dirty pages back once it holds more than
+    /// [`DIRTY_PAGES_PER_INODE_MAX`]: with flusher threads, the inode's context writes
+    /// them (the writer goes on); without, the writer does, here.
+    pub(super) fn write_back_if_over(&self, ino: Ino) -> Result<()> {
         if self.t.pages.inode_len(ino) > DIRTY_PAGES_PER_INODE_MAX {
-            // With flusher threads, the inode's context writes it (the writer goes
-            // on); without, the writer does, here.
             if self.rw.flusher().running() {
                 self.rw.flusher().kick_all();
             } else {

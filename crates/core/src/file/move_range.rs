@@ -20,7 +20,6 @@
 
 use super::{blocks, drop_extent, inline, range_need, touch};
 use crate::ops::{need, Op};
-use crate::pagecache::DIRTY_PAGES_PER_INODE_MAX;
 use crate::{Error, Fs, Ino, Result};
 
 /// Blocks one operation of a move copies at most (1 MiB of 4 KiB blocks), as a write.
@@ -241,14 +240,7 @@ impl Op<'_> {
         if let Some(d) = d {
             self.t.store_inode(d)?;
         }
-        if self.t.pages.inode_len(dst) > DIRTY_PAGES_PER_INODE_MAX {
-            if self.rw.flusher().running() {
-                self.rw.flusher().kick_all();
-            } else {
-                crate::writeback::write_inode_pages(&self.t, dst)?;
-            }
-        }
-        Ok(())
+        self.write_back_if_over(dst)
     }
 
     /// The end of a move: the target's size `dst_size` (Linux sets it whether or not
