@@ -24,9 +24,13 @@ pub fn uf2fs() -> Uf2fs {
     Uf2fs::new(env!("CARGO_BIN_EXE_uf2fs"))
 }
 
-/// Where images and scratch directories go: Cargo's per-target temporary directory.
+/// Where images and scratch directories go: `$TMPDIR` when it is set (the test command,
+/// scripts/test.sh, points it at a tmpfs), else Cargo's per-target temporary directory.
 pub fn work_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    match std::env::var_os("TMPDIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+    }
 }
 
 /// A fresh scratch directory under [`scratch_root`], removed when dropped.
