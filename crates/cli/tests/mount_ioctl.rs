@@ -93,6 +93,18 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     // One device: FLUSH_DEVICE is EINVAL, as Linux. Growing by RESIZE_FS is EINVAL.
     assert_eq!(ioctl(&mnt, 0x4008_f50a, "0000000001000000", None), "ERR 22");
     assert_eq!(ioctl(&mnt, 0x4008_f510, &"ff".repeat(8), None), "ERR 22");
+    // RESIZE_FS below: another user gets EPERM, a size that is not whole sections
+    // EINVAL, the same size success, a shrink EOPNOTSUPP (docs/ioctls.md, "Resizing").
+    let sb = fs::read(&img).unwrap();
+    let blocks = u64::from_le_bytes(sb[1024 + 36..1024 + 44].try_into().unwrap());
+    let le = |n: u64| n.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - 512), Some("65534")), "ERR 1");
+    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - 1), None), "ERR 22");
+    assert_eq!(
+        ioctl(&mnt, 0x4008_f510, &le(blocks), None),
+        format!("OK {}", le(blocks))
+    );
+    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - 512), None), "ERR 95");
     move_range_moves_as_linux(&mnt, tmp.path());
 
     // Atomic writes are the owner's: another user gets EACCES.

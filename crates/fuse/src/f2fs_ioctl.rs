@@ -203,7 +203,9 @@ impl F2fsFuse {
 
     /// `RESIZE_FS` as `f2fs_resize_fs` checks it: growing is refused (Linux grows
     /// offline, with resize.f2fs), the size must be whole sections, the same size is
-    /// nothing to do; shrinking a mounted volume is not done here (`EOPNOTSUPP`).
+    /// nothing to do; a shrink answers `EOPNOTSUPP`: no order of its superblock and
+    /// checkpoint writes leaves an image fsck.f2fs passes at every power cut
+    /// (docs/ioctls.md, "Resizing").
     fn resize(&self, req: &Request, input: &[u8]) -> Result<(), Errno> {
         self.admin(req)?;
         let blocks = u64_at(input, 0)?;
