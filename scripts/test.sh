@@ -14,6 +14,8 @@
 #
 #   UF2FS_REQUIRE_FUSE=1 UF2FS_REQUIRE_LIBSPARSE=1 cargo test --workspace --profile ci-debug
 #
+# with TMPDIR, unless already set, pointing at a fresh directory on the tmpfs /dev/shm
+# when it has room (see below), removed afterwards
 # (arguments replace --workspace: `scripts/test.sh -p uf2fs --test mkfs` runs one file;
 # `--release` or `--profile NAME` among them replaces `--profile ci-debug`). ci-debug is
 # the release build with debug assertions and overflow checks on (Cargo.toml): every
