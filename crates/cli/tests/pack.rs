@@ -496,6 +496,47 @@ fn ro_images_have_mkfs_f2fs_1_16_s_layout_and_are_smaller() {
     assert!(out.err().contains("overprovision") && !bad.exists(), "{}", out.err());
 }
 
+/// Shrink-to-fit with `-O ro` leaves the tree 4 segments (8 MiB) of slack, while the
+/// room check counts the writes pending at their worst (a node block for each dirty
+/// data block): 12 MiB of file data, dirty when the last files are written, once made
+/// that check fail (`pending writes need 12 new sections; 11 free`, or `the volume is
+/// full`), and GC, which would otherwise write them out, is off while an `ro` volume is
+/// built. Every tree here failed so before the fix; each must now build at the size
+/// chosen, pass fsck and extract back.
+#[test]
+fn ro_shrink_to_fit_holds_trees_whose_pending_writes_exceed_the_slack() {
+    let tmp = scratch("pack-ro-fit");
+    // (files, bytes each): 12 MiB in few large files, and in many medium ones.
+    for (files, bytes) in [(6, 2 << 20), (24, 512 << 10), (96, 128 << 10)] {
+        let what = format!("{files} files of {bytes} bytes");
+        let src = tmp.path().join("src");
+        let _ = fs::remove_dir_all(&src);
+        fs::create_dir_all(src.join("d")).unwrap();
+        for i in 0..files {
+            let f = src.join(format!("d/f{i:03}"));
+            fs::write(&f, noise(bytes, i as u64 + 1)).unwrap();
+            if i % 4 == 0 {
+                // An xattr (set through the room check too).
+                let _ = xattr::set(&f, "user.n", format!("{i}").as_bytes());
+            }
+        }
+        let xattrs = xattr::get(src.join("d/f000"), "user.n").is_ok_and(|v| v.is_some());
+        let img = tmp.path().join("fit.img");
+        pack(&img, &src, &["-O", "ro"]);
+        fsck_clean(&img);
+        extracts_as(&img, &src, &tmp.path().join("out"), xattrs, &what);
+        // The size chosen to fit, not a larger one: user blocks for the data, its
+        // nodes, the slack and less than a segment of rounding.
+        let fs = Fs::open(&img, &[]).unwrap();
+        let user = fs.checkpoint().user_block_count;
+        let data = (files * bytes / 4096) as u64;
+        assert!(
+            user <= data + 4 * 512 + 512 + 2 * files as u64,
+            "{what}: {user} user blocks"
+        );
+    }
+}
+
 /// A tree of files whose holes and data fall every way across clusters and direct
 /// nodes, for the ro + compression test.
 fn make_sparse_tree(root: &Path) {
