@@ -95,16 +95,19 @@ fn f2fs_ioctls_work_as_linux_answers_them() {
     assert_eq!(ioctl(&mnt, 0x4008_f510, &"ff".repeat(8), None), "ERR 22");
     // RESIZE_FS below: another user gets EPERM, a size that is not whole sections
     // EINVAL, the same size success, a shrink EOPNOTSUPP (docs/ioctls.md, "Resizing").
-    let sb = fs::read(&img).unwrap();
-    let blocks = u64::from_le_bytes(sb[1024 + 36..1024 + 44].try_into().unwrap());
+    let sb = uf2fs_core::Fs::open(&img, &[]).unwrap().superblock().clone();
+    let (blocks, section) = (
+        sb.block_count,
+        u64::from(sb.blocks_per_seg()) * u64::from(sb.segs_per_sec),
+    );
     let le = |n: u64| n.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect::<String>();
-    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - 512), Some("65534")), "ERR 1");
+    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - section), Some("65534")), "ERR 1");
     assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - 1), None), "ERR 22");
     assert_eq!(
         ioctl(&mnt, 0x4008_f510, &le(blocks), None),
         format!("OK {}", le(blocks))
     );
-    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - 512), None), "ERR 95");
+    assert_eq!(ioctl(&mnt, 0x4008_f510, &le(blocks - section), None), "ERR 95");
     move_range_moves_as_linux(&mnt, tmp.path());
 
     // Atomic writes are the owner's: another user gets EACCES.
