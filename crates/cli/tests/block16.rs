@@ -389,6 +389,28 @@ fn dev_fsck_clean(img: &Path) {
     );
 }
 
+/// The packer tests' source tree: holes, hard links, short and long symlinks, a FIFO,
+/// a directory past one dentry block, files across the inline limit and the block size.
+fn sample_tree(src: &Path) {
+    fs::create_dir_all(src.join("dir/many")).unwrap();
+    fs::write(src.join("dir/small"), b"a small file\n").unwrap();
+    fs::write(src.join("dir/text"), text(40_000, 1)).unwrap();
+    fs::write(src.join("big"), text(5 << 20, 2)).unwrap();
+    let sparse = fs::File::create(src.join("sparse")).unwrap();
+    use std::os::unix::fs::FileExt;
+    sparse.write_all_at(&text(20_000, 3), 0).unwrap();
+    sparse.write_all_at(b"end of a hole", 3 << 20).unwrap();
+    sparse.set_len(5 << 20).unwrap();
+    drop(sparse);
+    for i in 0..1000 {
+        fs::write(src.join(format!("dir/many/entry-{i:04}")), format!("{i}\n")).unwrap();
+    }
+    fs::hard_link(src.join("dir/small"), src.join("hard")).unwrap();
+    std::os::unix::fs::symlink("dir/small", src.join("link")).unwrap();
+    std::os::unix::fs::symlink("y".repeat(3000), src.join("long-link")).unwrap();
+    nix::unistd::mkfifo(&src.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+}
+
 /// `uf2fs mkfs -b 16384`: an empty volume, written through the library and read back;
 /// and the packer's image of a tree (holes, hard links, symlinks, a FIFO, a directory
 /// past one dentry block), extracted back identical. Runs in CI (uf2fs's reader is the
@@ -434,23 +456,7 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     dev_fsck_clean(&empty);
 
     let src = tmp.path().join("src");
-    fs::create_dir_all(src.join("dir/many")).unwrap();
-    fs::write(src.join("dir/small"), b"a small file\n").unwrap();
-    fs::write(src.join("dir/text"), text(40_000, 1)).unwrap();
-    fs::write(src.join("big"), text(5 << 20, 2)).unwrap();
-    let sparse = fs::File::create(src.join("sparse")).unwrap();
-    use std::os::unix::fs::FileExt;
-    sparse.write_all_at(&text(20_000, 3), 0).unwrap();
-    sparse.write_all_at(b"end of a hole", 3 << 20).unwrap();
-    sparse.set_len(5 << 20).unwrap();
-    drop(sparse);
-    for i in 0..1000 {
-        fs::write(src.join(format!("dir/many/entry-{i:04}")), format!("{i}\n")).unwrap();
-    }
-    fs::hard_link(src.join("dir/small"), src.join("hard")).unwrap();
-    std::os::unix::fs::symlink("dir/small", src.join("link")).unwrap();
-    std::os::unix::fs::symlink("y".repeat(3000), src.join("long-link")).unwrap();
-    nix::unistd::mkfifo(&src.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    sample_tree(&src);
     let img = tmp.path().join("tree.img");
     bin.run([
         arg(b"mkfs"),
@@ -490,4 +496,69 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     ]);
     assert_eq!(out.code(), Some(2));
     assert!(!refused.exists());
+}
+
+/// `uf2fs mkfs -b 16384 -O ro`: the `ro` layout with 16 KiB blocks, segment 0 right after
+/// the two superblock blocks (block 2, where the development mkfs.f2fs puts it at byte
+/// 8192, inside block 0: `tests/fixtures/blk16-ro-overlap`), no SSA. Empty and from a
+/// tree (shrink-to-fit), read back identical; refused read-write, as every `ro` volume.
+/// With the development tools, their fsck.f2fs checks both images.
+#[test]
+fn uf2fs_mkfs_makes_16k_ro_volumes() {
+    let tmp = scratch("blk16-ro-");
+    let bin = uf2fs();
+    let empty = tmp.path().join("empty.img");
+    bin.run([
+        arg(b"mkfs"),
+        arg(b"-q"),
+        arg(b"-b"),
+        arg(b"16384"),
+        arg(b"-O"),
+        arg(b"ro"),
+        arg(b"--size"),
+        arg(b"128M"),
+        path_arg(&empty),
+    ])
+    .assert_ok();
+    let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&empty)]).assert_ok()).into_owned();
+    for want in [
+        "block size:         16384",
+        "features:           ro",
+        "checkpoint area:    block 0x2, 2 segment(s)",
+        "SSA area:           block 0xc02, 0 segment(s)",
+        "main area:          block 0xc02, 9 segment(s)",
+    ] {
+        assert!(info.contains(want), "{want:?} in\n{info}");
+    }
+    dev_fsck_clean(&empty);
+    match uf2fs_core::Fs::open_rw(&empty, &[]) {
+        Ok(_) => panic!("an ro volume opened read-write"),
+        Err(e) => assert!(format!("{e:#}").contains("ro"), "{e:#}"),
+    }
+
+    let src = tmp.path().join("src");
+    sample_tree(&src);
+    let img = tmp.path().join("tree.img");
+    bin.run([
+        arg(b"mkfs"),
+        arg(b"-q"),
+        arg(b"-b"),
+        arg(b"16384"),
+        arg(b"-O"),
+        arg(b"ro"),
+        path_arg(&img),
+        path_arg(&src),
+    ])
+    .assert_ok();
+    let fs = uf2fs_core::Fs::open(&img, &[]).unwrap();
+    let sb = fs.superblock().clone();
+    drop(fs);
+    assert_eq!((sb.segment0_blkaddr, sb.segment_count_ssa), (2, 0));
+    assert_eq!(fs::metadata(&img).unwrap().len(), sb.block_count * BLOCK);
+    dev_fsck_clean(&img);
+    let out = tmp.path().join("out");
+    bin.run([arg(b"extract"), path_arg(&img), arg(b"/"), path_arg(&out)])
+        .assert_ok();
+    let problems = compare_dirs(&src, &out, opts());
+    assert!(problems.is_empty(), "{problems:#?}");
 }

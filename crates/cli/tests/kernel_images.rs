@@ -1152,3 +1152,39 @@ fn compressed_files_on_a_read_write_open() {
         }
     }
 }
+
+/// The development mkfs.f2fs's `-b 16384 -O ro` image (`tests/fixtures/blk16-ro-overlap`):
+/// its checkpoint area starts in block 0, under the superblock. Every command refuses it
+/// with one line naming that cause, whether reading or mounting.
+mod blk16_ro_overlap {
+    use super::*;
+
+    #[test]
+    fn refused_naming_the_checkpoint_over_the_superblock() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blk16-ro-overlap");
+        let img = cached_zst("blk16-ro-overlap", &dir.join("blk16-ro-overlap.img.zst"));
+        let err = match uf2fs_core::Fs::open(&img, &[]) {
+            Ok(_) => panic!("{} opened", img.display()),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            err.contains("starts at block 0") && err.contains("inside the superblocks' blocks 0 and 1"),
+            "{err}"
+        );
+        let tmp = scratch("blk16-ro-overlap-");
+        let out_dir = tmp.path().join("out");
+        let img_arg: std::ffi::OsString = img.clone().into();
+        let runs: [Vec<std::ffi::OsString>; 4] = [
+            vec!["info".into(), img_arg.clone()],
+            vec!["ls".into(), "-l".into(), img_arg.clone(), "/".into()],
+            vec!["cat".into(), img_arg.clone(), "/x".into()],
+            vec!["extract".into(), img_arg.clone(), "/".into(), out_dir.into()],
+        ];
+        for argv in runs {
+            let out = uf2fs().run(&argv);
+            out.assert_clean_failure();
+            let msg = String::from_utf8_lossy(&out.stderr);
+            assert!(msg.contains("inside the superblocks' blocks 0 and 1"), "{msg}");
+        }
+    }
+}

@@ -236,13 +236,6 @@ fn compute_layout(input: &LayoutInput, opts: &MkfsOptions) -> Result<Layout> {
     if opts.features & FEATURE_RO == 0 {
         return layout::compute(input);
     }
-    if input.geometry != Geometry::DEFAULT {
-        return Err(Error::Invalid(format!(
-            "the ro feature with {}-byte blocks is not made yet (its layout was checked against mkfs.f2fs with 4 KiB \
-             blocks only): drop -O ro or -b",
-            input.geometry.block_size()
-        )));
-    }
     if opts.features & FEATURE_BLKZONED != 0 {
         return Err(Error::Invalid(
             "the ro feature makes no zoned volumes: blkzoned and ro cannot be combined".into(),

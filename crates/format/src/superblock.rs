@@ -10,6 +10,9 @@ const S: &str = "superblock";
 pub const SUPERBLOCK_SIZE: usize = 3072;
 /// Byte offset of the `crc` field (the checksum covers the bytes before it).
 pub const SB_CRC_OFFSET: usize = 3068;
+/// Blocks the superblock's two copies occupy at the start of the volume (one copy at
+/// byte 1024 of each); segment 0 starts at or after this block.
+pub const SUPERBLOCK_BLOCKS: u32 = 2;
 
 /// Feature bits of `f2fs_super_block.feature`, with the names mkfs.f2fs -O uses.
 pub const FEATURES: &[(u32, &str)] = &[
@@ -328,6 +331,19 @@ impl Superblock {
             || self.segment_count_main == 0
         {
             return bad("empty checkpoint, NAT, SIT or main area".into());
+        }
+        // The superblock's two copies own blocks 0 and 1; an area starting there would be
+        // overwritten by them (or overwrite them). f2fs-tools' development mkfs.f2fs lays
+        // out `-b 16384 -O ro` with segment 0 at byte 8192, block 0: its first checkpoint
+        // pack shares a block with the superblock.
+        if self.segment0_blkaddr < SUPERBLOCK_BLOCKS {
+            return bad(format!(
+                "segment 0 (the checkpoint area) starts at block {} of {} bytes, inside the \
+                 superblocks' blocks 0 and 1: the checkpoint and the superblock overwrite each \
+                 other (the image was laid out wrongly when it was made)",
+                self.segment0_blkaddr,
+                1u64 << self.log_blocksize
+            ));
         }
         // Areas follow each other: CP, SIT, NAT, SSA, main.
         let expect = [
