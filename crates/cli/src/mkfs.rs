@@ -277,13 +277,6 @@ fn run_pack(
     };
     let uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
     if compress.is_some() {
-        if req.block_size != 4096 {
-            return Err(UsageError(format!(
-                "--compress with -b {}: the packer compresses files on volumes of 4096-byte blocks only",
-                req.block_size
-            ))
-            .into());
-        }
         features |= parse_features("extra_attr,compression")?;
     }
     if req.zoned.is_some() {

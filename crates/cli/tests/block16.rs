@@ -483,19 +483,28 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
         "16 KiB blocks mapped in the sparse file (two of data, one past the hole)"
     );
 
-    // The packer compresses on 4 KiB volumes only: refused before anything is written.
-    let refused = tmp.path().join("compressed.img");
-    let out = bin.run([
-        arg(b"mkfs"),
-        arg(b"-b"),
-        arg(b"16384"),
-        arg(b"--compress"),
-        arg(b"lz4"),
-        path_arg(&refused),
-        path_arg(&src),
-    ]);
-    assert_eq!(out.code(), Some(2));
-    assert!(!refused.exists());
+    // Compressed files in clusters of 16 KiB blocks, on the normal and the ro layout:
+    // extracted back identical, the text stored compressed.
+    for layout in [&[][..], &[arg(b"-O"), arg(b"ro")][..]] {
+        let img = tmp.path().join("compressed.img");
+        let _ = fs::remove_file(&img);
+        let mut argv = vec![arg(b"mkfs"), arg(b"-q"), arg(b"-b"), arg(b"16384")];
+        argv.extend(layout.iter().cloned());
+        argv.extend([arg(b"--compress"), arg(b"zstd"), path_arg(&img), path_arg(&src)]);
+        bin.run(argv).assert_ok();
+        dev_fsck_clean(&img);
+        let out = tmp.path().join("compressed-out");
+        let _ = fs::remove_dir_all(&out);
+        bin.run([arg(b"extract"), path_arg(&img), arg(b"/"), path_arg(&out)])
+            .assert_ok();
+        let problems = compare_dirs(&src, &out, opts());
+        assert!(problems.is_empty(), "{layout:?}: {problems:#?}");
+        let fs = uf2fs_core::Fs::open(&img, &[]).unwrap();
+        let ino = fs.resolve(b"/big", false).unwrap();
+        let c = fs.compression(ino).unwrap().expect("/big compressed");
+        assert_eq!((c.algorithm, c.cluster_blocks), ("zstd", 4), "{layout:?}");
+        assert!(c.compressed_clusters > 0, "{layout:?}: {c:?}");
+    }
 }
 
 /// `uf2fs mkfs -b 16384 -O ro`: the `ro` layout with 16 KiB blocks, segment 0 right after

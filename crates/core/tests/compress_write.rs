@@ -252,3 +252,57 @@ fn plain_clusters_on_ro_volumes_do_not_straddle_a_jump_of_the_data_log() {
     assert_eq!(fs.read(ino, 0, &mut back).unwrap(), noise.len());
     assert!(back == noise, "the file reads back");
 }
+
+/// On a volume of 16 KiB blocks the writer takes clusters of 16 KiB blocks (what the
+/// packer hands it, encoded with the volume's block size): they read back, and a
+/// cluster encoded in 4 KiB blocks is refused, not stored as a misshapen cluster.
+/// The development fsck.f2fs judges the image when it is installed.
+#[test]
+fn clusters_of_16k_blocks_and_a_cluster_encoded_in_other_blocks() {
+    use uf2fs_core::compress::{encode_cluster, ClusterData};
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("c16.img");
+    let opts = MkfsOptions {
+        size_bytes: Some(512 * MIB),
+        block_size: 16384,
+        features: parse_features("extra_attr,compression").unwrap(),
+        ..MkfsOptions::default()
+    };
+    mkfs(&img, &opts).unwrap();
+    let fs = Fs::open_rw(&img, &[]).unwrap();
+    let codec = ClusterCodec::parse("zstd", 2, true).unwrap();
+    let ino = fs.create(fs.root(), b"f", 0o100644, 0, 0).unwrap().ino;
+    fs.set_compression(ino, &codec, false).unwrap();
+    let bs = 16384;
+    let mut data = data::text(4 * bs, 3);
+    data.extend(data::noise(4 * bs, 4));
+    data.extend(data::text(bs + 10, 5));
+    for (k, chunk) in data.chunks(4 * bs).enumerate() {
+        let how = fs.write_cluster(ino, k as u64, chunk, &[]).unwrap();
+        match k {
+            0 => assert!(matches!(how, ClusterWrite::Compressed { .. }), "{how:?}"),
+            _ => assert!(matches!(how, ClusterWrite::Plain { .. }), "{how:?}"),
+        }
+    }
+    let small = encode_cluster(&codec, &data::text(4 * 4096, 6))
+        .unwrap()
+        .expect("compresses");
+    let err = fs
+        .write_cluster_data(ino, 3, ClusterData::Compressed(&small), 4 * 4 * bs as u64)
+        .unwrap_err();
+    assert!(
+        format!("{err}").contains("encoded in 4096-byte blocks, for a volume of 16384-byte blocks"),
+        "{err}"
+    );
+    fs.unmount().unwrap();
+    let fs = Fs::open(&img, &[]).unwrap();
+    let mut back = vec![0u8; data.len() + 10];
+    assert_eq!(fs.read(ino, 0, &mut back).unwrap(), data.len());
+    assert!(back[..data.len()] == data[..]);
+    let c = fs.compression(ino).unwrap().unwrap();
+    assert_eq!((c.cluster_blocks, c.compressed_clusters), (4, 1), "{c:?}");
+    drop(fs);
+    if let Some(fsck) = oracle::dev_fsck() {
+        oracle::dev_fsck_clean(&fsck, &img, "compressed clusters of 16 KiB blocks");
+    }
+}

@@ -20,8 +20,6 @@
 
 use uf2fs_core::TreeShape;
 
-const BS: u64 = 4096;
-
 /// Which part of the node tree a direct node's span hangs from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Parent {
@@ -49,16 +47,17 @@ fn parent(shape: &TreeShape, lo: u64) -> Parent {
 
 /// The byte ranges of a compressed file of `size` bytes, with data at `data`, that
 /// the packer writes (the rest stays holes), for an inode of shape `shape` with
-/// clusters of `cluster_blocks` blocks, on an `ro` volume or not (see the module
-/// notes). Sorted, not overlapping.
+/// clusters of `cluster_blocks` blocks of `bs` bytes, on an `ro` volume or not (see
+/// the module notes). Sorted, not overlapping.
 pub(crate) fn stored_ranges(
     data: &[(u64, u64)],
     size: u64,
     shape: TreeShape,
     cluster_blocks: u64,
+    bs: u64,
     ro: bool,
 ) -> Vec<(u64, u64)> {
-    let blocks = size.div_ceil(BS);
+    let blocks = size.div_ceil(bs);
     let overlaps = |x: u64, y: u64| data.iter().any(|&(a, z)| a < y && z > x);
     // The node spans: [lo, hi) in blocks, whether the source has data there.
     let mut spans: Vec<(u64, u64, bool)> = Vec::new();
@@ -66,7 +65,7 @@ pub(crate) fn stored_ranges(
     while b < blocks {
         let (lo, hi) = shape.node_span(b);
         let hi = hi.min(blocks).max(b + 1);
-        spans.push((lo, hi, overlaps(lo * BS, (hi * BS).min(size))));
+        spans.push((lo, hi, overlaps(lo * bs, (hi * bs).min(size))));
         b = hi;
     }
     let last = spans.iter().rposition(|s| s.2);
@@ -86,7 +85,7 @@ pub(crate) fn stored_ranges(
             Parent::Indirect(_) => !with_data.contains(&p),
             Parent::DoubleIndirect => false,
         };
-        let (x, y) = (lo * BS, (hi * BS).min(size));
+        let (x, y) = (lo * bs, (hi * bs).min(size));
         if ro {
             if has || !may_miss {
                 push(x, y);
@@ -99,7 +98,7 @@ pub(crate) fn stored_ranges(
                 }
             }
         } else if !may_miss && p != Parent::Inode {
-            push(x, ((lo + cluster_blocks) * BS).min(y));
+            push(x, ((lo + cluster_blocks) * bs).min(y));
         }
     }
     out
@@ -116,6 +115,7 @@ mod tests {
         per_indirect: 1018,
     };
     const MIB: u64 = 1 << 20;
+    const BS: u64 = 4096;
 
     fn dnode(k: u64) -> u64 {
         (SHAPE.in_inode + k * SHAPE.per_dnode) * BS
@@ -125,13 +125,13 @@ mod tests {
     fn normal_volumes_keep_holes_and_give_fsck_the_nodes_it_needs() {
         // Holes inside nodes stay.
         let data = [(0, 8192), (MIB, MIB + 4096)];
-        assert_eq!(stored_ranges(&data, 3 * MIB, SHAPE, 4, false), data.to_vec());
+        assert_eq!(stored_ranges(&data, 3 * MIB, SHAPE, 4, BS, false), data.to_vec());
         // A whole direct node of holes under an indirect node, data after it: its first
         // cluster is written (zeros). The inode's two direct nodes may be missing.
         let far = dnode(4) + 100;
         let data = [(0, 4096), (far, far + 5000)];
         assert_eq!(
-            stored_ranges(&data, far + 5000, SHAPE, 4, false),
+            stored_ranges(&data, far + 5000, SHAPE, 4, BS, false),
             vec![
                 (0, 4096),
                 (dnode(2), dnode(2) + 4 * BS),
@@ -140,11 +140,11 @@ mod tests {
             ]
         );
         // Trailing holes stay, however many nodes they cover.
-        assert_eq!(stored_ranges(&[(0, 10)], dnode(9), SHAPE, 4, false), vec![(0, 10)]);
+        assert_eq!(stored_ranges(&[(0, 10)], dnode(9), SHAPE, 4, BS, false), vec![(0, 10)]);
         // A whole indirect node of holes stays (its node is missing, which fsck counts right).
         let past = dnode(2 + 1018) + 8;
         assert_eq!(
-            stored_ranges(&[(0, 10), (past, past + 10)], past + 10, SHAPE, 4, false),
+            stored_ranges(&[(0, 10), (past, past + 10)], past + 10, SHAPE, 4, BS, false),
             vec![(0, 10), (past, past + 10)]
         );
     }
@@ -153,19 +153,22 @@ mod tests {
     fn ro_volumes_write_every_node_that_exists_whole() {
         // Holes inside the inode's addresses, and at the end of the file, are written.
         assert_eq!(
-            stored_ranges(&[(0, 8192), (MIB, MIB + 4096)], 3 * MIB + 5, SHAPE, 4, true),
+            stored_ranges(&[(0, 8192), (MIB, MIB + 4096)], 3 * MIB + 5, SHAPE, 4, BS, true),
             vec![(0, 3 * MIB + 5)]
         );
         // A file of holes only: the inode's addresses exist, so they are written.
-        assert_eq!(stored_ranges(&[], 100_000, SHAPE, 4, true), vec![(0, 100_000)]);
+        assert_eq!(stored_ranges(&[], 100_000, SHAPE, 4, BS, true), vec![(0, 100_000)]);
         // Direct nodes 0 and 1 of holes may be missing; under an indirect node, not
         // when data follows; the last node is written to the end of the file.
         let far = dnode(3) + 100;
         assert_eq!(
-            stored_ranges(&[(10, 20), (far, far + 10)], far + 10, SHAPE, 4, true),
+            stored_ranges(&[(10, 20), (far, far + 10)], far + 10, SHAPE, 4, BS, true),
             vec![(0, dnode(0)), (dnode(2), far + 10)]
         );
         // Trailing nodes of holes stay missing.
-        assert_eq!(stored_ranges(&[(0, 10)], 9 * MIB, SHAPE, 4, true), vec![(0, dnode(0))]);
+        assert_eq!(
+            stored_ranges(&[(0, 10)], 9 * MIB, SHAPE, 4, BS, true),
+            vec![(0, dnode(0))]
+        );
     }
 }

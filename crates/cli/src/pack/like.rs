@@ -151,7 +151,7 @@ impl Rule {
 type SettingsKey = (u8, u8, u8, bool, bool);
 
 /// The compression of the original, when some file is compressed.
-fn infer_compression(files: &[FileSeen]) -> Option<LikeCompression> {
+fn infer_compression(files: &[FileSeen], block_size: u64) -> Option<LikeCompression> {
     let compressed: Vec<(&FileSeen, StoredCompression)> =
         files.iter().filter_map(|f| f.stored.map(|s| (f, s))).collect();
     // The settings most compressed files have (ties: the first in tree order).
@@ -165,7 +165,7 @@ fn infer_compression(files: &[FileSeen]) -> Option<LikeCompression> {
         .iter()
         .max_by_key(|(_, &(n, first))| (n, std::cmp::Reverse(first)))?;
     let chosen = compressed[first].1;
-    let cluster_bytes = 4096u64 << chosen.log_cluster_size;
+    let cluster_bytes = block_size << chosen.log_cluster_size;
     // Files that tell something: every compressed file, and uncompressed files of at
     // least one cluster (smaller ones are stored plainly whatever the rule).
     let evidence: Vec<(Option<&[u8]>, bool)> = files
@@ -229,7 +229,7 @@ impl Like {
         let original_size = sb.block_count * block_size as u64;
         let ro = features.iter().any(|f| f == "ro");
         let compress = if features.iter().any(|f| f == "compression") {
-            infer_compression(&regular_files(fs)?)
+            infer_compression(&regular_files(fs)?, block_size as u64)
         } else {
             None
         };
@@ -344,7 +344,7 @@ mod tests {
             file(None, 30_000, true),
             file(Some("apk"), 100, false),
         ];
-        let c = infer_compression(&all).unwrap();
+        let c = infer_compression(&all, 4096).unwrap();
         assert_eq!(
             (c.extensions.len(), c.nocompress_extensions.len(), c.mismatched_files),
             (0, 0, 0)
@@ -357,7 +357,7 @@ mod tests {
             file(Some("apk"), 90_000, false),
             file(None, 90_000, false),
         ];
-        let c = infer_compression(&only).unwrap();
+        let c = infer_compression(&only, 4096).unwrap();
         assert_eq!((c.extensions.clone(), c.mismatched_files), (vec!["so".to_string()], 0));
         // sload -x apk -x odex.
         let but = [
@@ -366,7 +366,7 @@ mod tests {
             file(Some("apk"), 90_000, false),
             file(Some("odex"), 90_000, false),
         ];
-        let c = infer_compression(&but).unwrap();
+        let c = infer_compression(&but, 4096).unwrap();
         assert_eq!(c.nocompress_extensions, ["apk", "odex"]);
         assert_eq!(c.mismatched_files, 0);
         // No list says it: the closest one, and the count of files it gets wrong.
@@ -375,8 +375,8 @@ mod tests {
             file(Some("so"), 20_000, false),
             file(Some("so"), 20_000, true),
         ];
-        assert_eq!(infer_compression(&mixed).unwrap().mismatched_files, 1);
-        assert!(infer_compression(&[file(Some("so"), 20_000, false)]).is_none());
+        assert_eq!(infer_compression(&mixed, 4096).unwrap().mismatched_files, 1);
+        assert!(infer_compression(&[file(Some("so"), 20_000, false)], 4096).is_none());
     }
 
     #[test]

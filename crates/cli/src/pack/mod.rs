@@ -691,12 +691,14 @@ fn write_data(
     let f = File::open(&e.host).with_context(|| format!("cannot open {}", e.host.display()))?;
     let codec = opts
         .compress
+        .map(|c| c.with_block_size(fs.superblock().block_size()))
         .filter(|c| e.compress && e.size >= c.cluster_bytes() as u64);
     if let Some(codec) = codec {
         fs.set_compression(ino, &codec, opts.release)?;
         let ro = fs.superblock().has(uf2fs_core::mkfs::parse_features("ro")?);
         let cluster = codec.cluster_blocks() as u64;
-        let data = holes::stored_ranges(&e.data, e.size, fs.tree_shape(ino)?, cluster, ro);
+        let bs = codec.block_size() as u64;
+        let data = holes::stored_ranges(&e.data, e.size, fs.tree_shape(ino)?, cluster, bs, ro);
         let compressed = write_compressed(fs, ino, e, &data, &f, &codec, progress)?;
         if ro {
             if let Some(m) = fs.linux_ro_misread(ino)? {
@@ -755,6 +757,7 @@ fn write_compressed(
     progress: &Progress,
 ) -> anyhow::Result<u64> {
     let cb = codec.cluster_bytes() as u64;
+    let bs = codec.block_size();
     let clusters = e.size.div_ceil(cb);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut compressed = 0;
@@ -766,9 +769,9 @@ fn write_compressed(
         while k < clusters && batch.len() < BATCH_CLUSTERS {
             let start = k * cb;
             let len = (e.size - start).min(cb) as usize;
-            let holes: Vec<bool> = (0..len.div_ceil(4096) as u64)
+            let holes: Vec<bool> = (0..len.div_ceil(bs) as u64)
                 .map(|b| {
-                    let (lo, hi) = (start + b * 4096, (start + (b + 1) * 4096).min(e.size));
+                    let (lo, hi) = (start + b * bs as u64, (start + (b + 1) * bs as u64).min(e.size));
                     !data.iter().any(|&(a, z)| a < hi && z > lo)
                 })
                 .collect();
@@ -776,7 +779,7 @@ fn write_compressed(
                 let mut data = vec![0u8; len];
                 read_exact_at(f, &mut data, start, &e.host)?;
                 for (b, _) in holes.iter().enumerate().filter(|(_, &h)| h) {
-                    data[b * 4096..((b + 1) * 4096).min(len)].fill(0);
+                    data[b * bs..((b + 1) * bs).min(len)].fill(0);
                 }
                 batch.push(ReadCluster {
                     index: k,
@@ -819,15 +822,15 @@ fn write_compressed(
                 None => {
                     let list: Vec<Option<&[u8]>> = c
                         .data
-                        .chunks(4096)
+                        .chunks(bs)
                         .zip(&c.holes)
                         .map(|(b, &h)| (!h).then_some(b))
                         .collect();
                     let padded;
-                    let list = if c.data.len() % 4096 != 0 {
+                    let list = if c.data.len() % bs != 0 {
                         // The last block is short: pad it to a whole block.
-                        let mut last = c.data[c.data.len() / 4096 * 4096..].to_vec();
-                        last.resize(4096, 0);
+                        let mut last = c.data[c.data.len() / bs * bs..].to_vec();
+                        last.resize(bs, 0);
                         padded = last;
                         let mut l = list;
                         if let Some(Some(x)) = l.last_mut() {

@@ -119,6 +119,42 @@ fn clear(t: &Tree, inode: &mut InodeMut, s: &mut Slots, n: usize) -> Result<()> 
     Ok(())
 }
 
+/// Whether `data` fits a cluster of `n` blocks of `bs` bytes: a compressed cluster
+/// encoded in blocks of `bs` bytes and fewer than `n` of them, or at most `n` plain
+/// blocks of `bs` bytes each. [`Error::Invalid`] otherwise, before anything changes
+/// (callers check this ahead of their operation; [`place_cluster`] again).
+pub(crate) fn check_cluster_data(data: &ClusterData, n: usize, bs: usize) -> Result<()> {
+    match data {
+        ClusterData::Compressed(c) => {
+            if c.block_size != bs || c.bytes.len() % bs != 0 {
+                return Err(Error::Invalid(format!(
+                    "a compressed cluster of {} bytes encoded in {}-byte blocks, for a volume of {bs}-byte blocks",
+                    c.bytes.len(),
+                    c.block_size
+                )));
+            }
+            let m = c.blocks();
+            if m == 0 || m >= n {
+                return Err(Error::Invalid(format!(
+                    "a compressed cluster of {m} blocks in clusters of {n}"
+                )));
+            }
+        }
+        ClusterData::Plain(list) => {
+            if list.len() > n {
+                return Err(Error::Invalid(format!("{} blocks in a cluster of {n}", list.len())));
+            }
+            if let Some(b) = list.iter().flatten().find(|b| b.len() != bs) {
+                return Err(Error::Invalid(format!(
+                    "a block of {} bytes for a volume of {bs}-byte blocks",
+                    b.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Places cluster `cluster` of compressed file `inode` (see the module notes): what it
 /// held is dropped, `data` written to new blocks of `log`, the slots and counts set.
 /// The caller runs this inside an operation that checked room for a cluster's blocks
@@ -137,6 +173,7 @@ pub(crate) fn place_cluster(
         .filter(|_| inode.inode.is_compressed())
         .ok_or_else(|| Error::Invalid(format!("inode {} is not a compressed file", inode.ino)))?;
     let n = 1usize << codec.log_cluster_size;
+    check_cluster_data(&data, n, inode.inode.geometry.block_size())?;
     let first = cluster << codec.log_cluster_size;
     // The nodes on the cluster's path: made by reserving its first block when missing
     // (that reservation is then dropped with the rest of the old contents).
@@ -160,11 +197,6 @@ pub(crate) fn place_cluster(
     match data {
         ClusterData::Compressed(c) => {
             let m = c.blocks();
-            if m == 0 || m >= n {
-                return Err(Error::Invalid(format!(
-                    "a compressed cluster of {m} blocks in clusters of {n}"
-                )));
-            }
             marks[0] = COMPRESS_ADDR;
             for i in 0..m {
                 blocks.push((i + 1, c.block(i)));
@@ -175,14 +207,8 @@ pub(crate) fn place_cluster(
             }
         }
         ClusterData::Plain(list) => {
-            if list.len() > n {
-                return Err(Error::Invalid(format!("{} blocks in a cluster of {n}", list.len())));
-            }
             for (i, b) in list.iter().enumerate() {
                 if let Some(b) = b {
-                    if b.len() != inode.inode.geometry.block_size() {
-                        return Err(Error::Invalid(format!("a block of {} bytes", b.len())));
-                    }
                     blocks.push((i, b));
                 }
             }

@@ -15,7 +15,6 @@ use crate::inode::now;
 use crate::ops::Op;
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
-use uf2fs_format::consts::BLOCK_SIZE;
 use uf2fs_format::node::{F2FS_COMPRESS_RELEASED, F2FS_COMPR_FL, F2FS_DATA_EXIST, F2FS_INLINE_DATA};
 use uf2fs_format::superblock::FEATURE_COMPRESSION;
 
@@ -40,13 +39,13 @@ pub enum ClusterWrite {
 /// A cluster's contents as the caller gives them: `data` from the cluster's first
 /// byte (at most a cluster; a short last block is padded with zeros) and which of its
 /// blocks are holes (`holes[i]` for block `i`; missing entries are data).
-fn plain_blocks(data: &[u8], holes: &[bool]) -> Vec<Option<Vec<u8>>> {
-    data.chunks(BLOCK_SIZE)
+fn plain_blocks(data: &[u8], holes: &[bool], bs: usize) -> Vec<Option<Vec<u8>>> {
+    data.chunks(bs)
         .enumerate()
         .map(|(i, c)| {
             (!holes.get(i).copied().unwrap_or(false)).then(|| {
                 let mut b = c.to_vec();
-                b.resize(BLOCK_SIZE, 0);
+                b.resize(bs, 0);
                 b
             })
         })
@@ -83,7 +82,6 @@ impl Fs {
                 detail: "the volume has no compression feature".into(),
             });
         }
-        self.compressed_writes_supported()?;
         let mut op = self.begin_op()?;
         let r = op.set_compression(ino, codec, released);
         op.end(r)
@@ -96,23 +94,23 @@ impl Fs {
     /// block ([`encode_cluster`]); otherwise it is stored plain. `i_size` grows to
     /// cover `data`. Returns how it was stored.
     pub fn write_cluster(&self, ino: Ino, cluster: u64, data: &[u8], holes: &[bool]) -> Result<ClusterWrite> {
-        self.compressed_writes_supported()?;
         let i = self.inode(ino)?;
         let c = i
             .inode
             .compress
             .filter(|_| i.inode.is_compressed())
             .ok_or_else(|| Error::Invalid(format!("inode {ino} is not a compressed file")))?;
-        let codec = ClusterCodec::from_compression(&c)?;
+        let bs = i.inode.geometry.block_size();
+        let codec = ClusterCodec::from_compression(&c)?.with_block_size(bs);
         drop(i);
-        let end = (cluster << codec.log_cluster_size()) * BLOCK_SIZE as u64 + data.len() as u64;
+        let end = (cluster << codec.log_cluster_size()) * bs as u64 + data.len() as u64;
         let whole = data.len() == codec.cluster_bytes() && !holes.iter().any(|&h| h);
         let encoded = if whole { encode_cluster(&codec, data)? } else { None };
         if let Some(e) = &encoded {
             let placed = self.write_cluster_data(ino, cluster, ClusterData::Compressed(e), end)?;
             return Ok(ClusterWrite::Compressed { blocks: placed.written });
         }
-        let owned = plain_blocks(data, holes);
+        let owned = plain_blocks(data, holes, bs);
         let list: Vec<Option<&[u8]>> = owned.iter().map(|b| b.as_deref()).collect();
         let placed = self.write_cluster_data(ino, cluster, ClusterData::Plain(&list), end)?;
         Ok(ClusterWrite::Plain { blocks: placed.written })
@@ -124,30 +122,11 @@ impl Fs {
     /// smaller. A plain cluster of holes only, where the file has no node yet, changes
     /// nothing but the size.
     pub fn write_cluster_data(&self, ino: Ino, cluster: u64, data: ClusterData, end: u64) -> Result<Placed> {
-        self.compressed_writes_supported()?;
         self.with_room(|fs| {
             let mut op = fs.begin_op()?;
             let r = op.write_cluster(ino, cluster, data, end);
             op.end(r)
         })
-    }
-}
-
-impl Fs {
-    /// The packer's entry points take clusters its callers encoded in 4 KiB blocks: they
-    /// write compressed files on volumes of 4096-byte blocks only (EOPNOTSUPP on 16 KiB
-    /// ones, where the mount's writeback encodes clusters in the volume's blocks).
-    fn compressed_writes_supported(&self) -> Result<()> {
-        let bs = self.superblock().block_size();
-        if bs != BLOCK_SIZE {
-            return Err(Error::Unsupported {
-                feature: "compression",
-                detail: format!(
-                    "uf2fs writes compressed files on volumes of {BLOCK_SIZE}-byte blocks only; this one has {bs}-byte blocks"
-                ),
-            });
-        }
-        Ok(())
     }
 }
 
@@ -198,6 +177,7 @@ impl Op<'_> {
             return Err(Error::Invalid(format!("inode {ino} is not a compressed file")));
         };
         let n = 1u64 << c.log_cluster_size;
+        super::place::check_cluster_data(&data, n as usize, i.inode.geometry.block_size())?;
         let first = cluster
             .checked_mul(n)
             .filter(|f| f + n <= crate::file::blocks::max_blocks(&i))
