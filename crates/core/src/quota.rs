@@ -4,7 +4,7 @@
 //! uf2fs does not account quota while it writes (a read-write mount refuses quota
 //! volumes). The quota files are written whole, twice in a volume's life at most:
 //! mkfs makes each quota inode with the usage of the directories it makes
-//! ([`QuotaFile::inode`], [`QuotaFile::data_blocks`]), and a builder that fills a
+//! (`QuotaFile::inode`, `QuotaFile::data_blocks`), and a builder that fills a
 //! fresh volume ([`Fs::open_to_build`]) calls [`Fs::write_quota_files`] once the tree
 //! is complete. Both count usage with [`QuotaUsage`] and lay a file out with
 //! [`QuotaFile::new`] (the bytes themselves are [`uf2fs_format::quota::build`]'s).
