@@ -14,6 +14,10 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "lib"))
+import f2fs  # noqa: E402  (scripts/lib/f2fs.py)
+from f2fs import CHECKPOINT, SUPER_BLOCK  # noqa: E402
+
 BLK = 4096
 I_ADDR = 360
 I_NID = I_ADDR + 923 * 4
@@ -73,14 +77,17 @@ def cut(c, path):
     def block(a):
         return img[a * BLK:(a + 1) * BLK] if 0 <= a < nblocks else b""
 
-    sb = img[1024:4096]
+    sb = img[f2fs.F2FS_SUPER_OFFSET:BLK]
     c.put("superblock", f"{tag}-sb0", sb)
-    c.put("superblock", f"{tag}-sb1", img[BLK + 1024:2 * BLK])
-    feature = u32(sb, 2180)
-    cp_addr, sit_addr, nat_addr, ssa_addr, main_addr = (u32(sb, o) for o in (76, 80, 84, 88, 92))
-    seg_sit, seg_nat, seg_ssa, seg_main = u32(sb, 56), u32(sb, 60), u32(sb, 64), u32(sb, 68)
+    c.put("superblock", f"{tag}-sb1", img[BLK + f2fs.F2FS_SUPER_OFFSET:2 * BLK])
+    field = lambda *names: (SUPER_BLOCK.get(sb, n) for n in names)
+    (feature,) = field("feature")
+    cp_addr, sit_addr, nat_addr, ssa_addr, main_addr = field(
+        "cp_blkaddr", "sit_blkaddr", "nat_blkaddr", "ssa_blkaddr", "main_blkaddr")
+    seg_sit, seg_nat, seg_ssa, seg_main = field(
+        "segment_count_sit", "segment_count_nat", "segment_count_ssa", "segment_count_main")
     main_end = main_addr + seg_main * 512
-    payload = u32(sb, 1664)
+    (payload,) = field("cp_payload")
 
     # Checkpoint packs, their orphan and summary blocks; NAT journal entries.
     nat = {}
@@ -89,11 +96,12 @@ def cut(c, path):
         cpb = block(start)
         if not any(cpb):
             continue
-        flags, total, start_sum = u32(cpb, 132), u32(cpb, 136), u32(cpb, 140)
+        flags, total, start_sum = (CHECKPOINT.get(cpb, n) for n in
+                                   ("ckpt_flags", "cp_pack_total_block_count", "cp_pack_start_sum"))
         c.put("checkpoint", f"{tag}-cp{p}-{start:x}", b"".join(block(start + i) for i in range(1 + payload)))
         if 2 <= total <= 512:
             c.put("checkpoint", f"{tag}-cp{p}-last-{start + total - 1:x}", block(start + total - 1))
-        if flags & 0x2:
+        if flags & f2fs.CP_ORPHAN_PRESENT_FLAG:
             for i in range(1 + payload, start_sum):
                 c.put("orphan", f"{tag}-orphan-{start + i:x}", block(start + i))
         if not 1 <= start_sum < total <= 512:
@@ -101,7 +109,7 @@ def cut(c, path):
         sums = [block(start + i) for i in range(start_sum, total - 1)]
         for i, s in enumerate(sums):
             c.put("summary", f"{tag}-cp{p}-sum{i}-{start + start_sum + i:x}", s)
-        compact = bool(flags & 0x4)
+        compact = bool(flags & f2fs.CP_COMPACT_SUM_FLAG)
         c.put("summary", f"{tag}-cp{p}-journals{'-compact' if compact else ''}", b"".join(sums[: 1 if compact else 3]))
         if sums:
             j = sums[0][:BLK] if compact else sums[0][3584:]

@@ -25,10 +25,22 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import f2fs  # noqa: E402  (scripts/lib/f2fs.py)
+
 BLOCK = 16384
-# Data addresses of an inode on this image: 3995 - 9 (extra attributes, 36 bytes) - 50
-# (inline xattrs); a direct node holds 4090, or 4088 for clusters of 4 blocks.
-IN_INODE = 3995 - 9 - 50
+# Inodes here carry 36 bytes of extra attributes and 50 words of inline xattrs.
+EXTRA_ISIZE = 36
+INLINE_XATTR_ADDRS = 50
+# Data addresses of an inode on this image (3995 - 9 - 50 = 3936); a direct node holds
+# 4090. A compressed file's (clusters of 4 blocks) take whole clusters: 3936 and 4088.
+IN_INODE = f2fs.addrs_per_inode(BLOCK, EXTRA_ISIZE, INLINE_XATTR_ADDRS)
+PER_NODE = f2fs.addrs_per_block(BLOCK)
+CLUSTER = 4
+IN_INODE_COMPRESSED = f2fs.addrs_per_inode(BLOCK, EXTRA_ISIZE, INLINE_XATTR_ADDRS, CLUSTER)
+PER_NODE_COMPRESSED = f2fs.addrs_per_block(BLOCK, CLUSTER)
+# Inline data: the inode's addresses but one (DEF_INLINE_RESERVED_SIZE), as bytes.
+MAX_INLINE_DATA = f2fs.ADDR_BYTES * (IN_INODE - 1)
 # A fixed time stamp for every entry (sload.f2fs keeps whole seconds).
 MTIME = 1_767_225_600  # 2026-01-01
 
@@ -66,11 +78,12 @@ def build_tree(root):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     w("small/hello.txt", b"hello\n")
     # Inline data holds up to 4 * (3995 - 9 - 50 - 1) = 15740 bytes here.
-    for n in [0, 1, 100, 4095, 4096, 4097, 15739, 15740, 15741, 16383, 16384, 16385, 3 * BLOCK + 5, 40 * BLOCK]:
+    inline = [MAX_INLINE_DATA - 1, MAX_INLINE_DATA, MAX_INLINE_DATA + 1]
+    for n in [0, 1, 100, 4095, 4096, 4097] + inline + [16383, 16384, 16385, 3 * BLOCK + 5, 40 * BLOCK]:
         w("small/size-%d" % n, text(n, n))
     # Through the inode's own addresses and both direct nodes into the first indirect
     # node (sload.f2fs writes every block, holes too, so no sparse shortcut).
-    w("big/indirect.bin", stamped(IN_INODE + 2 * 4090 + 100, b"plain"))
+    w("big/indirect.bin", stamped(IN_INODE + 2 * PER_NODE + 100, b"plain"))
     os.symlink("../small/hello.txt", os.path.join(root, "links/rel"))
     os.symlink("/small/hello.txt", os.path.join(root, "links/abs"))
     os.symlink("nowhere/at/all", os.path.join(root, "links/dangling"))
@@ -93,7 +106,7 @@ def build_tree(root):
     # Compressed (sload -c -i z): text compresses, the stamped file reaches the
     # indirect node: 3936 + 2 * 4088 = 12112 blocks before it, in clusters of 4.
     w("compress/text.z", text(300_000, 5))
-    w("compress/indirect.z", stamped(12112 + 300, b"indirect"))
+    w("compress/indirect.z", stamped(IN_INODE_COMPRESSED + 2 * PER_NODE_COMPRESSED + 300, b"indirect"))
     w("compress/random.z", hashlib.sha256(b"seed").digest() * 2000)
     for dirpath, dirnames, filenames in os.walk(root):
         for n in dirnames + filenames + ["."]:
@@ -165,7 +178,8 @@ def manifest(src, labels, dirs, root_ino):
             if len(data) > 10 * 1024 * 1024:
                 # Every 4 MiB, the last blocks, and both sides of where the direct
                 # nodes and the indirect node start (plain, then in clusters of 4).
-                edges = [IN_INODE, IN_INODE + 4090, IN_INODE + 8180, 3936, 3936 + 4088, 3936 + 8176]
+                edges = [IN_INODE + k * PER_NODE for k in range(3)]
+                edges += [IN_INODE_COMPRESSED + k * PER_NODE_COMPRESSED for k in range(3)]
                 offs = sorted(set(list(range(0, len(data), 4 << 20)) + [len(data) - 4 * BLOCK] +
                                   [(e - 2) * BLOCK for e in edges if (e + 2) * BLOCK <= len(data)]))
                 chunks = ",".join("%d:%d:%s" % (o, min(4 * BLOCK, len(data) - o),

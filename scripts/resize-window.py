@@ -12,19 +12,17 @@ usage: scripts/resize-window.py [WORKDIR] [SIZE_MIB] [SEGS]
 
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import f2fs  # noqa: E402  (scripts/lib/f2fs.py)
+from f2fs import CHECKPOINT, SUPER_BLOCK  # noqa: E402
 
 BLOCK = 4096
-F2FS_MAGIC = 0xF2F52010
-CP_RESIZEFS_FLAG = 0x4000
-
-
-def f2fs_crc(data: bytes) -> int:
-    """F2FS's checksum: CRC-32 (reflected) seeded with the magic, no final inversion."""
-    return (~zlib.crc32(data, (~F2FS_MAGIC) & 0xFFFFFFFF)) & 0xFFFFFFFF
+# Blocks of a segment (mkfs.f2fs's 2 MiB segments of 4 KiB blocks).
+BLOCKS_PER_SEG = 512
+CP_RESIZEFS_FLAG = f2fs.CP_RESIZEFS_FLAG
 
 
 class Image:
@@ -32,34 +30,29 @@ class Image:
 
     def __init__(self, path):
         self.f = open(path, "r+b")
-        self.f.seek(1024)
-        self.sb = bytearray(self.f.read(3072))
-
-    def sb_u32(self, off):
-        return struct.unpack_from("<I", self.sb, off)[0]
+        self.f.seek(f2fs.F2FS_SUPER_OFFSET)
+        self.sb = bytearray(self.f.read(f2fs.F2FS_SUPER_SIZE))
 
     def shrink_superblocks(self, segs, copies=(0, 1)):
         """Writes superblock copies with `segs` fewer segments (block_count,
         section_count, segment_count and segment_count_main; one segment a section)."""
         sb = bytearray(self.sb)
-        block_count = struct.unpack_from("<Q", sb, 36)[0]
-        struct.pack_into("<Q", sb, 36, block_count - segs * 512)
-        for off in (44, 48, 68):
-            struct.pack_into("<I", sb, off, self.sb_u32(off) - segs)
+        block_count = SUPER_BLOCK.get(sb, "block_count")
+        SUPER_BLOCK.put(sb, "block_count", block_count - segs * BLOCKS_PER_SEG)
+        for member in ("section_count", "segment_count", "segment_count_main"):
+            SUPER_BLOCK.put(sb, member, SUPER_BLOCK.get(self.sb, member) - segs)
         for copy in copies:
-            self.f.seek(copy * BLOCK + 1024)
+            self.f.seek(copy * BLOCK + f2fs.F2FS_SUPER_OFFSET)
             self.f.write(sb)
 
+    def block(self, addr):
+        self.f.seek(addr * BLOCK)
+        return self.f.read(BLOCK)
+
     def checkpoint_at(self):
-        """The block address of the current checkpoint pack (the higher version)."""
-        cp_blkaddr = self.sb_u32(76)
-        best = None
-        for pack in (cp_blkaddr, cp_blkaddr + 512):
-            self.f.seek(pack * BLOCK)
-            version = struct.unpack("<Q", self.f.read(8))[0]
-            if best is None or version > best[1]:
-                best = (pack, version)
-        return best[0]
+        """The block address of the current checkpoint pack (the newer consistent one)."""
+        cp_blkaddr = SUPER_BLOCK.get(self.sb, "cp_blkaddr")
+        return f2fs.newest_checkpoint(self.block, cp_blkaddr, BLOCKS_PER_SEG)[3]
 
     def edit_checkpoint(self, d_user_blocks, d_free_segs, flags=0):
         """Rewrites both checkpoint blocks of the current pack with user_block_count
@@ -67,15 +60,14 @@ class Image:
         pack = self.checkpoint_at()
         self.f.seek(pack * BLOCK)
         cp = bytearray(self.f.read(BLOCK))
-        user = struct.unpack_from("<Q", cp, 8)[0]
-        struct.pack_into("<Q", cp, 8, user + d_user_blocks)
-        free = struct.unpack_from("<I", cp, 32)[0]
-        struct.pack_into("<I", cp, 32, free + d_free_segs)
-        ckpt_flags = struct.unpack_from("<I", cp, 132)[0]
-        struct.pack_into("<I", cp, 132, ckpt_flags | flags)
-        crc_at = struct.unpack_from("<I", cp, 164)[0]
-        struct.pack_into("<I", cp, crc_at, f2fs_crc(bytes(cp[:crc_at])))
-        total = struct.unpack_from("<I", cp, 136)[0]
+        user = CHECKPOINT.get(cp, "user_block_count")
+        CHECKPOINT.put(cp, "user_block_count", user + d_user_blocks)
+        free = CHECKPOINT.get(cp, "free_segment_count")
+        CHECKPOINT.put(cp, "free_segment_count", free + d_free_segs)
+        CHECKPOINT.put(cp, "ckpt_flags", CHECKPOINT.get(cp, "ckpt_flags") | flags)
+        crc_at = CHECKPOINT.get(cp, "checksum_offset")
+        f2fs.put_u32_at(cp, crc_at, f2fs.f2fs_crc32(bytes(cp[:crc_at])))
+        total = CHECKPOINT.get(cp, "cp_pack_total_block_count")
         for at in (pack, pack + total - 1):
             self.f.seek(at * BLOCK)
             self.f.write(cp)

@@ -19,38 +19,22 @@ The checkpoint line says "umount" when the last checkpoint was written by an unm
 
 Exit status: 0 (whatever the chain holds), 2 usage or an unreadable image.
 """
-import struct
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import f2fs  # noqa: E402  (scripts/lib/f2fs.py)
+from f2fs import CHECKPOINT, INODE, NODE_FOOTER, SUPER_BLOCK  # noqa: E402
+
+# Blocks are read as 4 KiB blocks.
 BLOCK = 4096
-CP_UMOUNT = 0x1
-CP_CRC_RECOVERY = 0x40
-CP_NOCRC_RECOVERY = 0x200
-FLAG_NAMES = [
-    (0x1, "umount"), (0x2, "orphan"), (0x4, "compacted_summary"), (0x8, "error"),
-    (0x10, "fsck"), (0x20, "fastboot"), (0x40, "crc_recovery"), (0x80, "nat_bits"),
-    (0x100, "trimmed"), (0x200, "nocrc_recovery"), (0x400, "large_nat_bitmap"),
-    (0x800, "quota_need_fsck"), (0x1000, "disabled"), (0x2000, "disabled_quick"),
-    (0x4000, "resizefs"),
-]
-WARM_NODE = 1
+# The chain fsync leaves is the warm node log's.
+WARM_NODE = f2fs.CURSEG_WARM_NODE - f2fs.CURSEG_HOT_NODE
 
 
 def die(msg):
     print(f"fsync-chain: {msg}", file=sys.stderr)
     sys.exit(2)
-
-
-def u16(b, o):
-    return struct.unpack_from("<H", b, o)[0]
-
-
-def u32(b, o):
-    return struct.unpack_from("<I", b, o)[0]
-
-
-def u64(b, o):
-    return struct.unpack_from("<Q", b, o)[0]
 
 
 class Image:
@@ -70,20 +54,8 @@ class Image:
 
 def newest_checkpoint(img, sb):
     """(version, flags, header block, pack start) of the newest consistent pack."""
-    cp_blkaddr = u32(sb, 76)
-    bps = 1 << u32(sb, 20)
-    best = None
-    for start in (cp_blkaddr, cp_blkaddr + bps):
-        head = img.block(start)
-        ver = u64(head, 0)
-        total = u32(head, 136)
-        if total == 0 or total > bps:
-            continue
-        tail = img.block(start + total - 1)
-        if u64(tail, 0) != ver:
-            continue
-        if best is None or ver > best[0]:
-            best = (ver, u32(head, 132), head, start)
+    bps = 1 << SUPER_BLOCK.get(sb, "log_blocks_per_seg")
+    best = f2fs.newest_checkpoint(img.block, SUPER_BLOCK.get(sb, "cp_blkaddr"), bps)
     if best is None:
         die("no consistent checkpoint pack")
     return best
@@ -98,30 +70,31 @@ def main():
     if len(args) != 1:
         die("usage: fsync-chain.py [--quiet] IMG")
     img = Image(args[0])
-    sb = img.block(0)[1024:]
-    if u32(sb, 0) != 0xF2F52010:
+    sb = img.block(0)[f2fs.F2FS_SUPER_OFFSET:]
+    if SUPER_BLOCK.get(sb, "magic") != f2fs.F2FS_SUPER_MAGIC:
         die("not an F2FS image (superblock magic)")
-    bps = 1 << u32(sb, 20)
-    main_start = u32(sb, 92)
-    main_end = main_start + u32(sb, 68) * bps
+    bps = 1 << SUPER_BLOCK.get(sb, "log_blocks_per_seg")
+    main_start = SUPER_BLOCK.get(sb, "main_blkaddr")
+    main_segs = SUPER_BLOCK.get(sb, "segment_count_main")
+    main_end = main_start + main_segs * bps
     ver, flags, head, _ = newest_checkpoint(img, sb)
-    names = [n for bit, n in FLAG_NAMES if flags & bit]
-    segno = u32(head, 36 + 4 * WARM_NODE)
-    blkoff = u16(head, 68 + 2 * WARM_NODE)
-    if flags & CP_CRC_RECOVERY:
-        crc = u32(head, u32(head, 164))
+    names = [n for bit, n in f2fs.CP_FLAG_NAMES if flags & bit]
+    segno = CHECKPOINT.get(head, "cur_node_segno", WARM_NODE)
+    blkoff = CHECKPOINT.get(head, "cur_node_blkoff", WARM_NODE)
+    if flags & f2fs.CP_CRC_RECOVERY_FLAG:
+        crc = f2fs.u32_at(head, CHECKPOINT.get(head, "checksum_offset"))
         want = ver | (crc << 32)
     else:
         want = ver
 
     def matches(v):
-        if flags & CP_NOCRC_RECOVERY:
+        if flags & f2fs.CP_NOCRC_RECOVERY_FLAG:
             return (v & 0xFFFFFFFF) == (want & 0xFFFFFFFF)
         return v == want
 
     print(f"checkpoint: version {ver:#x}, flags {flags:#x} ({' '.join(names)}), "
           f"warm node log at segment {segno} block {blkoff}")
-    free = u32(sb, 68) * bps - u64(head, 16)
+    free = main_segs * bps - CHECKPOINT.get(head, "valid_block_count")
     addr = main_start + segno * bps + blkoff
     seen = set()
     blocks = fsync = dent = 0
@@ -130,8 +103,9 @@ def main():
     stop = "a block outside the main area"
     while main_start <= addr < main_end:
         b = img.block(addr)
-        nid, ino, flag = u32(b, 4072), u32(b, 4076), u32(b, 4080)
-        cp_ver, nxt = u64(b, 4084), u32(b, 4092)
+        foot = f2fs.node_footer_offset(BLOCK)
+        nid, ino, flag = (NODE_FOOTER.get(b, m, base=foot) for m in ("nid", "ino", "flag"))
+        cp_ver, nxt = NODE_FOOTER.get(b, "cp_ver", base=foot), NODE_FOOTER.get(b, "next_blkaddr", base=foot)
         if not matches(cp_ver):
             stop = f"block {addr:#x}: footer version {cp_ver:#x} is not the checkpoint's"
             break
@@ -142,26 +116,26 @@ def main():
         blocks += 1
         segments.add((addr - main_start) // bps)
         marks = []
-        if flag & 2:
+        if flag & (1 << f2fs.FSYNC_BIT_SHIFT):
             fsync += 1
             marks.append("fsync")
-        if flag & 4:
+        if flag & (1 << f2fs.DENT_BIT_SHIFT):
             dent += 1
             marks.append("dent")
-        ofs = flag >> 3
+        ofs = flag >> f2fs.OFFSET_BIT_SHIFT
         what = f"ofs {ofs}"
         if nid == ino:
             inodes.add(ino)
-            namelen = min(u32(b, 88), 255)
-            name = b[92:92 + namelen].decode("utf-8", "replace")
-            what = f"inode size {u64(b, 16)} pino {u32(b, 84)} name {name!r}"
+            namelen = min(INODE.get(b, "i_namelen"), 255)
+            name = INODE.bytes_of(b, "i_name")[:namelen].decode("utf-8", "replace")
+            what = f"inode size {INODE.get(b, 'i_size')} pino {INODE.get(b, 'i_pino')} name {name!r}"
         if not quiet:
             print(f"  {addr:#x}: nid {nid} ino {ino} {','.join(marks) or '-'} {what}")
         addr = nxt
     print(f"chain: {blocks} blocks, {fsync} fsync-marked, {dent} dentry-marked, "
           f"{len(inodes)} inodes, {len(segments)} segments")
     print(f"end of chain: {stop}")
-    if flags & CP_UMOUNT:
+    if flags & f2fs.CP_UMOUNT_FLAG:
         print("note: the checkpoint is an unmount checkpoint; the kernel does not roll forward")
 
 

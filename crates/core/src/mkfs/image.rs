@@ -19,18 +19,19 @@
 //! SIT journal, and the NAT entries of root, the quota files and lost+found in its NAT
 //! journal. The quota files (features `quota` and `project_quota`: user and group, and
 //! project) are inodes 4, 5 (and 6), before lost+found, as mkfs.f2fs numbers them; each
-//! holds the root directory's (and lost+found's) usage (`quota_inode`).
+//! holds the root directory's (and lost+found's) usage, counted from their inodes and
+//! laid out by [`QuotaFile`] (crate::quota, which also writes a built tree's quota files).
 
 pub use super::params::{BlockWrite, Params};
 
 use super::params::{encode, QUOTA_DATA_BLOCKS, ROOT_INO};
+use crate::quota::{QuotaFile, QuotaUsage};
 use crate::Result;
 use uf2fs_format::checkpoint::Checkpoint;
 use uf2fs_format::consts::{F2FS_SUPER_OFFSET, NAT_ENTRY_PER_BLOCK};
 use uf2fs_format::dentry::{ft, DentryAreaMut};
 use uf2fs_format::nat::{NatEntry, NAT_ENTRY_SIZE};
 use uf2fs_format::node::{Inode, NodeFooter, F2FS_EXTRA_ATTR};
-use uf2fs_format::quota::{self, QuotaType, Usage};
 use uf2fs_format::superblock::*;
 
 /// Node id of the node inode (internal).
@@ -193,65 +194,14 @@ fn dentry_block(p: &Params, ino: u32, parent: u32, more: &[(&[u8], u32)]) -> Res
     Ok(b)
 }
 
-/// A quota file's inode as mkfs.f2fs makes it: a regular file of mode 0600 owned by
-/// the root's owner, immutable, its two data blocks at `data_blk`, a size of the
-/// quota file's bytes, no parent or name, creation time 0.
-fn quota_inode(p: &Params, sb: &Superblock, size: u64) -> Inode {
-    let time = (p.time_secs, 0);
-    let extra = p.has(FEATURE_EXTRA_ATTR);
-    Inode {
-        mode: 0o100600,
-        advise: 0,
-        inline: if extra { F2FS_EXTRA_ATTR } else { 0 },
-        uid: p.root_uid,
-        gid: p.root_gid,
-        links: 1,
-        size,
-        blocks: 1 + QUOTA_DATA_BLOCKS as u64,
-        atime: time,
-        ctime: time,
-        mtime: time,
-        generation: 0,
-        current_depth: 0,
-        xattr_nid: 0,
-        flags: crate::namei::flags::FS_IMMUTABLE_FL,
-        pino: 0,
-        name: Vec::new(),
-        dir_level: 0,
-        ext: (0, 0, 0),
-        extra_isize: if extra { extra_isize(sb.feature) } else { 0 },
-        inline_xattr_addrs: 0,
-        projid: 0,
-        inode_checksum: 0,
-        crtime: p.has(FEATURE_INODE_CRTIME).then_some((0, 0)),
-        compress: None,
-        nids: [0; 5],
-        geometry: sb.geometry(),
-    }
-}
-
-/// The quota file of `qtype` on a new volume: the root directory's id (its owner,
-/// group, or project 0) using its inodes and dentry blocks (root's and lost+found's).
-fn new_quota_file(p: &Params, qtype: QuotaType) -> Vec<u8> {
-    let id = match qtype {
-        QuotaType::User => p.root_uid,
-        QuotaType::Group => p.root_gid,
-        QuotaType::Project => 0,
-    };
-    let dirs = 1 + u64::from(p.lost_found_ino().is_some());
-    let usage = Usage {
-        inodes: dirs,
-        space: dirs * p.block_size() as u64,
-    };
-    quota::build(qtype, &[(id, usage)])
-}
-
 /// Root, the quota files and lost+found: inodes in the hot node log (in that order),
 /// dentry blocks and quota data in the hot data log (root's dentry block, two blocks
 /// per quota file, lost+found's dentry block), as mkfs.f2fs places them.
 fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
     let lpf = p.lost_found_ino();
     let mut writes = Vec::new();
+    // The quota files hold the usage of the directories made here.
+    let mut usage = QuotaUsage::default();
     let quotas = p.quota_types();
     let quota_inos = p.quota_inos();
     let mut dirs = vec![(ROOT_INO, 0, 0o040755, 2 + u32::from(lpf.is_some()), 0u32, 0u32)];
@@ -270,6 +220,7 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
         let node_blk = p.hot_node_blk(node_slot);
         let data_blk = p.hot_data_blk(data_slot);
         let inode = dir_inode(p, sb, ino, parent, mode, links);
+        usage.count(&inode, p.block_size() as u64);
         let footer = NodeFooter {
             nid: ino,
             ino,
@@ -289,8 +240,8 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
         let node_blk = p.hot_node_blk(1 + i as u32);
         let first = 1 + QUOTA_DATA_BLOCKS * i as u32;
         let data: Vec<u32> = (0..QUOTA_DATA_BLOCKS).map(|k| p.hot_data_blk(first + k)).collect();
-        let file = new_quota_file(p, qtype);
-        let inode = quota_inode(p, sb, file.len() as u64);
+        let file = QuotaFile::new(qtype, &usage);
+        let inode = file.inode(sb, (p.root_uid, p.root_gid), p.time_secs, extra_isize(sb.feature));
         let footer = NodeFooter {
             nid: ino,
             ino,
@@ -300,10 +251,8 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
             next_blkaddr: p.hot_node_blk(2 + qtype.index() as u32),
         };
         writes.push((node_blk as u64, encode(inode.encode(sb, &data, &footer))?));
-        let mut bytes = file;
-        bytes.resize(QUOTA_DATA_BLOCKS as usize * p.block_size(), 0);
-        for (k, chunk) in bytes.chunks(p.block_size()).enumerate() {
-            writes.push((data[k] as u64, chunk.to_vec()));
+        for (&blk, block) in data.iter().zip(file.data_blocks(p.block_size())) {
+            writes.push((blk as u64, block));
         }
     }
     Ok(writes)

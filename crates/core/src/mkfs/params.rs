@@ -38,8 +38,8 @@ pub struct Params<'a> {
     pub encoding_flags: u16,
 }
 
-/// Quota data blocks mkfs gives each quota inode (`QUOTA_DATA`).
-pub const QUOTA_DATA_BLOCKS: u32 = 2;
+/// Quota data blocks mkfs gives each quota inode (the quota files' builder's).
+pub use crate::quota::QUOTA_DATA_BLOCKS;
 
 /// A block to write, by block address.
 pub type BlockWrite = (u64, Vec<u8>);
