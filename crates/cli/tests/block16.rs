@@ -381,7 +381,10 @@ fn dev_fsck_clean(img: &Path) {
         .output()
         .expect("run fsck.f2fs");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let bad = text.lines().any(|l| l.contains("[Fail]") || l.contains("ASSERT"));
+    // `[ERROR]`: what it prints, exiting 0, for a quota file its blocks do not match.
+    let bad = text
+        .lines()
+        .any(|l| l.contains("[Fail]") || l.contains("ASSERT") || l.contains("[ERROR]"));
     assert!(
         out.status.success() && !bad,
         "fsck.f2fs -f on {}:\n{text}",
@@ -454,6 +457,34 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     );
     drop(fs);
     dev_fsck_clean(&empty);
+
+    // Quota files: one 16 KiB data block each (mkfs.f2fs's QUOTA_DATA, 6 KiB rounded up
+    // to whole blocks), which fsck.f2fs checks against their size.
+    let quota = tmp.path().join("quota.img");
+    bin.run([
+        arg(b"mkfs"),
+        arg(b"-q"),
+        arg(b"-b"),
+        arg(b"16384"),
+        arg(b"-O"),
+        arg(b"extra_attr,quota,project_quota"),
+        arg(b"--size"),
+        arg(b"256M"),
+        path_arg(&quota),
+    ])
+    .assert_ok();
+    dev_fsck_clean(&quota);
+    let fs = uf2fs_core::Fs::open(&quota, &[]).unwrap();
+    let qf_ino = fs.superblock().qf_ino;
+    for ino in qf_ino {
+        let st = fs.stat(ino).unwrap();
+        assert_eq!(
+            (st.size, st.blocks),
+            (6144, BLOCK / 512),
+            "quota inode {ino}: its size and its one data block"
+        );
+    }
+    drop(fs);
 
     let src = tmp.path().join("src");
     sample_tree(&src);

@@ -21,9 +21,16 @@ use uf2fs_format::quota;
 pub use uf2fs_format::quota::{entries, QuotaType, Usage};
 use uf2fs_format::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_INODE_CRTIME};
 
-/// Data blocks mkfs gives each quota inode (mkfs.f2fs's `QUOTA_DATA`): room for a new
-/// volume's quota file, which holds one id.
-pub const QUOTA_DATA_BLOCKS: u32 = 2;
+/// Bytes mkfs keeps for a new volume's quota file (which holds one id): mkfs.f2fs's
+/// `QUOTA_DATA` is this in whole blocks.
+const QUOTA_FILE_ROOM: usize = 6 * 1024;
+
+/// Data blocks mkfs gives each quota inode on a volume of `block_bytes`-byte blocks
+/// (mkfs.f2fs's `QUOTA_DATA`): [`QUOTA_FILE_ROOM`] rounded up to whole blocks, two of
+/// 4 KiB or one of 16 KiB. fsck.f2fs checks the file's size against its blocks.
+pub fn quota_data_blocks(block_bytes: usize) -> u32 {
+    QUOTA_FILE_ROOM.div_ceil(block_bytes) as u32
+}
 
 /// One quota file written: its type, its inode, and the ids with their usage.
 pub type QuotaFileWritten = (QuotaType, Ino, Vec<(u32, Usage)>);
@@ -91,7 +98,7 @@ impl QuotaFile {
 
     /// The file's inode as mkfs.f2fs makes it on a new volume: a regular file of mode
     /// 0600 owned by `owner` (uid, gid: the root directory's), immutable, with
-    /// [`QUOTA_DATA_BLOCKS`] data blocks (their addresses go to the inode's encoder),
+    /// [`quota_data_blocks`] data blocks (their addresses go to the inode's encoder),
     /// a size of the file's bytes, no parent or name, all times `time_secs` but a
     /// creation time of 0. With extra_attr its `i_extra_isize` is `extra_isize`, the
     /// one the volume's other new inodes get.
@@ -106,7 +113,7 @@ impl QuotaFile {
             gid: owner.1,
             links: 1,
             size: self.bytes.len() as u64,
-            blocks: 1 + QUOTA_DATA_BLOCKS as u64,
+            blocks: 1 + quota_data_blocks(sb.block_size()) as u64,
             atime: time,
             ctime: time,
             mtime: time,
@@ -129,10 +136,10 @@ impl QuotaFile {
         }
     }
 
-    /// The contents of the [`QUOTA_DATA_BLOCKS`] data blocks of `block_bytes` mkfs
+    /// The contents of the [`quota_data_blocks`] data blocks of `block_bytes` mkfs
     /// gives the file: its bytes, zero-padded.
     pub(crate) fn data_blocks(&self, block_bytes: usize) -> Vec<Vec<u8>> {
-        let room = QUOTA_DATA_BLOCKS as usize * block_bytes;
+        let room = quota_data_blocks(block_bytes) as usize * block_bytes;
         debug_assert!(
             self.bytes.len() <= room,
             "a new volume's {} quota file of {} bytes overflows its {room} bytes of data blocks",

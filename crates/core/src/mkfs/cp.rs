@@ -6,7 +6,7 @@
 //! its two checkpoint blocks, with version 0, so that any mount picks pack 0.
 
 use super::layout::NR_CURSEG_TYPE;
-use super::params::{encode, BlockWrite, Params, QUOTA_DATA_BLOCKS, ROOT_INO};
+use super::params::{encode, BlockWrite, Params, ROOT_INO};
 use crate::checkpoint::pack::{build_pack, PackSpec};
 use crate::Result;
 use uf2fs_format::checkpoint::{nat_bits_bytes, Checkpoint, CP_TRIMMED_FLAG};
@@ -121,10 +121,11 @@ fn journals_and_hot_data(p: &Params) -> JournalsAndHotData {
         sit.push((l.cur_data_segno[i], sit_entry(seg_type, if i == 0 { data } else { 0 })));
     }
     let quota_inos = p.quota_inos();
+    let per_quota = p.quota_data_blocks();
     let quota_blocks = p
         .quota_types()
         .into_iter()
-        .flat_map(|t| (0..QUOTA_DATA_BLOCKS).map(move |k| (quota_inos[t.index()], k as u16)));
+        .flat_map(|t| (0..per_quota).map(move |k| (quota_inos[t.index()], k as u16)));
     let hot: Vec<Summary> = std::iter::once((ROOT_INO, 0))
         .chain(quota_blocks)
         .chain(p.lost_found_ino().map(|l| (l, 0)))

@@ -24,7 +24,7 @@
 
 pub use super::params::{BlockWrite, Params};
 
-use super::params::{encode, QUOTA_DATA_BLOCKS, ROOT_INO};
+use super::params::{encode, ROOT_INO};
 use crate::quota::{QuotaFile, QuotaUsage};
 use crate::Result;
 use uf2fs_format::checkpoint::Checkpoint;
@@ -213,7 +213,7 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
             0o040700,
             2,
             slot,
-            1 + QUOTA_DATA_BLOCKS * quotas.len() as u32,
+            1 + p.quota_data_blocks() * quotas.len() as u32,
         ));
     }
     for &(ino, parent, mode, links, node_slot, data_slot) in &dirs {
@@ -238,8 +238,8 @@ fn root_directory(p: &Params, sb: &Superblock) -> Result<Vec<BlockWrite>> {
     for (i, &qtype) in quotas.iter().enumerate() {
         let ino = quota_inos[qtype.index()];
         let node_blk = p.hot_node_blk(1 + i as u32);
-        let first = 1 + QUOTA_DATA_BLOCKS * i as u32;
-        let data: Vec<u32> = (0..QUOTA_DATA_BLOCKS).map(|k| p.hot_data_blk(first + k)).collect();
+        let first = 1 + p.quota_data_blocks() * i as u32;
+        let data: Vec<u32> = (0..p.quota_data_blocks()).map(|k| p.hot_data_blk(first + k)).collect();
         let file = QuotaFile::new(qtype, &usage);
         let inode = file.inode(sb, (p.root_uid, p.root_gid), p.time_secs, extra_isize(sb.feature));
         let footer = NodeFooter {

@@ -38,15 +38,17 @@ pub struct Params<'a> {
     pub encoding_flags: u16,
 }
 
-/// Quota data blocks mkfs gives each quota inode (the quota files' builder's).
-pub use crate::quota::QUOTA_DATA_BLOCKS;
-
 /// A block to write, by block address.
 pub type BlockWrite = (u64, Vec<u8>);
 
 impl Params<'_> {
     pub(super) fn has(&self, bit: u32) -> bool {
         self.features & bit != 0
+    }
+
+    /// Data blocks each quota inode gets on this volume ([`crate::quota::quota_data_blocks`]).
+    pub(super) fn quota_data_blocks(&self) -> u32 {
+        crate::quota::quota_data_blocks(self.block_size())
     }
 
     /// Bytes of a block of the new volume.
@@ -91,7 +93,7 @@ impl Params<'_> {
     /// Data blocks made: root's dentry block, the quota files' blocks, lost+found's
     /// dentry block.
     pub(super) fn data_blocks(&self) -> u32 {
-        1 + QUOTA_DATA_BLOCKS * self.quota_types().len() as u32 + u32::from(self.lost_found_ino().is_some())
+        1 + self.quota_data_blocks() * self.quota_types().len() as u32 + u32::from(self.lost_found_ino().is_some())
     }
 
     /// Block address of block `i` of the hot node log.
