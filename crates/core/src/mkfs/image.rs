@@ -12,8 +12,9 @@
 //! | CP pack 1 (segment 1)          | CP block with version 0, payload, CP block    |
 //! | NAT block 0 (first copy)       | node ino 1, meta ino 2, root ino 3, quota     |
 //! | hot node log, from block 0     | root inode, quota inodes, lost+found inode    |
-//! | hot data log, from block 0     | root dentry block, two blocks per quota file, |
-//! |                                | lost+found dentry block                       |
+//! | hot data log, from block 0     | root dentry block, each quota file's 6 KiB    |
+//! |                                | (2 blocks of 4 KiB, 1 of 16 KiB), lost+found's |
+//! |                                | dentry block                                  |
 //!
 //! The SIT area stays zero: the six active logs' SIT entries live in the checkpoint's
 //! SIT journal, and the NAT entries of root, the quota files and lost+found in its NAT
