@@ -613,8 +613,12 @@ impl Recorder {
             .collect();
         let t = self.t();
         let (so, dob) = (self.model.ns[src], self.model.ns[dst]);
+        // The source's slots become holes, the last one too when the range ends
+        // inside it (at the end of file).
         let mut s = (*from).clone();
-        s.zero(pos_in, pos_in + blocks as u64 * B as u64);
+        for slot in s.blocks.iter_mut().skip(s0).take(blocks) {
+            *slot = None;
+        }
         let mut d = (*self.data(dst)).clone();
         if pos_out + len > d.size {
             d.truncate(pos_out + len);
@@ -718,10 +722,16 @@ impl Recorder {
         let want = self.data(path).bytes();
         let mut got = vec![0u8; want.len() + 1];
         let n = self.fs().read(self.ino(path), 0, &mut got).unwrap();
-        assert!(
-            n == want.len() && got[..n] == want[..],
-            "{path} reads back wrong while live"
-        );
+        if n != want.len() || got[..n] != want[..] {
+            let first = (0..n.min(want.len())).find(|&i| got[i] != want[i]);
+            let ops = &self.model.ops;
+            let last: Vec<&str> = ops.iter().rev().take(6).map(|o| o.what.as_str()).collect();
+            panic!(
+                "{path} reads back wrong while live: {n} bytes of {}, first difference at {first:?}; \
+                 the last operations, newest first: {last:?}",
+                want.len()
+            );
+        }
     }
 
     /// Unmounts (recorded, as a sync of everything) and hands back the recording.
