@@ -16,7 +16,12 @@
 //! (fsyncs after `O_TRUNC` rewrites, shrinks, punched and zeroed ranges: roll-forward
 //! records, where no freed block may come back), `atomic` (F2FS atomic writes) and
 //! `compress` (writes, overwrites, appends, truncates and fsyncs of compressed files,
-//! stored per cluster at writeback).
+//! stored per cluster at writeback), `packed_ssa` (writes and fsyncs on a 16 KiB-block
+//! `packed_ssa` volume, cut also at every SSA block write with every mix of its four
+//! 4 KiB quarters landed: a torn read-modify-write; its images are judged by the
+//! development tree's fsck.f2fs, the fsck step skipped with a message when that is not
+//! installed) and `move_range` (`F2FS_IOC_MOVE_RANGE` between two fsync'd files, cut
+//! also after every device write).
 //!
 //! The `quick_*` tests check a few hundred points in all; `full` (ignored) checks every
 //! distinct cut of several seeds, sized by `UF2FS_CRASH_*` variables.
