@@ -2,8 +2,10 @@
 //! model beside it records every state the tree and each file passed through and when
 //! each `fsync` and `sync_fs` returned (the device's flush count then). Every cut of
 //! the recording (after each flush, with none, all, half and seeded subsets of the
-//! writes in flight) is rebuilt as an image, deduplicated by content, and judged only
-//! by durability guarantees, never by how fsync is implemented:
+//! writes in flight, an F2FS block of several device blocks kept or dropped whole;
+//! plus any cuts the workload adds with [`Recording::add_torn_cuts`], such as a torn
+//! block) is rebuilt as an image, deduplicated by content, and judged only by
+//! durability guarantees, never by how fsync is implemented:
 //!
 //! 1. The image opens read-write (a mount: whatever recovery the core runs at open).
 //! 2. The tree read back satisfies the model's guarantees at that cut (below), and
