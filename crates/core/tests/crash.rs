@@ -573,27 +573,30 @@ fn packed_ssa(seed: u64, scale: &Scale) -> Recording {
 /// `F2FS_IOC_MOVE_RANGE` between two files (issue 28): both written (with holes) and
 /// fsync'd, then moves of block ranges either way (some reaching the source's end of
 /// file, some growing the target), each followed by fsyncs of both, of one or of
-/// neither; rewrites of moved-out ranges; syncs. Beyond the flush cuts, the recording
-/// is cut after every fourth device write (every write before it since the last flush
-/// landed, none after: a deterministic sample of the cut at each write).
+/// neither; rewrites of moved-out ranges; syncs. One move in eight spans 300 to 700
+/// blocks (chunks of 256). Beyond the flush cuts, the recording is cut after every
+/// device write (every write before it since the last flush landed, none after), or
+/// after every eighth one when a budget caps the images (the quick test: a
+/// deterministic sample).
 fn move_range(seed: u64, scale: &Scale) -> Recording {
     let image = fresh_image(64);
     let blocks = (image.len() / B) as u64;
     let mut r = Recorder::new(image, 1 << 15);
     let mut rng = Rng::new(seed);
     let files = ["/m0", "/m1"];
-    let max = 512 * KIB;
+    let max = 3 * MIB;
     for f in files {
         r.create(f);
-        for _ in 0..4 {
+        for _ in 0..6 {
             let off = rng.below(max);
-            let len = (1 + rng.below(96 * KIB)).min(max - off) as usize;
+            let len = (1 + rng.below(400 * KIB)).min(max - off) as usize;
             let data = rng.bytes(len);
             r.write(f, off, &data);
         }
         r.fsync(f, false);
     }
     let b = B as u64;
+    let mut big = 0;
     for _ in 0..scale.len(40) {
         let i = rng.below(2) as usize;
         let (src, dst) = (files[i], files[1 - i]);
@@ -604,13 +607,20 @@ fn move_range(seed: u64, scale: &Scale) -> Recording {
                     continue;
                 }
                 let pos_in = rng.below(size.div_ceil(b)) * b;
-                let n = 1 + rng.below(48);
+                // One move in eight spans 300 to 700 blocks: it runs as two or three
+                // operations of at most 256 blocks, writeback possibly between them.
+                let n = if rng.pct(12) {
+                    300 + rng.below(400)
+                } else {
+                    1 + rng.below(48)
+                };
                 let len = if pos_in + n * b >= size || rng.pct(15) {
                     size - pos_in
                 } else {
                     n * b
                 };
                 let pos_out = rng.below(max / b) * b;
+                big += usize::from(len > 256 * b);
                 r.move_range(src, pos_in, dst, pos_out, len);
                 match rng.below(10) {
                     0..=4 => {
@@ -638,9 +648,11 @@ fn move_range(seed: u64, scale: &Scale) -> Recording {
         }
     }
     let mut rec = r.finish();
-    let cuts = rec.add_torn_cuts(0..blocks, 1, 1);
+    // Every write when every distinct image is checked (the full run), else every eighth.
+    let every = if scale.points == 0 { 1 } else { 8 };
+    let cuts = rec.add_torn_cuts(0..blocks, 1, every);
     println!(
-        "move_range seed {seed}: {} device writes, {cuts} cuts at writes",
+        "move_range seed {seed}: {big} moves of more than 256 blocks, {} device writes, {cuts} cuts at writes",
         rec.writes()
     );
     rec
