@@ -2,8 +2,10 @@
 //! model beside it records every state the tree and each file passed through and when
 //! each `fsync` and `sync_fs` returned (the device's flush count then). Every cut of
 //! the recording (after each flush, with none, all, half and seeded subsets of the
-//! writes in flight) is rebuilt as an image, deduplicated by content, and judged only
-//! by durability guarantees, never by how fsync is implemented:
+//! writes in flight, an F2FS block of several device blocks kept or dropped whole;
+//! plus any cuts the workload adds with [`Recording::add_torn_cuts`], such as a torn
+//! block) is rebuilt as an image, deduplicated by content, and judged only by
+//! durability guarantees, never by how fsync is implemented:
 //!
 //! 1. The image opens read-write (a mount: whatever recovery the core runs at open).
 //! 2. The tree read back satisfies the model's guarantees at that cut (below), and
@@ -41,6 +43,8 @@
 
 #[path = "cuts.rs"]
 mod cuts;
+#[path = "oracle.rs"]
+mod oracle;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -581,6 +585,58 @@ impl Recorder {
         self.push_ns();
     }
 
+    /// `F2FS_IOC_MOVE_RANGE` ([`Fs::move_range`]) of `len` bytes (block-aligned, or
+    /// reaching the source's end of file) from `src` at `pos_in` to `dst` at
+    /// `pos_out`: each source block with data becomes the target's block, the
+    /// source's slot a hole; a hole in the source leaves the target's block; the
+    /// target grows to `pos_out + len`. Recorded as one operation on both files (the
+    /// move runs in chunks, so a cut may show any mix of the blocks before and after).
+    /// The workload must not reserve blocks in `src` (a reservation is a hole to the
+    /// model).
+    pub fn move_range(&mut self, src: &str, pos_in: u64, dst: &str, pos_out: u64, len: u64) {
+        let (si, di) = (self.ino(src), self.ino(dst));
+        assert_ne!(self.model.ns[src], self.model.ns[dst], "move between two files");
+        let what = format!("move range {src} {pos_in}+{len} to {dst} {pos_out}");
+        let dst_size = self.data(dst).size;
+        let n = self.run(what, Sync::None, |fs| fs.move_range(si, pos_in, di, pos_out, len));
+        assert_eq!(
+            n,
+            dst_size.max(pos_out + len) - pos_out,
+            "move range: bytes the target covers"
+        );
+        let from = self.data(src);
+        let blocks = len.div_ceil(B as u64) as usize;
+        let (s0, d0) = ((pos_in / B as u64) as usize, (pos_out / B as u64) as usize);
+        let moved: Vec<Option<Vec<u8>>> = (0..blocks)
+            .map(|i| match from.blocks.get(s0 + i) {
+                Some(Some(b)) => Some(b.to_vec()),
+                _ => None,
+            })
+            .collect();
+        let t = self.t();
+        let (so, dob) = (self.model.ns[src], self.model.ns[dst]);
+        // The source's slots become holes, the last one too when the range ends
+        // inside it (at the end of file).
+        let mut s = (*from).clone();
+        for slot in s.blocks.iter_mut().skip(s0).take(blocks) {
+            *slot = None;
+        }
+        let mut d = (*self.data(dst)).clone();
+        if pos_out + len > d.size {
+            d.truncate(pos_out + len);
+        }
+        for (i, b) in moved.iter().enumerate() {
+            if let Some(b) = b {
+                let at = (d0 + i) as u64 * B as u64;
+                let keep = (d.size - at).min(B as u64) as usize;
+                d.write(at, &b[..keep]);
+            }
+        }
+        self.model.objs[so].data.push((t, Arc::new(s)));
+        self.model.objs[dob].data.push((t, Arc::new(d)));
+        self.push_ns();
+    }
+
     /// An F2FS atomic write on the file at `path`, committed: `writes` staged (and
     /// for `replace`, the file's old data dropped first), then the size `size` when
     /// given, all durable together. The file counts as atomic from here on (see
@@ -668,10 +724,16 @@ impl Recorder {
         let want = self.data(path).bytes();
         let mut got = vec![0u8; want.len() + 1];
         let n = self.fs().read(self.ino(path), 0, &mut got).unwrap();
-        assert!(
-            n == want.len() && got[..n] == want[..],
-            "{path} reads back wrong while live"
-        );
+        if n != want.len() || got[..n] != want[..] {
+            let first = (0..n.min(want.len())).find(|&i| got[i] != want[i]);
+            let ops = &self.model.ops;
+            let last: Vec<&str> = ops.iter().rev().take(6).map(|o| o.what.as_str()).collect();
+            panic!(
+                "{path} reads back wrong while live: {n} bytes of {}, first difference at {first:?}; \
+                 the last operations, newest first: {last:?}",
+                want.len()
+            );
+        }
     }
 
     /// Unmounts (recorded, as a sync of everything) and hands back the recording.
@@ -696,11 +758,14 @@ impl Recorder {
                 nonzero.insert(i as u64);
             }
         }
+        let unit = block_unit(&self.base);
         Recording {
             dev: self.dev,
             base: self.base,
             windows,
             nonzero: nonzero.into_iter().collect(),
+            extra_cuts: Vec::new(),
+            unit,
             judge: Judge::new(self.model),
         }
     }
@@ -715,6 +780,10 @@ pub struct Recording {
     windows: Vec<Vec<(u64, Vec<u8>)>>,
     /// Blocks that may be non-zero in a cut image, in order.
     nonzero: Vec<u64>,
+    /// Cuts checked beyond the flush cuts ([`Recording::add_torn_cuts`]).
+    extra_cuts: Vec<(usize, Vec<bool>)>,
+    /// Device blocks (4 KiB) per F2FS block: the unit a flush cut keeps or drops whole.
+    unit: usize,
     judge: Judge,
 }
 
@@ -732,6 +801,78 @@ impl Recording {
     /// Operations recorded.
     pub fn ops(&self) -> usize {
         self.judge.model.ops.len()
+    }
+
+    /// Adds the cuts at every write of a `unit`-block (`unit` device blocks, aligned
+    /// to `region.start`) inside the device blocks `region`: the power fails while the
+    /// device writes in order, so every write before it since the last flush landed,
+    /// nothing after it, and of its `unit` device blocks each subset (none, all, and
+    /// every torn mix). Only every `every`-th such write from the first is cut (1: all
+    /// of them), a deterministic sample. Returns how many cuts were added.
+    pub fn add_torn_cuts(&mut self, region: std::ops::Range<u64>, unit: usize, every: usize) -> usize {
+        let before = self.extra_cuts.len();
+        let mut nth = 0;
+        for (k, w) in self.windows.iter().enumerate() {
+            let mut i = 0;
+            while i < w.len() {
+                let addr = w[i].0;
+                let whole = i + unit <= w.len()
+                    && region.contains(&addr)
+                    && (addr - region.start) % unit as u64 == 0
+                    && (0..unit).all(|j| w[i + j].0 == addr + j as u64);
+                if !whole {
+                    i += 1;
+                    continue;
+                }
+                nth += 1;
+                if (nth - 1) % every.max(1) != 0 {
+                    i += unit;
+                    continue;
+                }
+                for mask in 0..1u32 << unit {
+                    let keep = (0..w.len())
+                        .map(|j| j < i || (j < i + unit && mask >> (j - i) & 1 == 1))
+                        .collect();
+                    self.extra_cuts.push((k, keep));
+                }
+                i += unit;
+            }
+        }
+        self.extra_cuts.len() - before
+    }
+
+    /// `keep` (of the writes in flight after flush `k`) with each F2FS block's device
+    /// blocks kept or dropped together, as its first one is: the device writes an
+    /// F2FS block whole. (Linux trusts a node block by the footer in its last bytes,
+    /// so a 16 KiB node block torn on a 4 KiB-atomic device is beyond what F2FS
+    /// survives, on Linux as here; [`Recording::add_torn_cuts`] tears the blocks a
+    /// test means to tear.)
+    fn whole_blocks(&self, k: usize, mut keep: Vec<bool>) -> Vec<bool> {
+        let (w, u) = (&self.windows[k], self.unit);
+        let mut i = 0;
+        while i < w.len() {
+            let addr = w[i].0;
+            let whole =
+                u > 1 && addr % u as u64 == 0 && i + u <= w.len() && (0..u).all(|j| w[i + j].0 == addr + j as u64);
+            if whole {
+                for j in 1..u {
+                    keep[i + j] = keep[i];
+                }
+                i += u;
+            } else {
+                i += 1;
+            }
+        }
+        keep
+    }
+
+    /// Block writes recorded inside the device blocks `region`.
+    pub fn writes_in(&self, region: std::ops::Range<u64>) -> usize {
+        self.windows
+            .iter()
+            .flatten()
+            .filter(|(a, _)| region.contains(a))
+            .count()
     }
 
     /// The image after a cut at flush `k` keeping `keep` of the writes in flight.
@@ -786,6 +927,16 @@ impl Recording {
             put(img, *addr, b);
         }
     }
+}
+
+/// Device blocks (4 KiB) per F2FS block of the volume `image` holds (its superblock's
+/// `log_blocksize`; 1 when unreadable).
+fn block_unit(image: &[u8]) -> usize {
+    image
+        .get(1024 + 16..1024 + 20)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .filter(|log| (12..=16).contains(log))
+        .map_or(1, |log| 1 << (log - 12))
 }
 
 fn put(img: &mut [u8], addr: u64, b: &[u8]) {
@@ -1096,10 +1247,32 @@ pub fn walk(fs: &Fs) -> Result<BTreeMap<String, Seen>, String> {
     Ok(out)
 }
 
-/// `fsck.f2fs -f --dry-run` on `img`: `Err` with its output when it exits non-zero or
-/// prints "[Fail]", "[FIX" or "ASSERT".
-pub fn fsck(img: &Path) -> Result<(), String> {
-    let out = Command::new("fsck.f2fs")
+/// The fsck.f2fs that judges `img`: Debian's (on the `PATH`) for 4 KiB blocks; for
+/// other block sizes (the superblock's `log_blocksize`) the development tree's
+/// ([`oracle::dev_fsck`]), or `None` when it is not installed (the caller skips fsck;
+/// the reason is printed once).
+fn fsck_for(img: &Path) -> Option<std::path::PathBuf> {
+    use std::io::{Read, Seek, SeekFrom};
+    static DEV: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let mut log = [0u8; 4];
+    let read = std::fs::File::open(img).and_then(|mut f| {
+        f.seek(SeekFrom::Start(1024 + 16))?;
+        f.read_exact(&mut log)
+    });
+    if read.is_err() || u32::from_le_bytes(log) == 12 {
+        return Some("fsck.f2fs".into());
+    }
+    DEV.get_or_init(oracle::dev_fsck).clone()
+}
+
+/// `fsck.f2fs -f --dry-run` on `img` (for a volume of 16 KiB blocks, the development
+/// tree's; `Ok(false)` when there is none): `Err` with its output when it exits
+/// non-zero or prints "[Fail]", "[FIX" or "ASSERT"; `Ok(true)` when it ran clean.
+pub fn fsck(img: &Path) -> Result<bool, String> {
+    let Some(bin) = fsck_for(img) else {
+        return Ok(false);
+    };
+    let out = Command::new(bin)
         .args(["-f", "--dry-run"])
         .arg(img)
         .output()
@@ -1113,7 +1286,7 @@ pub fn fsck(img: &Path) -> Result<(), String> {
         .lines()
         .any(|l| l.contains("[Fail]") || l.contains("[FIX") || l.contains("ASSERT"));
     if out.status.success() && !bad {
-        Ok(())
+        Ok(true)
     } else {
         Err(text)
     }
@@ -1158,9 +1331,13 @@ fn check_image(judge: &Judge, path: &Path, ks: &[usize]) -> (Vec<String>, bool) 
         fails.push(format!("unmount: {e}"));
         return (fails, false);
     }
-    if let Err(text) = fsck(path) {
-        fails.push(format!("fsck.f2fs -f:\n{text}"));
-    }
+    let fsck_ran = match fsck(path) {
+        Ok(ran) => ran,
+        Err(text) => {
+            fails.push(format!("fsck.f2fs -f:\n{text}"));
+            true
+        }
+    };
     let mut want = seen;
     if let Some(ino) = probe_ino {
         let seen = Seen {
@@ -1186,7 +1363,7 @@ fn check_image(judge: &Judge, path: &Path, ks: &[usize]) -> (Vec<String>, bool) 
         }
         Err(e) => fails.push(format!("read-only reopen: {e}")),
     }
-    (fails, true)
+    (fails, fsck_ran)
 }
 
 /// How many cuts to try: environment `UF2FS_CRASH_*` over the defaults given.
@@ -1267,6 +1444,9 @@ pub struct Tally {
     pub checked: usize,
     /// (cut, image) pairs judged against the model.
     pub judged: usize,
+    /// Distinct images checked that come from the recordings' extra cuts
+    /// ([`Recording::add_torn_cuts`]).
+    pub extra_checked: usize,
     /// fsck.f2fs runs.
     pub fsck_runs: usize,
     /// Checks that panicked.
@@ -1297,7 +1477,14 @@ impl Tally {
             self.panics,
             self.seconds,
             self.record_seconds
-        )
+        ) + &if self.extra_checked > 0 {
+            format!(
+                "; {} of the images checked from torn or per-write cuts",
+                self.extra_checked
+            )
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -1320,7 +1507,19 @@ pub fn check_recording(
         singles: 0,
         seeded: scale.subsets,
     };
-    let cuts = cuts::cuts_of(&rec.dev, seed ^ 0x5851_f42d_4c95_7f2d, set);
+    // Each cut tagged with whether it is one of the recording's extra cuts (those are
+    // all checked before any budget is spread over the rest), in flush order (stable:
+    // the flush cuts first at each flush).
+    let mut cuts: Vec<(usize, Vec<bool>, bool)> = cuts::cuts_of(&rec.dev, seed ^ 0x5851_f42d_4c95_7f2d, set)
+        .into_iter()
+        .map(|(k, keep)| {
+            let keep = rec.whole_blocks(k, keep);
+            (k, keep, false)
+        })
+        .chain(rec.extra_cuts.iter().map(|(k, keep)| (*k, keep.clone(), true)))
+        .collect();
+    cuts.sort_by_key(|c| c.0);
+
     tally.recordings += 1;
     tally.ops += rec.ops();
     tally.flushes += rec.flushes();
@@ -1339,7 +1538,8 @@ pub fn check_recording(
     // Distinct images in order: (hash, cut to rebuild it, flushes that produce it).
     let mut order: Vec<(u64, usize, Vec<bool>)> = Vec::new();
     let mut ks: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (k, keep) in cuts {
+    let mut extra: HashSet<u64> = HashSet::new();
+    for (k, keep, is_extra) in cuts {
         while durable_k < k {
             for (i, (addr, _)) in rec.windows[durable_k].iter().enumerate() {
                 durable.insert(*addr, whash[durable_k][i]);
@@ -1359,6 +1559,9 @@ pub fn check_recording(
             }
         }
         let h = h.finish();
+        if is_extra {
+            extra.insert(h);
+        }
         if seen.contains(&h) && !ks.contains_key(&h) {
             continue; // checked in an earlier recording
         }
@@ -1375,12 +1578,16 @@ pub fn check_recording(
         eprintln!("enumerated in {:.2} s", t0.elapsed().as_secs_f64());
     }
     if let Some(budget) = budget.filter(|&b| b < order.len()) {
-        let n = order.len();
-        order = (0..budget).map(|i| order[i * n / budget].clone()).collect();
+        let (mut first, rest): (Vec<_>, Vec<_>) = order.into_iter().partition(|(h, _, _)| extra.contains(h));
+        let (n, left) = (rest.len(), budget.saturating_sub(first.len()).min(rest.len()));
+        first.extend((0..left).map(|i| rest[i * n / left].clone()));
+        first.sort_by_key(|(_, k, _)| *k);
+        order = first;
     }
     for (h, _, _) in &order {
         seen.insert(*h);
     }
+    tally.extra_checked += order.iter().filter(|(h, _, _)| extra.contains(h)).count();
     let dir = scratch_dir();
     let next = AtomicUsize::new(0);
     let results: Mutex<(Vec<String>, usize, usize, usize)> = Mutex::new((Vec::new(), 0, 0, 0));
