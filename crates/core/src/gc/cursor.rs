@@ -16,6 +16,9 @@ pub struct Moved {
     pub emptied: bool,
     /// Data blocks of pinned files left where they are (`F2FS_PIN_FILE`).
     pub pinned: u64,
+    /// Nodes (inodes or direct nodes) the moved data blocks dirtied, each counted once
+    /// per migration step: the node writes the data moves cost.
+    pub data_owners: u64,
 }
 
 /// The emptying of one victim section, resumable between steps: a cursor over its

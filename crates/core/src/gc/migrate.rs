@@ -132,9 +132,10 @@ impl Migration {
             if entry.seg_type >= LogType::HotNode as u8 {
                 self.moved.node += move_nodes(t, base, &valid, &sums.entries, cp_ver)?;
             } else {
-                let (moved, pinned) = move_data(t, base, &valid, &sums.entries, self.foreground)?;
+                let (moved, pinned, dirtied) = move_data(t, base, &valid, &sums.entries, self.foreground)?;
                 self.moved.data += moved;
                 self.moved.pinned += pinned;
+                self.moved.data_owners += dirtied;
             }
             return Ok(Some(valid.len() as u32));
         }
@@ -223,7 +224,9 @@ impl Owner {
 
 /// Moves the data blocks at offsets `valid` of the segment at `base`; returns the
 /// blocks moved and the blocks of pinned files left in place.
-fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: bool) -> Result<(u64, u64)> {
+/// Moves the valid data blocks `valid` of the segment at `base`; returns the blocks
+/// moved, the pinned ones left, and the owner nodes the moves dirtied.
+fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: bool) -> Result<(u64, u64, u64)> {
     let mut owners = Owners::with_capacity_and_hasher(valid.len(), Default::default());
     // Whether each owning inode is pinned, and the pinned ones met.
     let mut pin_of: HashMap<u32, bool, foldhash::fast::RandomState> = HashMap::default();
@@ -309,6 +312,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: b
     }
     // The changed nodes are written with the other dirty nodes (at the checkpoint that
     // frees the section, as the kernel's moved data pages dirty their nodes).
+    let dirtied = owners.len() as u64;
     for (nid, owner) in owners {
         match owner {
             Owner::Inode(i) => t.store_inode(*i)?,
@@ -320,7 +324,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: b
             }),
         }
     }
-    Ok((moved, pinned_left))
+    Ok((moved, pinned_left, dirtied))
 }
 
 /// Linux's `gc_pin_file_threshold` default (`DEF_GC_FAILED_PINNED_FILES`): a pinned

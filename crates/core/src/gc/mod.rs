@@ -663,11 +663,15 @@ impl Fs {
         kind: GcKind,
     ) -> Option<SectionInfo> {
         loop {
-            let node_clean = rw.gc().node_clean;
+            let (node_clean, node_writes_per_data_block) = {
+                let g = rw.gc();
+                (g.node_clean, g.stats.node_writes_per_data_block())
+            };
             let sel = policies::Selection {
                 kind,
                 node_clean,
                 now_secs: inputs.now_secs,
+                node_writes_per_data_block,
             };
             let found = victims.pick(&inputs.candidates, &sel);
             let Some(rules) = victims.node_clean_rules(kind) else {

@@ -434,6 +434,7 @@ impl Fs {
         let mut g = rw.gc();
         g.stats.data_blocks_moved += after.data - before.data;
         g.stats.node_blocks_moved += after.node - before.node;
+        g.stats.data_owner_nodes += after.data_owners - before.data_owners;
         match stepped {
             Some(n) => {
                 g.pacer.step_cost(n, took, victim.is_node);
@@ -645,6 +646,7 @@ impl Fs {
             let mut g = rw.gc();
             g.stats.data_blocks_moved += after.data - before.data;
             g.stats.node_blocks_moved += after.node - before.node;
+            g.stats.data_owner_nodes += after.data_owners - before.data_owners;
         }
         self.end_paced_victim(rw, v, by_writer);
         Ok(true)

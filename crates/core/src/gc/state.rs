@@ -28,11 +28,24 @@ pub struct GcStats {
     pub data_blocks_moved: u64,
     /// Node blocks moved.
     pub node_blocks_moved: u64,
+    /// Nodes the moved data blocks dirtied (their owners' new addresses), each counted
+    /// once per migration step.
+    pub data_owner_nodes: u64,
     /// Checkpoints GC wrote to turn prefree sections free.
     pub checkpoints: u64,
 }
 
 impl GcStats {
+    /// Node writes each moved data block has cost so far: the owners it dirtied per
+    /// block moved (0 before any data moved).
+    pub fn node_writes_per_data_block(&self) -> f64 {
+        if self.data_blocks_moved == 0 {
+            0.0
+        } else {
+            self.data_owner_nodes as f64 / self.data_blocks_moved as f64
+        }
+    }
+
     /// Counts a section chosen as a victim, by its kind.
     pub(crate) fn count_victim(&mut self, is_node: bool) {
         if is_node {
@@ -46,6 +59,7 @@ impl GcStats {
     pub(crate) fn count_moved(&mut self, moved: &Moved) {
         self.data_blocks_moved += moved.data;
         self.node_blocks_moved += moved.node;
+        self.data_owner_nodes += moved.data_owners;
         if moved.emptied {
             self.sections_freed += 1;
         }

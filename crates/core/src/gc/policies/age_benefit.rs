@@ -14,8 +14,15 @@ impl VictimPolicy for AgeBenefit {
         PassLoop::Batched
     }
 
-    fn cost(&self, s: &SectionInfo, _kind: GcKind, _c: &Candidates) -> f64 {
-        let (v, c) = (s.valid_blocks as f64, s.capacity.max(1) as f64);
-        -((c - v) * (1.0 + s.age_blocks as f64) / (c + v))
+    fn cost(&self, s: &SectionInfo, _kind: GcKind, c: &Candidates) -> f64 {
+        let (v, cap) = (s.valid_blocks as f64, s.capacity.max(1) as f64);
+        // Moving a data block also rewrites the node that points at it; a node block
+        // moves alone (its new address goes to the NAT).
+        let per_block = if s.is_node {
+            1.0
+        } else {
+            1.0 + c.node_writes_per_data_block
+        };
+        -((cap - v) * (1.0 + s.age_blocks as f64) / (cap + v * per_block))
     }
 }

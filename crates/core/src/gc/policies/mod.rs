@@ -61,6 +61,9 @@ pub struct Selection {
     pub node_clean: bool,
     /// Now, on the SIT's age clock (seconds; ATGC's age threshold uses it).
     pub now_secs: u64,
+    /// Node writes a moved data block has cost so far
+    /// ([`super::GcStats::node_writes_per_data_block`]).
+    pub node_writes_per_data_block: f64,
 }
 
 /// The loop a foreground pass runs (see the GC engine's notes in [`super`]).
@@ -93,14 +96,20 @@ pub struct Candidates {
     pub min_mtime: u64,
     /// See `min_mtime`.
     pub max_mtime: u64,
+    /// Node writes a moved data block costs ([`Selection::node_writes_per_data_block`]).
+    pub node_writes_per_data_block: f64,
 }
 
 impl Candidates {
-    fn new(all: &[SectionInfo]) -> Candidates {
+    fn new(all: &[SectionInfo], sel: &Selection) -> Candidates {
         let (min_mtime, max_mtime) = all.iter().fold((u64::MAX, 0), |(lo, hi), s| {
             (lo.min(s.mtime_secs), hi.max(s.mtime_secs))
         });
-        Candidates { min_mtime, max_mtime }
+        Candidates {
+            min_mtime,
+            max_mtime,
+            node_writes_per_data_block: sel.node_writes_per_data_block,
+        }
     }
 }
 
@@ -137,7 +146,7 @@ pub fn cheapest<P: VictimPolicy + ?Sized>(
     candidates: &[SectionInfo],
     sel: &Selection,
 ) -> Option<SectionInfo> {
-    let view = Candidates::new(candidates);
+    let view = Candidates::new(candidates, sel);
     let skip_nodes = policy.node_clean_rules(sel.kind).is_some() && !sel.node_clean;
     let mut best: Option<(f64, SectionInfo)> = None;
     for s in candidates {
@@ -225,6 +234,7 @@ mod tests {
             kind: GcKind::Foreground,
             node_clean,
             now_secs: 0,
+            node_writes_per_data_block: 0.0,
         };
         (policy, sel)
     }
@@ -293,6 +303,7 @@ mod tests {
                 kind: GcKind::Background,
                 node_clean: false,
                 now_secs: 0,
+                node_writes_per_data_block: 0.0,
             },
         );
         // Section 2 is older still, but fuller; section 1 wins on benefit.
