@@ -414,6 +414,15 @@ fn sample_tree(src: &Path) {
     nix::unistd::mkfifo(&src.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
 }
 
+/// `uf2fs mkfs -q -b 16384 OPTS IMG [SRC]`, which must succeed.
+fn mkfs_16k(bin: &uf2fs_testkit::run::Uf2fs, opts: &[&str], img: &Path, src: Option<&Path>) {
+    let mut argv = vec![arg(b"mkfs"), arg(b"-q"), arg(b"-b"), arg(b"16384")];
+    argv.extend(opts.iter().map(|o| arg(o.as_bytes())));
+    argv.push(path_arg(img));
+    argv.extend(src.map(path_arg));
+    bin.run(argv).assert_ok();
+}
+
 /// `uf2fs mkfs -b 16384`: an empty volume, written through the library and read back;
 /// and the packer's image of a tree (holes, hard links, symlinks, a FIFO, a directory
 /// past one dentry block), extracted back identical. Runs in CI (uf2fs's reader is the
@@ -423,16 +432,7 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     let tmp = scratch("blk16-mkfs-");
     let bin = uf2fs();
     let empty = tmp.path().join("empty.img");
-    bin.run([
-        arg(b"mkfs"),
-        arg(b"-q"),
-        arg(b"-b"),
-        arg(b"16384"),
-        arg(b"--size"),
-        arg(b"256M"),
-        path_arg(&empty),
-    ])
-    .assert_ok();
+    mkfs_16k(&bin, &["--size", "256M"], &empty, None);
     let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&empty)]).assert_ok()).into_owned();
     for want in [
         "block size:         16384",
@@ -461,18 +461,12 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     // Quota files: one 16 KiB data block each (mkfs.f2fs's QUOTA_DATA, 6 KiB rounded up
     // to whole blocks), which fsck.f2fs checks against their size.
     let quota = tmp.path().join("quota.img");
-    bin.run([
-        arg(b"mkfs"),
-        arg(b"-q"),
-        arg(b"-b"),
-        arg(b"16384"),
-        arg(b"-O"),
-        arg(b"extra_attr,quota,project_quota"),
-        arg(b"--size"),
-        arg(b"256M"),
-        path_arg(&quota),
-    ])
-    .assert_ok();
+    mkfs_16k(
+        &bin,
+        &["-O", "extra_attr,quota,project_quota", "--size", "256M"],
+        &quota,
+        None,
+    );
     dev_fsck_clean(&quota);
     let fs = uf2fs_core::Fs::open(&quota, &[]).unwrap();
     let qf_ino = fs.superblock().qf_ino;
@@ -489,15 +483,7 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     let src = tmp.path().join("src");
     sample_tree(&src);
     let img = tmp.path().join("tree.img");
-    bin.run([
-        arg(b"mkfs"),
-        arg(b"-q"),
-        arg(b"-b"),
-        arg(b"16384"),
-        path_arg(&img),
-        path_arg(&src),
-    ])
-    .assert_ok();
+    mkfs_16k(&bin, &[], &img, Some(&src));
     let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&img)]).assert_ok()).into_owned();
     assert!(info.contains("block size:         16384"), "{info}");
     dev_fsck_clean(&img);
@@ -516,13 +502,11 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
 
     // Compressed files in clusters of 16 KiB blocks, on the normal and the ro layout:
     // extracted back identical, the text stored compressed.
-    for layout in [&[][..], &[arg(b"-O"), arg(b"ro")][..]] {
+    for layout in [&[][..], &["-O", "ro"][..]] {
         let img = tmp.path().join("compressed.img");
         let _ = fs::remove_file(&img);
-        let mut argv = vec![arg(b"mkfs"), arg(b"-q"), arg(b"-b"), arg(b"16384")];
-        argv.extend(layout.iter().cloned());
-        argv.extend([arg(b"--compress"), arg(b"zstd"), path_arg(&img), path_arg(&src)]);
-        bin.run(argv).assert_ok();
+        let opts: Vec<&str> = layout.iter().copied().chain(["--compress", "zstd"]).collect();
+        mkfs_16k(&bin, &opts, &img, Some(&src));
         dev_fsck_clean(&img);
         let out = tmp.path().join("compressed-out");
         let _ = fs::remove_dir_all(&out);
@@ -548,18 +532,7 @@ fn uf2fs_mkfs_makes_16k_ro_volumes() {
     let tmp = scratch("blk16-ro-");
     let bin = uf2fs();
     let empty = tmp.path().join("empty.img");
-    bin.run([
-        arg(b"mkfs"),
-        arg(b"-q"),
-        arg(b"-b"),
-        arg(b"16384"),
-        arg(b"-O"),
-        arg(b"ro"),
-        arg(b"--size"),
-        arg(b"128M"),
-        path_arg(&empty),
-    ])
-    .assert_ok();
+    mkfs_16k(&bin, &["-O", "ro", "--size", "128M"], &empty, None);
     let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&empty)]).assert_ok()).into_owned();
     for want in [
         "block size:         16384",
@@ -579,17 +552,7 @@ fn uf2fs_mkfs_makes_16k_ro_volumes() {
     let src = tmp.path().join("src");
     sample_tree(&src);
     let img = tmp.path().join("tree.img");
-    bin.run([
-        arg(b"mkfs"),
-        arg(b"-q"),
-        arg(b"-b"),
-        arg(b"16384"),
-        arg(b"-O"),
-        arg(b"ro"),
-        path_arg(&img),
-        path_arg(&src),
-    ])
-    .assert_ok();
+    mkfs_16k(&bin, &["-O", "ro"], &img, Some(&src));
     let fs = uf2fs_core::Fs::open(&img, &[]).unwrap();
     let sb = fs.superblock().clone();
     drop(fs);
