@@ -505,8 +505,8 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     for layout in [&[][..], &["-O", "ro"][..]] {
         let img = tmp.path().join("compressed.img");
         let _ = fs::remove_file(&img);
-        let opts: Vec<&str> = layout.iter().copied().chain(["--compress", "zstd"]).collect();
-        mkfs_16k(&bin, &opts, &img, Some(&src));
+        let flags: Vec<&str> = layout.iter().copied().chain(["--compress", "zstd"]).collect();
+        mkfs_16k(&bin, &flags, &img, Some(&src));
         dev_fsck_clean(&img);
         let out = tmp.path().join("compressed-out");
         let _ = fs::remove_dir_all(&out);
