@@ -26,7 +26,7 @@ use uf2fs_format::superblock::{Superblock, FEATURE_EXTRA_ATTR, FEATURE_INODE_CRT
 const QUOTA_FILE_ROOM: usize = 6 * 1024;
 
 /// Data blocks mkfs gives each quota inode on a volume of `block_bytes`-byte blocks
-/// (mkfs.f2fs's `QUOTA_DATA`): [`QUOTA_FILE_ROOM`] rounded up to whole blocks, two of
+/// (mkfs.f2fs's `QUOTA_DATA`): 6 KiB rounded up to whole blocks, two of
 /// 4 KiB or one of 16 KiB. fsck.f2fs checks the file's size against its blocks.
 pub fn quota_data_blocks(block_bytes: usize) -> u32 {
     QUOTA_FILE_ROOM.div_ceil(block_bytes) as u32
