@@ -423,6 +423,15 @@ fn mkfs_16k(bin: &uf2fs_testkit::run::Uf2fs, opts: &[&str], img: &Path, src: Opt
     bin.run(argv).assert_ok();
 }
 
+/// `uf2fs extract IMG / OUT` gives `src` back, every byte and attribute
+/// ([`compare_dirs`]); `what` names the image in the failure.
+fn extracts_back_equal(bin: &uf2fs_testkit::run::Uf2fs, img: &Path, src: &Path, out: &Path, what: &str) {
+    bin.run([arg(b"extract"), path_arg(img), arg(b"/"), path_arg(out)])
+        .assert_ok();
+    let problems = compare_dirs(src, out, opts());
+    assert!(problems.is_empty(), "{what}: {problems:#?}");
+}
+
 /// `uf2fs mkfs -b 16384`: an empty volume, written through the library and read back;
 /// and the packer's image of a tree (holes, hard links, symlinks, a FIFO, a directory
 /// past one dentry block), extracted back identical. Runs in CI (uf2fs's reader is the
@@ -487,11 +496,7 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
     let info = String::from_utf8_lossy(bin.run([arg(b"info"), path_arg(&img)]).assert_ok()).into_owned();
     assert!(info.contains("block size:         16384"), "{info}");
     dev_fsck_clean(&img);
-    let out = tmp.path().join("out");
-    bin.run([arg(b"extract"), path_arg(&img), arg(b"/"), path_arg(&out)])
-        .assert_ok();
-    let problems = compare_dirs(&src, &out, opts());
-    assert!(problems.is_empty(), "{problems:#?}");
+    extracts_back_equal(&bin, &img, &src, &tmp.path().join("out"), "tree.img");
     let fs = uf2fs_core::Fs::open(&img, &[]).unwrap();
     let ino = fs.resolve(b"/sparse", false).unwrap();
     let mapped: u64 = fs.extents(ino).unwrap().iter().map(|e| e.2).sum();
@@ -510,10 +515,7 @@ fn uf2fs_mkfs_makes_16k_volumes_empty_and_from_a_tree() {
         dev_fsck_clean(&img);
         let out = tmp.path().join("compressed-out");
         let _ = fs::remove_dir_all(&out);
-        bin.run([arg(b"extract"), path_arg(&img), arg(b"/"), path_arg(&out)])
-            .assert_ok();
-        let problems = compare_dirs(&src, &out, opts());
-        assert!(problems.is_empty(), "{layout:?}: {problems:#?}");
+        extracts_back_equal(&bin, &img, &src, &out, &format!("compressed {layout:?}"));
         let fs = uf2fs_core::Fs::open(&img, &[]).unwrap();
         let ino = fs.resolve(b"/big", false).unwrap();
         let c = fs.compression(ino).unwrap().expect("/big compressed");
@@ -559,9 +561,5 @@ fn uf2fs_mkfs_makes_16k_ro_volumes() {
     assert_eq!((sb.segment0_blkaddr, sb.segment_count_ssa), (2, 0));
     assert_eq!(fs::metadata(&img).unwrap().len(), sb.block_count * BLOCK);
     dev_fsck_clean(&img);
-    let out = tmp.path().join("out");
-    bin.run([arg(b"extract"), path_arg(&img), arg(b"/"), path_arg(&out)])
-        .assert_ok();
-    let problems = compare_dirs(&src, &out, opts());
-    assert!(problems.is_empty(), "{problems:#?}");
+    extracts_back_equal(&bin, &img, &src, &tmp.path().join("out"), "tree.img");
 }
