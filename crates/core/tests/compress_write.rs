@@ -16,8 +16,14 @@ use uf2fs_core::Fs;
 const MIB: u64 = 1 << 20;
 
 fn volume(path: &Path) {
+    volume_of_blocks(path, 4096);
+}
+
+/// A 512 MiB volume with compression, of `block_size`-byte blocks.
+fn volume_of_blocks(path: &Path, block_size: u32) {
     let opts = MkfsOptions {
         size_bytes: Some(512 * MIB),
+        block_size,
         features: parse_features("extra_attr,compression").unwrap(),
         ..MkfsOptions::default()
     };
@@ -262,13 +268,7 @@ fn clusters_of_16k_blocks_and_a_cluster_encoded_in_other_blocks() {
     use uf2fs_core::compress::{encode_cluster, ClusterData};
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("c16.img");
-    let opts = MkfsOptions {
-        size_bytes: Some(512 * MIB),
-        block_size: 16384,
-        features: parse_features("extra_attr,compression").unwrap(),
-        ..MkfsOptions::default()
-    };
-    mkfs(&img, &opts).unwrap();
+    volume_of_blocks(&img, 16384);
     let fs = Fs::open_rw(&img, &[]).unwrap();
     let codec = ClusterCodec::parse("zstd", 2, true).unwrap();
     let ino = fs.create(fs.root(), b"f", 0o100644, 0, 0).unwrap().ino;
