@@ -26,8 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import f2fs  # noqa: E402  (scripts/lib/f2fs.py)
 from f2fs import CHECKPOINT, INODE, NODE_FOOTER, SUPER_BLOCK  # noqa: E402
 
-# Blocks are read as 4 KiB blocks.
-BLOCK = 4096
 # The chain fsync leaves is the warm node log's.
 WARM_NODE = f2fs.CURSEG_WARM_NODE - f2fs.CURSEG_HOT_NODE
 
@@ -38,16 +36,28 @@ def die(msg):
 
 
 class Image:
+    """The image, read in blocks of the size its superblock gives (4 KiB or 16 KiB)."""
+
     def __init__(self, path):
         try:
             self.f = open(path, "rb")
         except OSError as e:
             die(str(e))
+        head = self.f.read(f2fs.F2FS_SUPER_OFFSET + f2fs.F2FS_SUPER_SIZE)
+        if len(head) < f2fs.F2FS_SUPER_OFFSET + f2fs.F2FS_SUPER_SIZE:
+            die("not an F2FS image (shorter than a superblock)")
+        self.sb = head[f2fs.F2FS_SUPER_OFFSET:]
+        if SUPER_BLOCK.get(self.sb, "magic") != f2fs.F2FS_SUPER_MAGIC:
+            die("not an F2FS image (superblock magic)")
+        log = SUPER_BLOCK.get(self.sb, "log_blocksize")
+        if log not in (12, 14):
+            die(f"unsupported block size 2^{log} (F2FS uses 4 KiB or 16 KiB)")
+        self.bs = 1 << log
 
     def block(self, addr):
-        self.f.seek(addr * BLOCK)
-        b = self.f.read(BLOCK)
-        if len(b) != BLOCK:
+        self.f.seek(addr * self.bs)
+        b = self.f.read(self.bs)
+        if len(b) != self.bs:
             die(f"block {addr:#x} is past the end of the image")
         return b
 
@@ -70,9 +80,7 @@ def main():
     if len(args) != 1:
         die("usage: fsync-chain.py [--quiet] IMG")
     img = Image(args[0])
-    sb = img.block(0)[f2fs.F2FS_SUPER_OFFSET:]
-    if SUPER_BLOCK.get(sb, "magic") != f2fs.F2FS_SUPER_MAGIC:
-        die("not an F2FS image (superblock magic)")
+    sb = img.sb
     bps = 1 << SUPER_BLOCK.get(sb, "log_blocks_per_seg")
     main_start = SUPER_BLOCK.get(sb, "main_blkaddr")
     main_segs = SUPER_BLOCK.get(sb, "segment_count_main")
@@ -92,7 +100,7 @@ def main():
             return (v & 0xFFFFFFFF) == (want & 0xFFFFFFFF)
         return v == want
 
-    print(f"checkpoint: version {ver:#x}, flags {flags:#x} ({' '.join(names)}), "
+    print(f"checkpoint: version {ver:#x}, {img.bs // 1024} KiB blocks, flags {flags:#x} ({' '.join(names)}), "
           f"warm node log at segment {segno} block {blkoff}")
     free = main_segs * bps - CHECKPOINT.get(head, "valid_block_count")
     addr = main_start + segno * bps + blkoff
@@ -103,7 +111,7 @@ def main():
     stop = "a block outside the main area"
     while main_start <= addr < main_end:
         b = img.block(addr)
-        foot = f2fs.node_footer_offset(BLOCK)
+        foot = f2fs.node_footer_offset(img.bs)
         nid, ino, flag = (NODE_FOOTER.get(b, m, base=foot) for m in ("nid", "ino", "flag"))
         cp_ver, nxt = NODE_FOOTER.get(b, "cp_ver", base=foot), NODE_FOOTER.get(b, "next_blkaddr", base=foot)
         if not matches(cp_ver):
