@@ -10,7 +10,8 @@
 #
 # usage: PASSTHROUGH_HP=.../build/example/passthrough_hp scripts/lib/fuse-uring-ab.sh
 #   ROUNDS       pairs A B (default 3); RUNTIME seconds per fio job (default 5)
-#   FILES        small files for the metadata job (default 20000)
+#   FILES        small files for the metadata job (default 10000; passthrough_hp holds a
+#                descriptor per inode, so keep it under `ulimit -Hn`)
 #   THREADS      passthrough_hp --num-threads (default 4: uf2fs's 2x cores); the io_uring
 #                side has one queue per CPU whatever this says
 #   WORK         scratch (default /dev/shm/fuse-uring-ab: tmpfs backing store)
@@ -26,7 +27,7 @@
 set -u
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 hp=${PASSTHROUGH_HP:?set PASSTHROUGH_HP to libfuse\'s build/example/passthrough_hp}
-rounds=${ROUNDS:-3}; runtime=${RUNTIME:-5}; files=${FILES:-20000}
+rounds=${ROUNDS:-3}; runtime=${RUNTIME:-5}; files=${FILES:-10000}
 threads=${THREADS:-4}
 w=${WORK:-/dev/shm/fuse-uring-ab}
 param=/sys/module/fuse/parameters/enable_uring
@@ -34,6 +35,8 @@ param=/sys/module/fuse/parameters/enable_uring
 orig=$(cat "$param")
 trap 'echo "$orig" > "$param"; fusermount3 -u "$w/mnt" 2>/dev/null || umount "$w/mnt" 2>/dev/null' EXIT
 rm -rf "$w"; mkdir -p "$w/src" "$w/mnt"
+# passthrough_hp keeps an O_PATH descriptor open for every inode the kernel knows.
+ulimit -n "$(ulimit -Hn)"
 cc -O2 -o "$w/fsmeta" "$here/scripts/lib/fsmeta.c"
 tck=$(getconf CLK_TCK)
 cpu() { awk -v t="$tck" '{print ($14+$15)/t}' "/proc/$1/stat"; }
@@ -61,7 +64,7 @@ fio_job() { # NAME RW BS DIRECT -> MB/s
 # Which transport served the requests: syscalls of the daemon during a short dd.
 transport_check() { # A|B
     command -v strace >/dev/null || return 0
-    strace -f -c -p "$pid" -o "$w/strace.$1" &
+    strace -f -c -p "$pid" -o "$w/strace.$1" 2>/dev/null &
     local sp=$!; sleep 0.5
     dd if=/dev/zero of="$w/mnt/probe" bs=4k count=2000 status=none; rm -f "$w/mnt/probe"
     sleep 0.3; kill -INT "$sp"; wait "$sp" 2>/dev/null
