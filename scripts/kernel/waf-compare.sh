@@ -48,6 +48,11 @@
 #   --sample S             guest progress sample period in seconds [30]
 #   --timeout S            kill the guest after S seconds [7200]
 #   --keep                 keep the run directory (console.log, result, initrd)
+#   --trace                record F2FS's GC trace events over the job (f2fs_gc_begin,
+#                          f2fs_gc_end, f2fs_get_victim, f2fs_write_checkpoint,
+#                          f2fs_background_gc) with the dirty page counts of debugfs
+#                          sampled every --sample seconds, as "trace" and "dirty" lines
+#                          of the result block (keep it with --result-out)
 #
 # Environment:
 #   UF2FS_KC_WORK          work directory (default /var/tmp/uf2fs-kernel)
@@ -256,6 +261,7 @@ boot() {
         echo "SAMPLE_S=$sample"
         echo "DIRTY_BYTES=$dirty"
         echo "PROBE=$probe"
+        echo "TRACE=$trace"
     } >"$run_dir/job/job/conf"
     (cd "$run_dir/job" && find . | cpio -o -H newc -R 0:0 --quiet) >"$run_dir/job.cpio"
     # The kernel takes an uncompressed archive after a compressed one only at a 4-byte
@@ -441,7 +447,7 @@ kernel_failed() {
 
 conv=$((32 << 20)) zone=$((8 << 20)) zones=128 ovp=3.89 rsvd=8 file=$((870 << 20)) io=$((2 << 30))
 opts='' policy=greedy,cost-benefit seed=1 do_kernel=1 do_lab=1 kernel_result='' result_out=''
-json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0
+json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0 trace=0
 cmd=run
 case ${1:-} in
     setup | run | probe) cmd=$1; shift ;;
@@ -469,6 +475,7 @@ while [ $# -gt 0 ]; do
         --sample) need "$@"; sample=$2; shift ;;
         --timeout) need "$@"; timeout=$2; shift ;;
         --keep) keep=1 ;;
+        --trace) trace=1 ;;
         -h | --help) usage ;;
         *) echo "$prog: unknown argument $1" >&2; usage ;;
     esac
