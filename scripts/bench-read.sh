@@ -27,8 +27,10 @@ mkdir -p "$work"
 log() { printf '%s\n' "$*" >&2; }
 
 cargo build --release --quiet -p uf2fs -p uf2fs-testkit
-uf2fs="$repo/target/release/uf2fs"
-gen="$repo/target/release/uf2fs-gen-tree"
+# Cargo's own rule for where the build went (CARGO_TARGET_DIR, else the repository's target/).
+target="${CARGO_TARGET_DIR:-$repo/target}"
+uf2fs="$target/release/uf2fs"
+gen="$target/release/uf2fs-gen-tree"
 
 # Seconds (with nanoseconds) that the command given as arguments takes.
 time_it() {
