@@ -17,7 +17,7 @@
 #   --fstests DIR   an fstests (xfstests) source tree, e.g. a clone of
 #                   git://git.kernel.org/pub/scm/fs/xfs/xfstests-dev.git; built here
 #                   when ./check's helpers are missing (needs autoconf automake libtool
-#                   libtool-bin xfslibs-dev libattr1-dev libacl1-dev uuid-dev xfsprogs
+#                   libtool-bin xfslibs-dev libattr1-dev libacl1-dev libaio-dev uuid-dev xfsprogs
 #                   attr acl gawk)
 #   --fs FS         uf2fs (default) or fuse2fs (e2fsprogs' ext2/3/4 over FUSE, on
 #                   ext4 made by mkfs.ext4; installed with apt-get when missing)
