@@ -281,6 +281,82 @@ fn explicit_passes_clean_one_victim_and_stay_consistent() {
     check_file(&Fs::open(&img, &[]).unwrap(), ino, &versions, "after reopen");
 }
 
+/// A victim's block whose page the user dirtied since it was written moves with the
+/// page's contents (as F2FS's `move_data_page`): written once, by GC, and the page is
+/// then clean, not written back again. Until a checkpoint or an fsync the move is not
+/// durable (a crash finds the last checkpoint's data); after an fsync a crash finds the
+/// new data (roll-forward); after remount, every block reads back right.
+#[test]
+fn gc_moves_a_dirty_pages_contents_and_cleans_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "dirty.img", 96 * MIB, 1);
+    let fs = open_rw(&img, GcPolicy::Greedy);
+    let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    // Four segments of data, then the even blocks rewritten: four half-valid sections.
+    let blocks = 2048u64;
+    let mut versions = vec![0u32; blocks as usize];
+    for i in 0..blocks {
+        fs.write(ino, i * B as u64, &block(i, 0)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    for i in (0..blocks).step_by(2) {
+        versions[i as usize] = 1;
+        fs.write(ino, i * B as u64, &block(i, 1)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    let checkpointed = versions.clone();
+    // The odd blocks, still valid in those sections, rewritten in memory only: 1024
+    // dirty pages, at (not past) the bound past which a file write writes back.
+    for i in (1..blocks).step_by(2) {
+        versions[i as usize] = 2;
+        fs.write(ino, i * B as u64, &block(i, 2)).unwrap();
+    }
+    let w0 = fs.write_counts();
+    let before = fs.gc_stats().unwrap();
+    assert_eq!(fs.gc(GcKind::Foreground).unwrap(), 1);
+    let after = fs.gc_stats().unwrap();
+    let moved = after.data_blocks_moved - before.data_blocks_moved;
+    assert_eq!(moved, 256, "one half-valid section's blocks moved");
+    assert_eq!(
+        after.data_pages_cleaned - before.data_pages_cleaned,
+        moved,
+        "every moved block had a dirty page"
+    );
+    check_file(&fs, ino, &versions, "after GC, before a checkpoint");
+    // A crash now: the moves were not made durable, the last checkpoint stands.
+    let cut = dir.path().join("cut.img");
+    std::fs::copy(&img, &cut).unwrap();
+    check_file(
+        &Fs::open(&cut, &[]).unwrap(),
+        ino,
+        &checkpointed,
+        "a crash after GC, before a checkpoint",
+    );
+    // An fsync makes the moved pages durable like those it writes back.
+    fs.fsync(ino, false).unwrap();
+    std::fs::copy(&img, &cut).unwrap();
+    {
+        let recovered = Fs::open_with(&cut, &[], OpenOptions { read_write: true }).unwrap();
+        check_file(&recovered, ino, &versions, "a crash after GC and fsync");
+        recovered.unmount().unwrap();
+    }
+    fsck_clean(&cut, "recovered after GC of dirty pages and fsync");
+    fs.write_checkpoint().unwrap();
+    let w1 = fs.write_counts();
+    // Each of the 1024 dirty pages reached the device once: by GC (moved) or by
+    // writeback (the rest); copying the old blocks would have written 512 more.
+    assert_eq!(w1.gc_data - w0.gc_data, moved);
+    assert_eq!(
+        (w1.user_data - w0.user_data) + (w1.gc_data - w0.gc_data),
+        1024,
+        "a dirty page written twice"
+    );
+    check_file(&fs, ino, &versions, "after the checkpoint");
+    fs.unmount().unwrap();
+    fsck_clean(&img, "GC of dirty pages");
+    check_file(&Fs::open(&img, &[]).unwrap(), ino, &versions, "after reopen");
+}
+
 /// Images made by mkfs.f2fs and filled by sload.f2fs (logs in SSR mode, summaries and
 /// SIT written by f2fs-tools): GC cleans them too, and sload's own files survive.
 #[test]

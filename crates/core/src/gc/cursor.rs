@@ -8,8 +8,11 @@ use uf2fs_format::summary::SummaryBlock;
 /// Blocks moved out of one section.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Moved {
-    /// Data blocks copied to the cold data log.
+    /// Data blocks moved to the cold data log.
     pub data: u64,
+    /// Of those, blocks whose dirty page was written in the move (its current
+    /// contents, the page then clean) instead of a copy of the old block.
+    pub data_from_pages: u64,
     /// Node blocks rewritten to their node logs.
     pub node: u64,
     /// Whether the section was left without a valid block.

@@ -5,12 +5,23 @@
 //!   The node is marked dirty (if it is not already) and written at once to its node
 //!   log; the old block is invalidated by that write.
 //! - Data blocks: the summary names the direct node (or inode) and the slot; its NAT
-//!   version must match and the slot must hold the block. The contents are copied to
-//!   the cold data log (F2FS's destination for moved data) by device-side copies
-//!   ([`crate::device::BlockDevice::copy_blocks`]), the old block invalidated
-//!   and the slot repointed; the changed node is stored dirty and written out at the
-//!   next node write-out (a checkpoint's at the latest). An inode whose extent hint covers a moved block loses
-//!   the hint.
+//!   version must match and the slot must hold the block. The block goes to the cold
+//!   data log (F2FS's destination for moved data), the old block is invalidated and
+//!   the slot repointed; the changed node is stored dirty and written out at the next
+//!   node write-out (a checkpoint's at the latest). An inode whose extent hint covers
+//!   a moved block loses the hint. What the new block holds:
+//!   - the block's dirty page, when the page cache has one (the file was written
+//!     since the block was): the page's current contents, and the page leaves the
+//!     cache once its node points at the new block, so writeback does not write it
+//!     again. This is how F2FS moves a block through the page cache
+//!     (`move_data_page`): the user's new data is written once, by GC, where copying
+//!     the old block would write it twice (the copy, then the page). Like a page
+//!     written back, the new contents are durable only at the next checkpoint or an
+//!     fsync of the file (which writes the node);
+//!   - else the block as on the device, by device-side copies
+//!     ([`crate::device::BlockDevice::copy_blocks`]).
+//!
+//!   Compressed files' blocks are always copied: their pages are not one per block.
 //!
 //! A block the SIT calls valid that no owner points at is corruption: the move stops
 //! with an error naming the block. Blocks are moved with `cp_lock` held exclusively,
@@ -32,10 +43,11 @@ use uf2fs_format::Geometry;
 /// A node changed by data moves, waiting to be stored dirty.
 enum Owner {
     Inode(Box<InodeMut>),
-    /// A direct node as read, and its slots' new addresses.
+    /// A direct node as read, its footer offset, and its slots' new addresses.
     Node {
         block: NodeBlock,
         log: LogType,
+        offset: u32,
         slots: Vec<(usize, u32)>,
     },
 }
@@ -132,10 +144,11 @@ impl Migration {
             if entry.seg_type >= LogType::HotNode as u8 {
                 self.moved.node += move_nodes(t, base, &valid, &sums.entries, cp_ver)?;
             } else {
-                let (moved, pinned, dirtied) = move_data(t, base, &valid, &sums.entries, self.foreground)?;
-                self.moved.data += moved;
-                self.moved.pinned += pinned;
-                self.moved.data_owners += dirtied;
+                let m = move_data(t, base, &valid, &sums.entries, self.foreground)?;
+                self.moved.data += m.moved;
+                self.moved.pinned += m.pinned;
+                self.moved.data_owners += m.owners;
+                self.moved.data_from_pages += m.from_pages;
             }
             return Ok(Some(valid.len() as u32));
         }
@@ -150,14 +163,61 @@ impl Migration {
     }
 }
 
-fn corrupt(addr: u64, detail: String) -> Error {
-    Error::corrupt("SIT/SSA", Some(addr), format!("{detail}; run fsck.f2fs"))
+/// What a moved data block's new block takes: the old block (a device-side copy) or
+/// the block's dirty page.
+enum Source {
+    Copy(u64),
+    Page(Arc<Vec<u8>>),
 }
 
-/// The log a node block goes to, from its footer, on a volume of geometry `geo`.
-fn log_of_node(geo: Geometry, block: &[u8], nid: u32) -> Result<LogType> {
-    let f = crate::tree::footer_of(block, nid)?;
-    Ok(log_of_footer(geo, &f))
+/// Writes `run`, the sources of the consecutive blocks from `start`: copies and pages
+/// in runs of their own kind.
+fn write_run(t: &Tree, start: u64, run: &[Source]) -> Result<()> {
+    let mut i = 0;
+    while i < run.len() {
+        let at = start + i as u64;
+        match &run[i] {
+            Source::Copy(_) => {
+                let addrs: Vec<u64> = run[i..]
+                    .iter()
+                    .map_while(|s| match s {
+                        Source::Copy(a) => Some(*a),
+                        Source::Page(_) => None,
+                    })
+                    .collect();
+                t.dev.copy_blocks(&addrs, at, WriteKind::GcData)?;
+                i += addrs.len();
+            }
+            Source::Page(_) => {
+                let pages: Vec<&[u8]> = run[i..]
+                    .iter()
+                    .map_while(|s| match s {
+                        Source::Page(p) => Some(p.as_slice()),
+                        Source::Copy(_) => None,
+                    })
+                    .collect();
+                t.dev.write_blocks_from(at, &pages, WriteKind::GcData)?;
+                i += pages.len();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a data move needs of an owning inode.
+#[derive(Clone, Copy)]
+struct InodeFacts {
+    pinned: bool,
+    /// Whether its blocks' dirty pages are one per block (not a compressed file), so
+    /// that a move can take the page.
+    pages_per_block: bool,
+    /// Addresses the inode holds itself, and each direct node.
+    per_inode: u64,
+    per_block: u64,
+}
+
+fn corrupt(addr: u64, detail: String) -> Error {
+    Error::corrupt("SIT/SSA", Some(addr), format!("{detail}; run fsck.f2fs"))
 }
 
 /// The log a node goes to, given its footer, on a volume of geometry `geo`.
@@ -196,12 +256,28 @@ impl Owner {
             return Ok(Owner::Inode(Box::new(t.load_inode(ino)?)));
         }
         let block = t.nodes.read(t.dev, nid, ino)?;
-        let log = log_of_node(t.sb.geometry(), &block, nid)?;
+        let f = crate::tree::footer_of(&block, nid)?;
         Ok(Owner::Node {
+            log: log_of_footer(t.sb.geometry(), &f),
+            offset: f.offset(),
             block,
-            log,
             slots: Vec::new(),
         })
+    }
+
+    /// The file block whose address data slot `slot` holds, for an inode of `facts`
+    /// (`None` for a node that is not a direct node's offset).
+    fn file_index(&self, t: &Tree, slot: usize, facts: &InodeFacts) -> Option<u64> {
+        match self {
+            Owner::Inode(_) => Some(slot as u64),
+            Owner::Node { offset, .. } => crate::recovery::first_index_of(
+                *offset,
+                facts.per_inode,
+                facts.per_block,
+                t.sb.geometry().nids_per_block() as u64,
+            )
+            .map(|first| first + slot as u64),
+        }
     }
 
     /// The address data slot `slot` holds (`None` past the node's slots); a direct
@@ -222,20 +298,32 @@ impl Owner {
     }
 }
 
-/// Moves the data blocks at offsets `valid` of the segment at `base`; returns the
-/// blocks moved and the blocks of pinned files left in place.
-/// Moves the valid data blocks `valid` of the segment at `base`; returns the blocks
-/// moved, the pinned ones left, and the owner nodes the moves dirtied.
-fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: bool) -> Result<(u64, u64, u64)> {
+/// What [`move_data`] did to a segment's valid data blocks.
+struct DataMoves {
+    moved: u64,
+    /// Blocks of pinned files left in place.
+    pinned: u64,
+    /// Owner nodes the moves dirtied.
+    owners: u64,
+    /// Blocks whose dirty page was written (and cleaned) instead of the old block.
+    from_pages: u64,
+}
+
+/// Moves the valid data blocks `valid` of the segment at `base` (see the module
+/// notes).
+fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: bool) -> Result<DataMoves> {
     let mut owners = Owners::with_capacity_and_hasher(valid.len(), Default::default());
-    // Whether each owning inode is pinned, and the pinned ones met.
-    let mut pin_of: HashMap<u32, bool, foldhash::fast::RandomState> = HashMap::default();
+    // What each owning inode is (pinned ones included).
+    let mut facts_of: HashMap<u32, InodeFacts, foldhash::fast::RandomState> = HashMap::default();
     let mut pinned_left = 0u64;
     // (inode, old address) of every moved block, for the extent hints.
     let mut hint_addrs: Vec<(u32, u64)> = Vec::with_capacity(valid.len());
     // The run of destination blocks being filled, and where its blocks come from.
     let mut run_start = 0u64;
-    let mut run: Vec<u64> = Vec::with_capacity(valid.len());
+    let mut run: Vec<Source> = Vec::with_capacity(valid.len());
+    // (inode, file block, contents) of each dirty page written in its block's move:
+    // out of the cache once the node points at its new block.
+    let mut cleaned: Vec<(u32, u64, Arc<Vec<u8>>)> = Vec::new();
     let mut last_nat = None;
     for &off in valid {
         let addr = base + off as u64;
@@ -258,15 +346,21 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: b
                 ),
             ));
         }
-        let pinned = match pin_of.get(&e.ino) {
-            Some(&p) => p,
+        let facts = match facts_of.get(&e.ino) {
+            Some(&f) => f,
             None => {
-                let p = t.load_inode(e.ino)?.inode.is_pinned();
-                pin_of.insert(e.ino, p);
-                p
+                let i = t.load_inode(e.ino)?.inode;
+                let f = InodeFacts {
+                    pinned: i.is_pinned(),
+                    pages_per_block: !i.is_compressed(),
+                    per_inode: i.addrs_per_inode() as u64,
+                    per_block: i.addrs_per_block() as u64,
+                };
+                facts_of.insert(e.ino, f);
+                f
             }
         };
-        if pinned {
+        if facts.pinned {
             // Linux's GC gives up on a pinned file's blocks (`-EAGAIN`): they stay.
             pinned_left += 1;
             continue;
@@ -289,24 +383,39 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: b
             new
         };
         if !run.is_empty() && run_start + run.len() as u64 != new {
-            t.dev.copy_blocks(&run, run_start, WriteKind::GcData)?;
+            write_run(t, run_start, &run)?;
             run.clear();
         }
         if run.is_empty() {
             run_start = new;
         }
-        run.push(addr);
+        // The block's dirty page, if the file has one for it: a dirty page keeps its
+        // block's address in the slot until written back, so this is its block.
+        let page = if facts.pages_per_block {
+            owner
+                .file_index(t, slot, &facts)
+                .and_then(|index| Some((index, t.pages.get(e.ino, index)?)))
+        } else {
+            None
+        };
+        match page {
+            Some((index, data)) => {
+                run.push(Source::Page(data.clone()));
+                cleaned.push((e.ino, index, data));
+            }
+            None => run.push(Source::Copy(addr)),
+        }
         owner.set_slot(slot, new as u32);
         hint_addrs.push((e.ino, addr));
     }
     // The moved blocks are on the device before any node points at them.
     if !run.is_empty() {
-        t.dev.copy_blocks(&run, run_start, WriteKind::GcData)?;
+        write_run(t, run_start, &run)?;
     }
     let moved = hint_addrs.len() as u64;
     drop_stale_hints(t, &mut owners, &hint_addrs)?;
     if foreground {
-        for (&ino, _) in pin_of.iter().filter(|(_, &p)| p) {
+        for (&ino, _) in facts_of.iter().filter(|(_, f)| f.pinned) {
             count_pin_failure(t, ino)?;
         }
     }
@@ -316,7 +425,7 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: b
     for (nid, owner) in owners {
         match owner {
             Owner::Inode(i) => t.store_inode(*i)?,
-            Owner::Node { block, log, slots } => t.nodes.update_dirty(t.dev, nid, block, log, |b| {
+            Owner::Node { block, log, slots, .. } => t.nodes.update_dirty(t.dev, nid, block, log, |b| {
                 for (slot, addr) in slots {
                     // Slots read back through `Owner::slot`: in range.
                     let _ = uf2fs_format::node::set_node_slot(b, slot, addr);
@@ -324,7 +433,18 @@ fn move_data(t: &Tree, base: u64, valid: &[u32], sums: &[Summary], foreground: b
             }),
         }
     }
-    Ok((moved, pinned_left, dirtied))
+    // The nodes point at the pages' new blocks: the pages are clean. Until here a
+    // reader found them in the cache, so it never read the old contents.
+    let from_pages = cleaned.len() as u64;
+    for (ino, index, data) in cleaned {
+        t.pages.remove_written(ino, index, &data);
+    }
+    Ok(DataMoves {
+        moved,
+        pinned: pinned_left,
+        owners: dirtied,
+        from_pages,
+    })
 }
 
 /// Linux's `gc_pin_file_threshold` default (`DEF_GC_FAILED_PINNED_FILES`): a pinned

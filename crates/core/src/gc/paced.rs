@@ -435,6 +435,7 @@ impl Fs {
         g.stats.data_blocks_moved += after.data - before.data;
         g.stats.node_blocks_moved += after.node - before.node;
         g.stats.data_owner_nodes += after.data_owners - before.data_owners;
+        g.stats.data_pages_cleaned += after.data_from_pages - before.data_from_pages;
         match stepped {
             Some(n) => {
                 g.pacer.step_cost(n, took, victim.is_node);
@@ -647,6 +648,7 @@ impl Fs {
             g.stats.data_blocks_moved += after.data - before.data;
             g.stats.node_blocks_moved += after.node - before.node;
             g.stats.data_owner_nodes += after.data_owners - before.data_owners;
+            g.stats.data_pages_cleaned += after.data_from_pages - before.data_from_pages;
         }
         self.end_paced_victim(rw, v, by_writer);
         Ok(true)

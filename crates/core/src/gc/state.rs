@@ -28,6 +28,9 @@ pub struct GcStats {
     pub data_blocks_moved: u64,
     /// Node blocks moved.
     pub node_blocks_moved: u64,
+    /// Data blocks moved whose dirty page was written in the move (so not written
+    /// back again).
+    pub data_pages_cleaned: u64,
     /// Nodes the moved data blocks dirtied (their owners' new addresses), each counted
     /// once per migration step.
     pub data_owner_nodes: u64,
@@ -59,6 +62,7 @@ impl GcStats {
     pub(crate) fn count_moved(&mut self, moved: &Moved) {
         self.data_blocks_moved += moved.data;
         self.node_blocks_moved += moved.node;
+        self.data_pages_cleaned += moved.data_from_pages;
         self.data_owner_nodes += moved.data_owners;
         if moved.emptied {
             self.sections_freed += 1;
