@@ -247,6 +247,24 @@ fn gc_moves_directories_small_files_and_node_blocks_under_churn() {
     check(&Fs::open(&img, &[]).unwrap(), "after reopen");
 }
 
+/// A file "f" in the root of `blocks` blocks written at version 0, then every even block
+/// rewritten at version 1, each pass checkpointed: the sections holding it are half
+/// valid. Returns the file and each block's version.
+fn half_valid_file(fs: &Fs, blocks: u64) -> (Ino, Vec<u32>) {
+    let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    let mut versions = vec![0u32; blocks as usize];
+    for i in 0..blocks {
+        fs.write(ino, i * B as u64, &block(i, 0)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    for i in (0..blocks).step_by(2) {
+        versions[i as usize] = 1;
+        fs.write(ino, i * B as u64, &block(i, 1)).unwrap();
+    }
+    fs.write_checkpoint().unwrap();
+    (ino, versions)
+}
+
 /// A background pass cleans one victim at a time; an explicit foreground pass on a
 /// volume with room still cleans one victim (as the kernel's), and both leave a clean
 /// image.
@@ -255,19 +273,7 @@ fn explicit_passes_clean_one_victim_and_stay_consistent() {
     let dir = tempfile::tempdir().unwrap();
     let img = make_image(dir.path(), "bg.img", 96 * MIB, 1);
     let fs = open_rw(&img, GcPolicy::Greedy);
-    let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
-    let blocks = 4096u64;
-    let mut versions = vec![0u32; blocks as usize];
-    for i in 0..blocks {
-        fs.write(ino, i * B as u64, &block(i, 0)).unwrap();
-    }
-    fs.write_checkpoint().unwrap();
-    // Every other block rewritten: the first segments become half valid.
-    for i in (0..blocks).step_by(2) {
-        versions[i as usize] = 1;
-        fs.write(ino, i * B as u64, &block(i, 1)).unwrap();
-    }
-    fs.write_checkpoint().unwrap();
+    let (ino, versions) = half_valid_file(&fs, 4096);
     let before = fs.gc_stats().unwrap();
     assert_eq!(fs.gc(GcKind::Background).unwrap(), 1);
     assert_eq!(fs.gc(GcKind::Foreground).unwrap(), 1);
@@ -291,19 +297,9 @@ fn gc_moves_a_dirty_pages_contents_and_cleans_it() {
     let dir = tempfile::tempdir().unwrap();
     let img = make_image(dir.path(), "dirty.img", 96 * MIB, 1);
     let fs = open_rw(&img, GcPolicy::Greedy);
-    let ino = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
     // Four segments of data, then the even blocks rewritten: four half-valid sections.
     let blocks = 2048u64;
-    let mut versions = vec![0u32; blocks as usize];
-    for i in 0..blocks {
-        fs.write(ino, i * B as u64, &block(i, 0)).unwrap();
-    }
-    fs.write_checkpoint().unwrap();
-    for i in (0..blocks).step_by(2) {
-        versions[i as usize] = 1;
-        fs.write(ino, i * B as u64, &block(i, 1)).unwrap();
-    }
-    fs.write_checkpoint().unwrap();
+    let (ino, mut versions) = half_valid_file(&fs, blocks);
     let checkpointed = versions.clone();
     // The odd blocks, still valid in those sections, rewritten in memory only: 1024
     // dirty pages, at (not past) the bound past which a file write writes back.
