@@ -129,10 +129,11 @@ fn prefree_stands_in(g: &GcState) -> bool {
     g.pacer.settings.pacing == GcPacing::Adaptive
 }
 
-/// What GC keeps room for (the kernel's `__get_secs_required`): dirty nodes and
-/// dirty directory blocks. Dirty file data is not counted, as in the kernel: each
-/// operation checks its own room ([`crate::segment::SegmentManager::check_room`]) and
-/// makes room when that fails ([`Fs::reclaim_space`]).
+/// The blocks each log takes for the dirty nodes and dirty directory blocks: what a
+/// victim's move must leave room for besides itself ([`SpaceView::fits`]) and what
+/// `adaptive` keeps free while prefree sections stand in for reserved ones. The
+/// kernel's free-section rule itself, which in `mode=lfs` counts dirty file data
+/// too, is [`SpaceView::enough`].
 pub(crate) fn gc_need(fs: &Fs, rw: &ReadWrite) -> SpaceNeed {
     let mut need = SpaceNeed::default();
     need.per_log.copy_from_slice(&fs.nodes().dirty_nodes_by_log());

@@ -10,9 +10,10 @@
 
 use super::{gc_need, pending_need, sections_of, GC_CHECKPOINT_SECS};
 use crate::fs::ReadWrite;
-use crate::segment::{SectionInfo, SegmentManager, SpaceNeed, PREFREE_ROOM_FLOOR_SECS};
+use crate::segment::{LogType, SectionInfo, SegmentManager, SpaceNeed, NR_LOGS, PREFREE_ROOM_FLOOR_SECS};
 use crate::Fs;
 use std::sync::MutexGuard;
+use uf2fs_format::consts::BLOCKS_PER_SEG;
 
 /// The free-space figures GC's loop rules read, at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,27 +31,81 @@ pub(crate) struct SpaceView {
     gc_need_secs: u32,
     /// Sections every pending write takes ([`pending_need`]: file data too).
     pending_secs: u32,
+    /// The kernel's count of what is pending ([`Secs`]).
+    secs: Secs,
+}
+
+/// What the kernel's free-section rule (`has_not_enough_free_secs` with
+/// `__get_secs_required` and `has_curseg_enough_space`, Linux 6.1 fs/f2fs/segment.h)
+/// reads: the dirty pages by kind in whole sections and remainders, and the room the
+/// logs' current sections have. uf2fs allocates as the kernel's `mode=lfs` does (the
+/// mode zoned devices force), where dirty file data counts as well as dirty nodes and
+/// directory blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Secs {
+    /// Whole sections of dirty nodes, directory blocks and file data.
+    whole: u32,
+    /// Sections for the remainders: one for each kind with some left over.
+    partial: u32,
+    /// Remainders of dirty nodes (with directory blocks), directory blocks and file
+    /// data, in blocks.
+    node_rem: u64,
+    dent_rem: u64,
+    data_rem: u64,
+    /// Room in each log's current section (see
+    /// [`SegmentManager::log_sections_ckpt_room`]).
+    room: [u64; NR_LOGS],
+}
+
+impl Secs {
+    /// From the dirty nodes by log and the dirty pages by log (directory blocks go to
+    /// the hot data log, file data to warm and cold).
+    fn of(nodes: &[u64; NR_LOGS], pages: &[u64; NR_LOGS], segs: &SegmentManager) -> Secs {
+        let cap = (segs.segs_per_sec() as u64 * BLOCKS_PER_SEG as u64).max(1);
+        let dents = pages[LogType::HotData as usize];
+        let node_total = nodes.iter().sum::<u64>() + dents;
+        let data = pages[LogType::WarmData as usize] + pages[LogType::ColdData as usize];
+        let (node_rem, dent_rem, data_rem) = (node_total % cap, dents % cap, data % cap);
+        Secs {
+            whole: ((node_total / cap) + (dents / cap) + (data / cap)) as u32,
+            partial: [node_rem, dent_rem, data_rem].iter().filter(|&&r| r > 0).count() as u32,
+            node_rem,
+            dent_rem,
+            data_rem,
+            room: segs.log_sections_ckpt_room(),
+        }
+    }
+
+    /// Whether every log's current section holds the remainder of its kind (the
+    /// kernel's `has_curseg_enough_space`: data logs the file data's, node logs the
+    /// nodes', the hot data log the directory blocks' too).
+    fn curseg_room(&self) -> bool {
+        LogType::ALL.iter().all(|&log| {
+            let rem = if log.is_node() { self.node_rem } else { self.data_rem };
+            rem <= self.room[log as usize]
+        }) && self.dent_rem <= self.room[LogType::HotData as usize]
+    }
 }
 
 impl SpaceView {
     /// Reads the figures: the pending writes first (the node manager's and the page
     /// cache's counters), then the segment figures under one hold of its lock.
     pub(crate) fn take(fs: &Fs, rw: &ReadWrite) -> SpaceView {
-        let needs = (gc_need(fs, rw), pending_need(fs, rw));
-        SpaceView::of(needs, &lock(rw))
+        let needs = Needs::take(fs, rw);
+        SpaceView::of(&needs, &lock(rw))
     }
 
-    /// The figures for the pending writes `(gc, pending)` (see [`gc_need`] and
-    /// [`pending_need`]), read before the segment lock `segs` was taken (the page
-    /// cache and node manager are not locked under it).
-    fn of((gc, pending): (SpaceNeed, SpaceNeed), segs: &SegmentManager) -> SpaceView {
+    /// The figures for the pending writes `needs`, read before the segment lock
+    /// `segs` was taken (the page cache and node manager are not locked under it).
+    fn of(needs: &Needs, segs: &SegmentManager) -> SpaceView {
         SpaceView {
             free: segs.free_section_count(),
             prefree: segs.prefree_count(),
             prefree_gain: segs.prefree_section_gain(),
             reserved: segs.reserved_sections(),
-            gc_need_secs: sections_of(segs, &gc),
-            pending_secs: sections_of(segs, &pending),
+            gc_need_secs: sections_of(segs, &needs.gc),
+            pending_secs: sections_of(segs, &needs.pending),
+            secs: Secs::of(&needs.nodes, &needs.pages, segs),
         }
     }
 
@@ -65,11 +120,24 @@ impl SpaceView {
         }
     }
 
-    /// Whether free sections, plus `freed` emptied ones waiting for a checkpoint,
-    /// cover what GC keeps room for with the reserved sections and `extra` to spare
-    /// (the kernel's `has_not_enough_free_secs`, inverted).
+    /// Whether free sections, plus `freed` emptied ones waiting for a checkpoint, are
+    /// enough by the kernel's rule (`has_not_enough_free_secs(freed, extra - 1)`,
+    /// inverted): above the reserved sections, `extra - 1` more and the sections the
+    /// dirty nodes, directory blocks and file data take with one for each remainder;
+    /// at or below the same without the remainders' sections, not enough; in between,
+    /// enough if every log's current section holds the remainder of its kind
+    /// ([`Secs`]). `extra` 1 is the kernel's threshold, 0 one section below it.
     pub(crate) fn enough(&self, freed: u32, extra: u32) -> bool {
-        self.free + freed >= self.gc_need_secs + self.reserved + extra
+        let free = (self.free + freed) as i64;
+        let lower = (self.secs.whole + self.reserved) as i64 + extra as i64 - 1;
+        let upper = lower + self.secs.partial as i64;
+        if free > upper {
+            return true;
+        }
+        if free <= lower {
+            return false;
+        }
+        self.secs.curseg_room()
     }
 
     /// Whether the sections emptied since the last checkpoint cover the reserved
@@ -87,10 +155,17 @@ impl SpaceView {
         self.free + freed >= self.pending_secs + self.reserved + extra
     }
 
-    /// Whether free sections are down to the pending writes (`all`: every one) +
-    /// [`GC_CHECKPOINT_SECS`], where GC checkpoints the prefree sections.
+    /// Whether free sections are down to the pending writes + [`GC_CHECKPOINT_SECS`],
+    /// where GC checkpoints the prefree sections: with `all`, every pending write
+    /// (the batching default policy); else as the kernel counts them (the sections of
+    /// its free-section rule, remainders included, without the reserved ones).
     pub(crate) fn low(&self, all: bool) -> bool {
-        self.free <= self.pending(all) + GC_CHECKPOINT_SECS
+        let pending = if all {
+            self.pending_secs
+        } else {
+            self.secs.whole + self.secs.partial
+        };
+        self.free <= pending + GC_CHECKPOINT_SECS
     }
 
     /// Whether free sections hold what moving `v` writes (its valid blocks, and for
@@ -118,14 +193,14 @@ pub(crate) struct VictimInputs {
 impl VictimInputs {
     /// Reads the inputs under one hold of the segment lock.
     pub(crate) fn take(fs: &Fs, rw: &ReadWrite) -> VictimInputs {
-        let needs = (gc_need(fs, rw), pending_need(fs, rw));
+        let needs = Needs::take(fs, rw);
         let segs = lock(rw);
         let mut candidates = Vec::new();
         segs.visit_victim_candidates(|s| candidates.push(s));
         VictimInputs {
             candidates,
             now_secs: segs.elapsed_secs(),
-            space: SpaceView::of(needs, &segs),
+            space: SpaceView::of(&needs, &segs),
         }
     }
 
@@ -139,6 +214,26 @@ impl VictimInputs {
             }
         }
         best
+    }
+}
+
+/// The pending writes, read before the segment lock is taken (the page cache and
+/// node manager are not locked under it).
+struct Needs {
+    gc: SpaceNeed,
+    pending: SpaceNeed,
+    nodes: [u64; NR_LOGS],
+    pages: [u64; NR_LOGS],
+}
+
+impl Needs {
+    fn take(fs: &Fs, rw: &ReadWrite) -> Needs {
+        Needs {
+            gc: gc_need(fs, rw),
+            pending: pending_need(fs, rw),
+            nodes: fs.nodes().dirty_nodes_by_log(),
+            pages: rw.pages().count_by_log(),
+        }
     }
 }
 
@@ -159,7 +254,52 @@ mod tests {
             reserved: 8,
             gc_need_secs: 1,
             pending_secs: 2,
+            secs: Secs::default(),
         }
+    }
+
+    fn lfs_view(free: u32, secs: Secs) -> SpaceView {
+        SpaceView {
+            free,
+            prefree: 0,
+            prefree_gain: 0,
+            reserved: 8,
+            gc_need_secs: 0,
+            pending_secs: 0,
+            secs,
+        }
+    }
+
+    /// The kernel's rule in `mode=lfs`: dirty file data counts (here 500 pages and 100
+    /// dirty nodes: enough above 8 + 2 free sections, not enough at 8), and in between
+    /// every log's current section must hold the remainder of its kind.
+    #[test]
+    fn dirty_file_data_and_the_logs_room_decide_as_in_the_kernel() {
+        let s = Secs {
+            whole: 0,
+            partial: 2,
+            node_rem: 100,
+            dent_rem: 0,
+            data_rem: 500,
+            room: [2048; NR_LOGS],
+        };
+        assert!(lfs_view(11, s).enough(0, 1));
+        assert!(!lfs_view(8, s).enough(0, 1));
+        assert!(lfs_view(9, s).enough(0, 1), "every log's section has room");
+        assert!(lfs_view(8, s).enough(1, 1), "an emptied section counts");
+        let mut short = s;
+        short.room[LogType::ColdData as usize] = 499;
+        assert!(
+            !lfs_view(10, short).enough(0, 1),
+            "the cold data log's section is short"
+        );
+        assert!(lfs_view(11, short).enough(0, 1));
+        assert!(
+            lfs_view(8, s).enough(0, 0) && !lfs_view(7, s).enough(0, 0),
+            "extra 0: a section lower"
+        );
+        // The mid-pass checkpoint comes at the same sections + 3, reserved ones aside.
+        assert!(lfs_view(5, s).low(false) && !lfs_view(6, s).low(false));
     }
 
     /// Emptied sections stand in for reserved ones while enough really free

@@ -9,7 +9,7 @@ use super::SegmentUsage;
 use crate::checkpoint::CheckpointState;
 use crate::device::{read_block, BlockDevice};
 use crate::{Error, Result};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Instant;
 use uf2fs_format::consts::{BLOCKS_PER_SEG, ENTRIES_IN_SUM};
 use uf2fs_format::sit::SitEntry;
@@ -120,6 +120,12 @@ pub struct SegmentManager {
     clock_ticks: u32,
     /// Blocks invalidated in data and in node segments since open.
     invalidated: [u64; 2],
+    /// Per segment, blocks invalidated since the last checkpoint: the kernel's
+    /// `ckpt_valid_blocks` still counts them (its checkpoint bitmap keeps every block
+    /// valid at the last checkpoint or allocated since), so a segment's checkpoint
+    /// count is its valid blocks plus these (see
+    /// [`SegmentManager::log_sections_ckpt_room`]).
+    cp_invalidated: HashMap<u32, u32>,
     logs: [CurSeg; NR_LOGS],
     /// Warm data logs of writeback contexts 1, 2, ... (stream logs; context 0 writes
     /// the warm data log above). Not recorded by checkpoints: closed before each one
@@ -205,6 +211,7 @@ impl SegmentManager {
             clock_now: cps.cp.elapsed_time,
             clock_ticks: 0,
             invalidated: [0; 2],
+            cp_invalidated: HashMap::new(),
             logs,
             streams: Vec::new(),
             active_logs: if geo.ro { ActiveLogs::Two } else { ActiveLogs::default() },
@@ -574,6 +581,7 @@ impl SegmentManager {
         self.valid_blocks -= 1;
         self.valid_kind[k] -= 1;
         self.invalidated[k] += 1;
+        *self.cp_invalidated.entry(segno).or_default() += 1;
         if empty && self.current_log(segno).is_none() {
             self.prefree.insert(segno);
         }
@@ -881,6 +889,7 @@ impl SegmentManager {
         self.chain_broken = false;
         self.chain_past_fsck_limit = self.warm_node_segno() >= self.fsck_limit;
         self.inodes_past_fsck_limit.clear();
+        self.cp_invalidated.clear();
         for segno in std::mem::take(&mut self.prefree) {
             if self.sit[segno as usize].valid_blocks == 0 && self.current_log(segno).is_none() {
                 self.free.set_used(segno, false);

@@ -2,7 +2,7 @@
 //! (valid blocks, type, age), the summary block of a segment, and whether enough free
 //! sections remain for the writes pending (the kernel's `has_not_enough_free_secs`).
 
-use super::{LogType, SegmentManager, SpaceNeed};
+use super::{LogType, SegmentManager, SpaceNeed, NR_LOGS};
 use crate::device::BlockDevice;
 use crate::{Error, Result};
 use uf2fs_format::consts::BLOCKS_PER_SEG;
@@ -302,5 +302,28 @@ impl SegmentManager {
     /// Sections reserved for cleaning (`rsvd_segment_count` in sections).
     pub fn reserved_sections(&self) -> u32 {
         self.space.reserved_secs
+    }
+
+    /// Room left in each of the six logs' current sections as the kernel's
+    /// `has_curseg_enough_space` counts it: the section's blocks less its checkpoint
+    /// count (`ckpt_valid_blocks`: blocks valid at the last checkpoint or written
+    /// since, invalidated or not). A log that is not open has a whole section.
+    pub fn log_sections_ckpt_room(&self) -> [u64; NR_LOGS] {
+        let spsec = self.geo.segs_per_sec;
+        let sec_blocks = spsec as u64 * BLOCKS_PER_SEG as u64;
+        std::array::from_fn(|li| {
+            let segno = self.logs[li].segno;
+            if segno == super::CLOSED || segno >= self.geo.segments {
+                return sec_blocks;
+            }
+            let start = segno / spsec * spsec;
+            let end = (start + spsec).min(self.geo.segments);
+            let ckpt: u64 = (start..end)
+                .map(|s| {
+                    self.sit[s as usize].valid_blocks as u64 + self.cp_invalidated.get(&s).copied().unwrap_or(0) as u64
+                })
+                .sum();
+            sec_blocks.saturating_sub(ckpt)
+        })
     }
 }
