@@ -15,6 +15,10 @@
 //! - [`DIRTY_PAGES_PER_INODE_MAX`]: a file write that leaves more dirty pages than this
 //!   in its inode writes that inode's pages back before it returns (with flusher
 //!   threads, wakes them instead);
+//! - [`DIRTY_PAGES_BACKGROUND`]: without flusher threads, a file write that leaves more
+//!   dirty pages than this in all writes every dirty inode's pages back after it, a
+//!   few at a time with a look at the free sections between (Linux's flusher, which
+//!   runs foreground GC as it writes);
 //! - [`DIRTY_PAGES_MAX`]: an operation that finds more dirty pages than this in all
 //!   first has the writeback contexts write them back (file data) or runs a checkpoint
 //!   (namespace operations). No operation dirties more than
@@ -32,6 +36,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 pub const DIRTY_PAGES_MAX: usize = 4096;
 /// Dirty blocks of one inode past which a file write writes them back (4 MiB).
 pub const DIRTY_PAGES_PER_INODE_MAX: usize = 1024;
+/// Dirty blocks in all past which a file write, when no flusher threads run, writes
+/// every dirty inode's pages back (2 MiB): Linux's flusher starts past
+/// `vm.dirty_background_bytes`, which the kernel comparisons set to 2 MiB
+/// (`scripts/kernel/waf-compare.sh --dirty-bytes 4M`, the background limit half).
+pub const DIRTY_PAGES_BACKGROUND: usize = DIRTY_PAGES_PER_INODE_MAX / 2;
+/// Pages the writer's background writeback writes between two looks at the free
+/// sections ([`crate::Fs`]'s `balance_fs`): F2FS balances after every data page it
+/// writes back (`f2fs_write_single_data_page`); a look every 16 pages gives the lab the
+/// same figures within 1.2% at a third of the cost (docs/waf-lab.md).
+pub const WRITEBACK_BALANCE_PAGES: usize = 16;
 
 /// One dirty block: its contents and the log it goes to.
 #[derive(Debug, Clone)]

@@ -73,6 +73,27 @@ trait Workload: Send + Sync + 'static {
     /// Where `fs` does not show `want`, ignoring what step `skip` changes (a step that
     /// failed halfway leaves those parts undefined in memory). Reading must not fail.
     fn differences(&self, fs: &Fs, want: &Self::State, skip: Option<usize>) -> Vec<String>;
+    /// Whether step `i`, when it succeeds, makes all data durable (a checkpoint of
+    /// every dirty page): no later checkpoint holds anything older.
+    fn makes_durable(&self, _i: usize) -> bool {
+        false
+    }
+    /// Where `fs` shows none of the states a checkpoint that leaves regular files'
+    /// dirty pages (GC's, as the kernel's) may hold: each part as in `floor` (the
+    /// state made durable last), as in `ceil`, or as in between. By default only
+    /// `ceil` itself (workloads whose parts have no order).
+    fn differences_within(&self, fs: &Fs, _floor: &Self::State, ceil: &Self::State) -> Vec<String> {
+        self.differences(fs, ceil, None)
+    }
+}
+
+/// A state a checkpoint may hold.
+#[derive(Debug, Clone)]
+enum Want<S> {
+    /// Exactly this one.
+    Exact(S),
+    /// Any between the two ([`Workload::differences_within`]).
+    Within(S, S),
 }
 
 // ---- Scripted workloads: file and namespace operations by path ----
@@ -452,6 +473,29 @@ impl Workload for GcOverwrites {
         v
     }
 
+    fn makes_durable(&self, i: usize) -> bool {
+        self.targets[i].is_none()
+    }
+
+    /// Each block at a version from `floor`'s to `ceil`'s: a GC checkpoint leaves the
+    /// file's dirty pages, so a block shows the last version written back before it.
+    fn differences_within(&self, fs: &Fs, floor: &Vec<u32>, ceil: &Vec<u32>) -> Vec<String> {
+        let mut buf = vec![0u8; B];
+        let mut out = Vec::new();
+        for b in 0..self.blocks {
+            match fs.read(self.ino, b * B as u64, &mut buf) {
+                Ok(got) if got == B => {}
+                Ok(got) => return vec![format!("short read at block {b}: {got} bytes")],
+                Err(e) => return vec![format!("read at block {b}: {e}")],
+            }
+            let (lo, hi) = (floor[b as usize], ceil[b as usize]);
+            if !(lo..=hi).any(|v| buf[..] == block(b, v)[..]) && out.len() < 5 {
+                out.push(format!("block {b}: none of versions {lo} to {hi}"));
+            }
+        }
+        out
+    }
+
     fn differences(&self, fs: &Fs, want: &Vec<u32>, skip: Option<usize>) -> Vec<String> {
         let skip = skip.and_then(|i| self.targets[i]);
         let mut buf = vec![0u8; 64 * B];
@@ -642,8 +686,10 @@ fn run_point<W: Workload>(
     let v0 = fs.last_checkpoint().checkpoint_ver;
     let mut cur = plan.paused(|| w.initial(&fs));
     // What each checkpoint version may hold.
-    let mut states: HashMap<u64, Vec<W::State>> = HashMap::new();
-    states.insert(v0, vec![cur.clone()]);
+    let mut states: HashMap<u64, Vec<Want<W::State>>> = HashMap::new();
+    states.insert(v0, vec![Want::Exact(cur.clone())]);
+    // The state the last checkpoint of every dirty page holds.
+    let mut floor = cur.clone();
     let mut last = v0;
     let mut failed: Option<(usize, String)> = None;
     for i in 0..w.steps() {
@@ -658,9 +704,17 @@ fn run_point<W: Workload>(
                 let next = plan.paused(|| w.after(&fs, &cur, i));
                 let v = fs.last_checkpoint().checkpoint_ver;
                 for cp in last + 1..=v {
-                    states.insert(cp, vec![cur.clone(), next.clone()]);
+                    let may = vec![
+                        Want::Exact(cur.clone()),
+                        Want::Exact(next.clone()),
+                        Want::Within(floor.clone(), next.clone()),
+                    ];
+                    states.insert(cp, may);
                 }
                 last = v;
+                if w.makes_durable(i) {
+                    floor = next.clone();
+                }
                 cur = next;
             }
             Err(e) => {
@@ -670,7 +724,9 @@ fn run_point<W: Workload>(
                 // when it failed (its closing block may have landed).
                 let v = fs.last_checkpoint().checkpoint_ver;
                 for cp in last + 1..=v + 1 {
-                    states.entry(cp).or_default().push(cur.clone());
+                    let may = states.entry(cp).or_default();
+                    may.push(Want::Exact(cur.clone()));
+                    may.push(Want::Within(floor.clone(), cur.clone()));
                 }
                 last = v;
                 failed = Some((i, e.to_string()));
@@ -721,7 +777,7 @@ fn run_point<W: Workload>(
                 assert!(!out.stopped, "{what}: sync_fs succeeded on a stopped volume");
                 let v = fs.last_checkpoint().checkpoint_ver;
                 for cp in last + 1..=v {
-                    states.entry(cp).or_default().push(cur.clone());
+                    states.entry(cp).or_default().push(Want::Exact(cur.clone()));
                 }
                 last = v;
             }
@@ -746,7 +802,7 @@ fn run_point<W: Workload>(
                 "{what}: the unmount hid the fault"
             );
             for cp in last + 1..=last + 1 {
-                states.entry(cp).or_default().push(cur.clone());
+                states.entry(cp).or_default().push(Want::Exact(cur.clone()));
             }
         }
         Err(e) => {
@@ -763,7 +819,7 @@ fn run_point<W: Workload>(
                 );
             } else {
                 // The fault hit the unmount itself; its checkpoint may have landed.
-                states.entry(last + 1).or_default().push(cur.clone());
+                states.entry(last + 1).or_default().push(Want::Exact(cur.clone()));
                 out.stopped = true;
             }
         }
@@ -775,14 +831,26 @@ fn run_point<W: Workload>(
 
 /// The image left on the device: opens at a checkpoint of this run showing its state,
 /// fsck-clean, and writable.
-fn check_image<W: Workload>(w: &W, image: &Overlay, states: &HashMap<u64, Vec<W::State>>, scratch: &Path, what: &str) {
+fn check_image<W: Workload>(
+    w: &W,
+    image: &Overlay,
+    states: &HashMap<u64, Vec<Want<W::State>>>,
+    scratch: &Path,
+    what: &str,
+) {
     let fs = Fs::open_device(Box::new(image.copy()), "after")
         .unwrap_or_else(|e| panic!("{what}: the image left does not open: {e}"));
     let v = fs.checkpoint().checkpoint_ver;
     let want = states
         .get(&v)
         .unwrap_or_else(|| panic!("{what}: the image opens at checkpoint {v}, which this run never wrote"));
-    let diffs: Vec<Vec<String>> = want.iter().map(|s| w.differences(&fs, s, None)).collect();
+    let diffs: Vec<Vec<String>> = want
+        .iter()
+        .map(|s| match s {
+            Want::Exact(s) => w.differences(&fs, s, None),
+            Want::Within(floor, ceil) => w.differences_within(&fs, floor, ceil),
+        })
+        .collect();
     assert!(
         diffs.iter().any(Vec::is_empty),
         "{what}: the image at checkpoint {v} holds none of its states: {diffs:?}"

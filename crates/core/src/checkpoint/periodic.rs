@@ -107,11 +107,12 @@ impl Fs {
         let rw = self.rw()?;
         let merge = rw.settings().checkpoint_merge;
         // Read with cp_lock shared: no checkpoint is running, so any later version is
-        // of a checkpoint that started after this point, and covers everything before.
-        let seen = merge.then(|| rw.cp_shared().last().cp.checkpoint_ver);
+        // of a checkpoint that started after this point, and covers everything before
+        // if it wrote the dirty pages too (GC's checkpoints leave files' pages).
+        let seen = merge.then(|| rw.cp_shared().data_version());
         let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
-        if seen.is_some_and(|v| v != writer.last().cp.checkpoint_ver) {
+        if seen.is_some_and(|v| v != writer.data_version()) {
             return Ok(());
         }
         let report = self.checkpoint_locked(rw, &mut writer, false)?;

@@ -177,6 +177,9 @@ fn write_pack(dev: &dyn BlockDevice, start: u64, pack: &Pack) -> Result<()> {
 pub struct CheckpointWriter {
     last: CheckpointState,
     failed: Option<String>,
+    /// Version of the last checkpoint that wrote every dirty page first (GC's
+    /// checkpoints leave files' pages dirty), or of the opened one.
+    data_version: u64,
 }
 
 impl CheckpointWriter {
@@ -185,12 +188,24 @@ impl CheckpointWriter {
         CheckpointWriter {
             last: opened.clone(),
             failed: None,
+            data_version: opened.cp.checkpoint_ver,
         }
     }
 
     /// The last durable checkpoint (the opened one until a checkpoint is written).
     pub fn last(&self) -> &CheckpointState {
         &self.last
+    }
+
+    /// Version of the last checkpoint that made all data written before it durable
+    /// (one that wrote every dirty page first; GC's checkpoints do not).
+    pub fn data_version(&self) -> u64 {
+        self.data_version
+    }
+
+    /// Records that the checkpoint just written wrote every dirty page first.
+    pub(crate) fn note_data_written(&mut self) {
+        self.data_version = self.last.cp.checkpoint_ver;
     }
 
     /// Writes a checkpoint (an unmount checkpoint with `umount`) recording `orphans` in

@@ -36,7 +36,7 @@ pub use fallocate::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RA
 use crate::inode::{now, InodeMut};
 use crate::namei::newinode::{FADVISE_COLD_BIT, FADVISE_HOT_BIT};
 use crate::ops::{need, Op};
-use crate::pagecache::{DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX};
+use crate::pagecache::{DIRTY_PAGES_BACKGROUND, DIRTY_PAGES_MAX, DIRTY_PAGES_PER_INODE_MAX, WRITEBACK_BALANCE_PAGES};
 use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
@@ -122,6 +122,7 @@ impl Fs {
                     rw.count_user_blocks(blocks);
                     done += len;
                     reclaims = 0;
+                    self.background_writeback()?;
                 }
                 Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
                     reclaims += 1;
@@ -151,6 +152,44 @@ impl Fs {
     fn live_inode(&self, ino: Ino) -> Result<crate::inode::InodeRef> {
         self.check_allocated(ino)?;
         self.inode(ino)
+    }
+
+    /// Without flusher threads, once more than [`DIRTY_PAGES_BACKGROUND`] pages are
+    /// dirty, writes every dirty inode's pages back (the one dirtied first first), as
+    /// Linux's flusher does past `vm.dirty_background_bytes`. While GC runs, a look at
+    /// the free sections ([`Fs::balance_fs`]) comes after every
+    /// [`WRITEBACK_BALANCE_PAGES`] pages, as F2FS balances while it writes data back,
+    /// so that foreground GC runs between the invalidations of one writeback and not
+    /// only before the next operation. With flusher threads they do this
+    /// ([`Op::write_back_if_over`] wakes them).
+    fn background_writeback(&self) -> Result<()> {
+        let rw = self.rw()?;
+        if rw.flusher().running() || rw.pages().len() <= DIRTY_PAGES_BACKGROUND {
+            return Ok(());
+        }
+        let step = if rw.gc().enabled {
+            WRITEBACK_BALANCE_PAGES
+        } else {
+            usize::MAX
+        };
+        let pages = rw.pages();
+        for c in 0..pages.writeback().contexts() {
+            for ino in pages.dirty_inodes(c) {
+                // Pages other writers dirty meanwhile wait for the next round.
+                for _ in 0..pages.inode_len(ino).div_ceil(step) {
+                    if self.writeback_inode_upto(ino, step)? == 0 {
+                        break;
+                    }
+                    match self.balance_fs() {
+                        // The write itself is done: the next operation's room check
+                        // reports a volume GC cannot make room on.
+                        Err(e) if e.is_no_space() => return Ok(()),
+                        r => r?,
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Keeps the page cache within [`DIRTY_PAGES_MAX`] before a write to `ino`. With

@@ -320,7 +320,7 @@ impl Fs {
             return Ok(());
         }
         let floor = paced && pass_loop != PassLoop::Batched;
-        self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)
+        self.gc_locked_at(rw, &mut writer, GcKind::Foreground, Call { floor, balance: true })
             .map(|_| ())
     }
 
@@ -422,15 +422,33 @@ impl Fs {
             if rw.pages().is_empty() && self.nodes().dirty_node_count() == 0 {
                 return Ok(false);
             }
-            self.gc_checkpoint(rw, &mut writer)?;
+            self.gc_checkpoint_all(rw, &mut writer)?;
             return Ok(true);
         }
-        Ok(self.gc_locked_at(rw, &mut writer, GcKind::Foreground, floor)? > 0)
+        Ok(self.gc_locked_at(rw, &mut writer, GcKind::Foreground, Call { floor, balance: false })? > 0)
     }
 
+    /// GC's checkpoint: frees the emptied sections and writes the dirty nodes, leaving
+    /// regular files' dirty pages to writeback, as the kernel's `f2fs_gc` does
+    /// ([`Fs::checkpoint_locked_without_file_data`]).
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
+        self.gc_checkpoint_with(rw, writer, false)
+    }
+
+    /// A checkpoint GC writes with every dirty page first: when no victim is left
+    /// (overwrites in the page cache have not invalidated their old blocks yet), or
+    /// with no cleaner to make room but writing what is pending.
+    fn gc_checkpoint_all(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
+        self.gc_checkpoint_with(rw, writer, true)
+    }
+
+    fn gc_checkpoint_with(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, file_data: bool) -> Result<()> {
         let t0 = self.now();
-        self.checkpoint_locked(rw, writer, false)?;
+        if file_data {
+            self.checkpoint_locked(rw, writer, false)?;
+        } else {
+            self.checkpoint_locked_without_file_data(rw, writer)?;
+        }
         let took = self.now().saturating_sub(t0);
         {
             let mut g = rw.gc();
@@ -455,19 +473,17 @@ impl Fs {
     }
 
     fn gc_locked(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind) -> Result<u64> {
-        self.gc_locked_at(rw, writer, kind, false)
+        self.gc_locked_at(rw, writer, kind, Call::default())
     }
 
-    /// [`Fs::gc_locked`]; with `floor` (a paced writer's pass, or its reclaim) the pass
-    /// ends after one victim, checkpointing it only if free sections fall short of
-    /// F2FS's floor without it ([`Fs::writer_room`]).
-    fn gc_locked_at(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
+    /// [`Fs::gc_locked`] as `call` says (see [`Call`]).
+    fn gc_locked_at(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
         let r = self.timed(
             rw,
             |p| &mut p.gc_time,
             || {
                 self.finish_paced_victim(rw, writer, false)
-                    .and_then(|_| self.gc_pass(rw, writer, kind, floor))
+                    .and_then(|_| self.gc_pass(rw, writer, kind, call))
             },
         );
         if kind == GcKind::Foreground {
@@ -477,7 +493,8 @@ impl Fs {
         r
     }
 
-    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, floor: bool) -> Result<u64> {
+    fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
+        let Call { floor, balance } = call;
         let policy = {
             let mut g = rw.gc();
             match kind {
@@ -528,6 +545,12 @@ impl Fs {
             if (!seed_loop || (first && !batch)) && !view.enough(0, 1) && view.prefree > 0 {
                 view = self.gc_checkpoint_view(rw, writer)?;
                 freed_since_cp = 0;
+                // Called from balance_fs, the kernel's f2fs_gc starts as background GC
+                // (`init_gc_type` BG_GC with `no_bg_gc`): it turns to foreground only if
+                // that checkpoint left too few free sections, and else ends there.
+                if first && balance && !batch && view.enough(0, 1) {
+                    break;
+                }
             }
             if batch && kind == GcKind::Foreground && (!first || checkpointed) {
                 let extra = rw.gc().batch_extra;
@@ -545,7 +568,8 @@ impl Fs {
                 // blocks yet: write everything (a checkpoint) and look again, once.
                 let dirty = rw.pages().len() + self.nodes().dirty_node_count();
                 if kind == GcKind::Foreground && !flushed && dirty > 0 {
-                    view = self.gc_checkpoint_view(rw, writer)?;
+                    self.gc_checkpoint_all(rw, writer)?;
+                    view = SpaceView::take(self, rw);
                     flushed = true;
                     freed_since_cp = 0;
                     continue;
@@ -725,6 +749,20 @@ fn room_in(v: &SpaceView, pass_loop: PassLoop, batch_extra: u32) -> bool {
     }
     let checkpoint_due = v.prefree > 0 && v.low(true);
     v.enough_for_all(v.prefree_gain, 1 + batch_extra) && !checkpoint_due
+}
+
+/// How a pass was called: what ends it early.
+#[derive(Debug, Clone, Copy, Default)]
+struct Call {
+    /// A paced writer's pass, or its reclaim: the pass ends after one victim,
+    /// checkpointing it only if free sections fall short of F2FS's floor without it
+    /// ([`Fs::writer_room`]).
+    floor: bool,
+    /// From [`Fs::balance_fs`] (the kernel's `f2fs_balance_fs`): a checkpoint of the
+    /// prefree sections that leaves enough free ends the pass without a victim (the
+    /// kernel loop and the seed patches' node rules; the batching default has its own
+    /// end).
+    balance: bool,
 }
 
 /// Whole free sections `need` takes from the logs.

@@ -81,8 +81,14 @@ impl<'a> Run<'a> {
 /// the inode's lock and `cp_lock`; an error leaves memory ahead of the device, so the
 /// caller must fail the file system. Returns the pages written.
 pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
+    write_inode_pages_upto(t, ino, usize::MAX)
+}
+
+/// [`write_inode_pages`] for the first `max` dirty pages of `ino` (by block index).
+pub(crate) fn write_inode_pages_upto(t: &Tree, ino: Ino, max: usize) -> Result<usize> {
     crate::lockrank::assert_held(crate::lockrank::Rank::Checkpoint, "writing an inode's pages");
-    let pages = t.pages.inode_snapshot(ino);
+    let mut pages = t.pages.inode_snapshot(ino);
+    pages.truncate(max);
     if pages.is_empty() {
         return Ok(0);
     }
@@ -248,12 +254,17 @@ fn write_group<'a>(
     Ok(false)
 }
 
-/// Writes every dirty page of every inode (a checkpoint's first step; `cp_lock` held
-/// exclusively, so no inode lock is needed). Returns the pages written.
-pub(crate) fn write_all_pages(t: &Tree) -> Result<usize> {
+/// Writes every dirty page of every inode, or with `file_data` false those of
+/// directories (and symlinks) only, leaving regular files' pages dirty (a checkpoint's
+/// first step; `cp_lock` held exclusively, so no inode lock is needed). Returns the
+/// pages written.
+pub(crate) fn write_all_pages(t: &Tree, file_data: bool) -> Result<usize> {
     let mut written = 0;
     for c in 0..t.pages.writeback().contexts() {
         for ino in t.pages.dirty_inodes(c) {
+            if !file_data && t.load_inode(ino)?.kind()? == crate::FileKind::File {
+                continue;
+            }
             written += write_inode_pages(t, ino)?;
         }
     }
@@ -265,13 +276,18 @@ impl Fs {
     /// checkpoint). Holds `cp_lock` shared and the inode's lock; a failure fails the
     /// file system. Returns the pages written.
     pub(crate) fn writeback_inode(&self, ino: Ino) -> Result<usize> {
+        self.writeback_inode_upto(ino, usize::MAX)
+    }
+
+    /// [`Fs::writeback_inode`] for the first `max` dirty pages of `ino`.
+    pub(crate) fn writeback_inode_upto(&self, ino: Ino, max: usize) -> Result<usize> {
         let rw = self.rw()?;
         let cp = rw.cp_shared();
         rw.check_failed()?;
         let node_ver = cp.last().node_version();
         let _g = rw.lock_inodes(&[ino]);
         let t = self.tree(rw);
-        let r = write_inode_pages(&t, ino).and_then(|n| {
+        let r = write_inode_pages_upto(&t, ino, max).and_then(|n| {
             if self.nodes().dirty_node_count() > DIRTY_NODES_MAX {
                 self.nodes()
                     .write_dirty_nodes(self.device(), self.superblock(), rw.seg_lock(), node_ver)?;
