@@ -37,8 +37,9 @@
 #   --io-size S            bytes of 4 KiB random writes [2G]
 #   --opts OPTS            kernel mount options (comma-separated) [none: the defaults]
 #   --dirty-bytes S        the guest's vm.dirty_bytes (vm.dirty_background_bytes: half),
-#                          or "kernel" for the kernel's ratios [4M: as the lab, which
-#                          writes a file's pages back past 1024 dirty ones]
+#                          or "kernel" for the kernel's ratios [4M: as the lab, whose
+#                          writer writes dirty pages back past 512 (2 MiB, the
+#                          background limit this sets), as Linux's flusher does]
 #   --policy LIST          lab policies [greedy,cost-benefit]
 #   --seed N               lab seed [1]
 #   --no-kernel            lab only          --no-lab       kernel only
