@@ -368,7 +368,7 @@ impl Fs {
             if delivering && stands_in && view.prefree_room() {
                 return true;
             }
-            return view.enough(0, if delivering { 0 } else { 1 });
+            return view.enough_paced(0, if delivering { 0 } else { 1 });
         }
         self.room_without_gc(rw, pass_loop)
     }
@@ -430,9 +430,14 @@ impl Fs {
 
     /// GC's checkpoint: frees the emptied sections and writes the dirty nodes, leaving
     /// regular files' dirty pages to writeback, as the kernel's `f2fs_gc` does
-    /// ([`Fs::checkpoint_locked_without_file_data`]).
+    /// ([`Fs::checkpoint_locked_without_file_data`]). Under a pacer (uf2fs's own, with
+    /// no kernel counterpart) it writes them too, as before: the pacer's margin and its
+    /// writers' floor count on checkpoints that leave no dirty data for operations'
+    /// room checks (without, on the mount, writers reclaimed room for the pending
+    /// pages themselves and the cleaner took no step).
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
-        self.gc_checkpoint_with(rw, writer, false)
+        let paced = rw.gc().pacer.settings.pacing != GcPacing::Off;
+        self.gc_checkpoint_with(rw, writer, paced)
     }
 
     /// A checkpoint GC writes with every dirty page first: when no victim is left

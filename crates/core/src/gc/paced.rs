@@ -13,7 +13,6 @@ use super::{Migration, GC_CHECKPOINT_SECS};
 use crate::checkpoint::write::CheckpointWriter;
 use crate::fs::ReadWrite;
 use crate::node::DIRTY_NODES_MAX;
-use crate::segment::LogType;
 use crate::{Fs, Result};
 use std::time::Duration;
 
@@ -329,17 +328,6 @@ impl Fs {
             super::gc_need(self, rw)
         };
         let extra = if batch { rw.gc().batch_extra } else { 0 };
-        // Outside the batched loop writers keep the kernel's rule
-        // ([`super::snapshot::SpaceView::enough`]), which holds dirty file data's
-        // whole sections free too: the margin starts above them (with flusher threads
-        // up to two sections of it wait in the page cache). Its remainders and the
-        // logs' room stay within the margin.
-        let data_secs = if batch {
-            0
-        } else {
-            let pages = rw.pages().count_by_log();
-            pages[LogType::WarmData as usize] + pages[LogType::ColdData as usize]
-        };
         let segs = rw.segs();
         let gain = if batch || count_prefree {
             segs.prefree_section_gain()
@@ -347,9 +335,8 @@ impl Fs {
             0
         };
         let capacity = segs.segs_per_sec() * uf2fs_format::consts::BLOCKS_PER_SEG;
-        let data_secs = (data_secs / capacity.max(1) as u64) as u32;
         let slack = (0..=upto)
-            .take_while(|m| segs.has_enough_free_secs(&need, gain, 1 + extra + data_secs + m))
+            .take_while(|m| segs.has_enough_free_secs(&need, gain, 1 + extra + m))
             .count() as u32;
         (slack, capacity)
     }

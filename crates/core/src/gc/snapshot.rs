@@ -140,6 +140,17 @@ impl SpaceView {
         self.secs.curseg_room()
     }
 
+    /// The floor of writers under a pacer: free sections (plus `freed`) covering the
+    /// reserved ones, the dirty nodes' and directory blocks' sections and `extra`. The
+    /// kernel's rule ([`SpaceView::enough`]) is for writers without one, as in the
+    /// kernel; uf2fs's pacers measure their margin, steps and checkpoints from this
+    /// floor ([`crate::gc`]'s paced module), and with the kernel's, whose dirty data
+    /// term moves by sections as flusher threads write, writers on the mount reached
+    /// their own threshold first and the cleaner took no step.
+    pub(crate) fn enough_paced(&self, freed: u32, extra: u32) -> bool {
+        self.free + freed >= self.gc_need_secs + self.reserved + extra
+    }
+
     /// Whether the sections emptied since the last checkpoint cover the reserved
     /// sections for GC's writes while [`PREFREE_ROOM_FLOOR_SECS`] really free sections
     /// stay beyond them: the rule of an operation's own room check when prefree
