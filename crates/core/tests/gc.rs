@@ -287,6 +287,50 @@ fn explicit_passes_clean_one_victim_and_stay_consistent() {
     check_file(&Fs::open(&img, &[]).unwrap(), ino, &versions, "after reopen");
 }
 
+/// A write that finds too few free sections while emptied ones wait for a checkpoint
+/// gets that checkpoint and no victim (the kernel's `f2fs_balance_fs` calls `f2fs_gc`
+/// as background GC with `no_bg_gc`: it checkpoints the prefree sections and turns
+/// to foreground GC only if free sections are still short), though half-valid
+/// sections are there to clean.
+#[test]
+fn a_balance_whose_checkpoint_makes_room_takes_no_victim() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make_image(dir.path(), "bal.img", 96 * MIB, 1);
+    let fs = open_rw(&img, GcPolicy::Greedy);
+    let (ino, mut versions) = half_valid_file(&fs, 2048);
+    // With GC off, a second file takes every section the room check gives, then
+    // goes: its sections are emptied, free only after the next checkpoint.
+    fs.set_gc_enabled(false).unwrap();
+    let g = fs.create(fs.root(), b"g", 0o644, 0, 0).unwrap().ino;
+    let chunk = vec![0x5a; 64 * B];
+    let mut off = 0u64;
+    loop {
+        match fs.write(g, off, &chunk) {
+            Ok(n) => off += n as u64,
+            Err(e) if e.is_no_space() => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(off >= 4 * MIB, "the second file took {off} bytes");
+    fs.write_checkpoint().unwrap();
+    fs.unlink(fs.root(), b"g").unwrap();
+    fs.set_gc_enabled(true).unwrap();
+    let before = fs.gc_stats().unwrap();
+    versions[1] = 2;
+    fs.write(ino, B as u64, &block(1, 2)).unwrap();
+    let after = fs.gc_stats().unwrap();
+    assert_eq!(after.fg_calls, before.fg_calls + 1, "no balance ran: {after:?}");
+    assert_eq!(after.checkpoints, before.checkpoints + 1, "{after:?}");
+    assert_eq!(
+        (after.data_victims, after.data_blocks_moved),
+        (before.data_victims, before.data_blocks_moved),
+        "the balance took a victim after its checkpoint made room"
+    );
+    check_file(&fs, ino, &versions, "after the balance");
+    fs.unmount().unwrap();
+    fsck_clean(&img, "a balance ended by its checkpoint");
+}
+
 /// A victim's block whose page the user dirtied since it was written moves with the
 /// page's contents (as F2FS's `move_data_page`): written once, by GC, and the page is
 /// then clean, not written back again. Until a checkpoint or an fsync the move is not

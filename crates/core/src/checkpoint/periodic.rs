@@ -110,6 +110,14 @@ impl Fs {
         // of a checkpoint that started after this point, and covers everything before
         // if it wrote the dirty pages too (GC's checkpoints leave files' pages).
         let seen = merge.then(|| rw.cp_shared().data_version());
+        self.sync_fs_after(rw, seen)
+    }
+
+    /// [`Fs::sync_fs`] once it has read `seen` (with merging, the data version then):
+    /// takes `cp_lock` exclusively and writes a checkpoint unless one that wrote the
+    /// dirty pages came in between. Other checkpoints (GC's, which leave files' pages)
+    /// may come in between too; they do not count.
+    fn sync_fs_after(&self, rw: &ReadWrite, seen: Option<u64>) -> Result<()> {
         let mut writer = rw.cp_exclusive();
         rw.check_failed()?;
         if seen.is_some_and(|v| v != writer.data_version()) {
@@ -394,5 +402,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The interleavings of a merged `sync_fs` with a checkpoint another thread writes
+    /// between its look at the data version and its exclusive `cp_lock`: a full
+    /// checkpoint there makes the call's own unneeded (merged), GC's, which leaves
+    /// files' dirty pages, does not, and the call writes them.
+    #[test]
+    fn a_merged_sync_fs_writes_the_data_a_gc_checkpoint_in_between_left() {
+        let fs = Fs::open_device_with(Box::new(MemDevice::new(image(64))), "mem", RW).unwrap();
+        let rw = fs.rw().unwrap();
+        let f = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+        fs.write(f, 0, &[1; 8192]).unwrap();
+        // A full checkpoint in between: merged.
+        let seen = rw.cp_shared().data_version();
+        let v = fs.write_checkpoint().unwrap().version;
+        fs.sync_fs_after(rw, Some(seen)).unwrap();
+        assert_eq!(version(&fs), v, "merged with the full checkpoint in between");
+        // GC's checkpoint in between: the call writes its own, with the file's pages.
+        fs.write(f, 0, &[2; 8192]).unwrap();
+        let seen = rw.cp_shared().data_version();
+        let gc = {
+            let mut writer = rw.cp_exclusive();
+            fs.checkpoint_locked_without_file_data(rw, &mut writer).unwrap().version
+        };
+        assert_eq!(rw.pages().inode_len(f), 2, "GC's checkpoint wrote the file's pages");
+        fs.sync_fs_after(rw, Some(seen)).unwrap();
+        assert!(version(&fs) > gc, "sync_fs took GC's checkpoint for a full one");
+        assert_eq!(rw.pages().inode_len(f), 0, "sync_fs left the file's pages dirty");
     }
 }

@@ -273,7 +273,7 @@ impl Fs {
         let (enabled, pass_loop, paced) = {
             let mut g = rw.gc();
             g.note_op();
-            (g.enabled, g.pass_loop, g.pacer.settings.pacing != GcPacing::Off)
+            (g.enabled, g.pass_loop, g.paced())
         };
         if !enabled || self.writer_room(rw, pass_loop, paced) {
             return Ok(());
@@ -407,10 +407,7 @@ impl Fs {
         }
         let (enabled, floor) = {
             let g = rw.gc();
-            (
-                g.enabled,
-                g.pacer.settings.pacing != GcPacing::Off && g.pass_loop != PassLoop::Batched,
-            )
+            (g.enabled, g.paced() && g.pass_loop != PassLoop::Batched)
         };
         if !enabled {
             // No cleaner (an `ro` volume being built, or GC turned off): the one room
@@ -430,13 +427,11 @@ impl Fs {
 
     /// GC's checkpoint: frees the emptied sections and writes the dirty nodes, leaving
     /// regular files' dirty pages to writeback, as the kernel's `f2fs_gc` does
-    /// ([`Fs::checkpoint_locked_without_file_data`]). Under a pacer (uf2fs's own, with
-    /// no kernel counterpart) it writes them too, as before: the pacer's margin and its
-    /// writers' floor count on checkpoints that leave no dirty data for operations'
-    /// room checks (without, on the mount, writers reclaimed room for the pending
-    /// pages themselves and the cleaner took no step).
+    /// ([`Fs::checkpoint_locked_without_file_data`]). Under a pacer it writes them too
+    /// ([`GcState::paced`]: the pacer's margin and its writers' floor count on
+    /// checkpoints that leave no dirty data for operations' room checks).
     fn gc_checkpoint(&self, rw: &ReadWrite, writer: &mut CheckpointWriter) -> Result<()> {
-        let paced = rw.gc().pacer.settings.pacing != GcPacing::Off;
+        let paced = rw.gc().paced();
         self.gc_checkpoint_with(rw, writer, paced)
     }
 

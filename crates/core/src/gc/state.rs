@@ -123,6 +123,21 @@ impl Default for GcState {
 }
 
 impl GcState {
+    /// Which model of F2FS's GC governs writers and GC's checkpoints: the kernel's
+    /// (false: no pacer) or the one uf2fs's pacers measure from (true). Under the
+    /// kernel's, writers need room by `has_not_enough_free_secs` with dirty file data
+    /// counted ([`super::snapshot::SpaceView::enough`]) and GC's checkpoints leave
+    /// regular files' dirty pages, as `f2fs_gc`'s do. Under a pacer (`seed`,
+    /// `adaptive`: no kernel counterpart) writers keep the floor of dirty nodes and
+    /// directory blocks the pacer's margin is measured from
+    /// ([`super::snapshot::SpaceView::enough_paced`]) and GC's checkpoints write file
+    /// data too: with the kernel's model there, writers on the mount reclaimed room
+    /// for the pages GC's checkpoints left and the paced cleaner took no step. The
+    /// one switch both read, so that they cannot part.
+    pub(crate) fn paced(&self) -> bool {
+        self.pacer.settings.pacing != super::pacer::GcPacing::Off
+    }
+
     /// An operation starts now: the background cleaner's idle clock, and the front
     /// operation interval the paced cleaner fits its long steps between.
     pub(crate) fn note_op(&mut self) {
