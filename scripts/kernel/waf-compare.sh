@@ -53,7 +53,8 @@
 #                          f2fs_gc_end, f2fs_get_victim, f2fs_write_checkpoint,
 #                          f2fs_background_gc) with the dirty page counts of debugfs
 #                          sampled every --sample seconds, as "trace" and "dirty" lines
-#                          of the result block (keep it with --result-out)
+#                          of the result block (keep it with --result-out); prints the
+#                          dirty data pages' p10, median, p90 and max over the job
 #
 # Environment:
 #   UF2FS_KC_WORK          work directory (default /var/tmp/uf2fs-kernel)
@@ -688,6 +689,12 @@ if [ "$kernel_ok" = 1 ]; then
         "$(kv io_fs_gc_node) GC node, $(kv io_fs_node) node + $(kv io_fs_cp_node) checkpoint node," \
         "$(kv io_fs_meta) + $(kv io_fs_cp_meta) meta blocks"
     echo "kernel mount: $(field mounted | head -1)"
+    # With --trace: the dirty data pages F2FS counted (debugfs "datas", pages under
+    # writeback not included) at each sample over the job.
+    field dirty | sed -n 's/.*- datas: \([0-9]*\).*/\1/p' | sort -n | awk '
+        { v[NR] = $1 }
+        END { if (NR) printf "kernel: dirty data pages over the job (%d samples): p10 %d, median %d, p90 %d, max %d\n",
+              NR, v[int(NR * 0.1) + 1], v[int(NR * 0.5) + 1], v[int(NR * 0.9) + 1], v[NR] }'
 fi
 
 if [ -n "$json" ]; then
