@@ -313,6 +313,32 @@ mod tests {
         assert!(lfs_view(5, s).low(false) && !lfs_view(6, s).low(false));
     }
 
+    /// The pacer's floor counts the reserved sections and what GC keeps room for
+    /// (dirty nodes and directory blocks), never dirty file data nor the logs' room:
+    /// with a whole section of dirty file data the kernel's rule wants more than it.
+    #[test]
+    fn the_pacers_floor_leaves_dirty_file_data_out() {
+        let s = Secs {
+            whole: 1,
+            partial: 1,
+            node_rem: 0,
+            dent_rem: 0,
+            data_rem: 100,
+            room: [0; NR_LOGS],
+        };
+        let v = |free| SpaceView {
+            gc_need_secs: 1,
+            ..lfs_view(free, s)
+        };
+        assert!(v(9).enough_paced(0, 0) && !v(8).enough_paced(0, 0));
+        assert!(v(10).enough_paced(0, 1) && !v(9).enough_paced(0, 1));
+        assert!(v(8).enough_paced(1, 0), "an emptied section counts");
+        assert!(
+            v(10).enough_paced(0, 1) && !v(10).enough(0, 1),
+            "the kernel's rule wants more"
+        );
+    }
+
     /// Emptied sections stand in for reserved ones while enough really free
     /// sections stay beyond GC's own writes.
     #[test]
