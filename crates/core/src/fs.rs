@@ -75,6 +75,9 @@ pub(crate) struct ReadWrite {
     user_blocks: std::sync::atomic::AtomicU64,
     /// The flusher threads' control block ([`crate::writeback::flusher`]).
     flush: crate::writeback::flusher::FlushControl,
+    /// The writer's share of the flusher's work under the kernel's writer model
+    /// ([`crate::writeback::pace`]); locked alone.
+    flusher_pace: Mutex<crate::writeback::pace::FlusherPace>,
     /// What fsync must know since the last checkpoint ([`Fs::fsync`]).
     fsync: crate::file::synced::FsyncTrack,
     /// The compression mount options and the files compressed on request
@@ -243,6 +246,7 @@ impl ReadWrite {
             gc: Mutex::new(Default::default()),
             user_blocks: Default::default(),
             flush: Default::default(),
+            flusher_pace: Default::default(),
             fsync: Default::default(),
             compress: Default::default(),
         }
@@ -328,6 +332,11 @@ impl ReadWrite {
     /// The flusher threads' control block.
     pub(crate) fn flusher(&self) -> &crate::writeback::flusher::FlushControl {
         &self.flush
+    }
+
+    /// The flusher's pace under the kernel's writer model.
+    pub(crate) fn flusher_pace(&self) -> MutexGuard<'_, crate::writeback::pace::FlusherPace> {
+        self.flusher_pace.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What fsync must know since the last checkpoint.

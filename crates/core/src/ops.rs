@@ -117,12 +117,14 @@ impl<'a> Op<'a> {
     }
 
     /// [`Op::ensure_room`]; `freeing` lets an operation that frees space take the
-    /// reserved sections.
+    /// reserved sections, as every operation may under the kernel's writer model
+    /// ([`crate::WriterModel::Kernel`]).
     pub(crate) fn ensure_room_as(&mut self, extra: SpaceNeed, nids: usize, freeing: bool) -> Result<()> {
         let need = crate::gc::pending_need(self.fs, self.rw);
+        let into_reserve = freeing || self.rw.gc().kernel_writers();
         let mut segs = self.rw.segs();
         let need = need.plus(&extra);
-        if freeing {
+        if into_reserve {
             segs.check_room_freeing(&need)?;
         } else {
             segs.check_room(&need)?;

@@ -77,6 +77,9 @@ struct Inner {
     /// clean again so that a file keeps its context (and its context's log) for its
     /// life; forgotten when the inode is freed, all at once past [`AFFINITY_MAX`].
     affinity: std::collections::HashMap<Ino, usize>,
+    /// Where each inode's next cyclic writeback starts ([`PageCache::cyclic_window`]):
+    /// Linux's `mapping->writeback_index`. Forgotten as `affinity` is.
+    writeback_index: std::collections::HashMap<Ino, u64>,
     next_seq: u64,
 }
 
@@ -91,6 +94,7 @@ impl Default for Inner {
             per_log: [0; NR_LOGS],
             per_context: vec![0],
             affinity: Default::default(),
+            writeback_index: Default::default(),
             next_seq: 0,
         }
     }
@@ -273,7 +277,9 @@ impl PageCache {
     /// being freed: its writeback context is forgotten too).
     pub fn remove_inode(&self, ino: Ino) -> Vec<u64> {
         let gone = self.remove_range(ino, 0..u64::MAX);
-        self.lock().affinity.remove(&ino);
+        let mut inner = self.lock();
+        inner.affinity.remove(&ino);
+        inner.writeback_index.remove(&ino);
         gone
     }
 
@@ -303,6 +309,32 @@ impl PageCache {
             .unwrap_or_default()
     }
 
+    /// At most `max` dirty blocks of `ino` for a cyclic writeback (Linux's
+    /// `range_cyclic`): from where the last one stopped to the end, then from the
+    /// start, in index order; the next starts after the last block given. Left in
+    /// place, as [`PageCache::inode_snapshot`]'s.
+    pub fn cyclic_window(&self, ino: Ino, max: usize) -> Vec<(u64, DirtyPage)> {
+        let mut inner = self.lock();
+        let start = inner.writeback_index.get(&ino).copied().unwrap_or(0);
+        let Some(p) = inner.inodes.get(&ino) else {
+            return Vec::new();
+        };
+        let window: Vec<(u64, DirtyPage)> = p
+            .pages
+            .range(start..)
+            .chain(p.pages.range(..start))
+            .take(max)
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        if let Some((last, _)) = window.last() {
+            if inner.writeback_index.len() >= AFFINITY_MAX {
+                inner.writeback_index.clear();
+            }
+            inner.writeback_index.insert(ino, last + 1);
+        }
+        window
+    }
+
     /// Inodes with dirty pages that writeback context `context` writes, the one
     /// dirtied first first.
     pub fn dirty_inodes(&self, context: usize) -> Vec<Ino> {
@@ -321,6 +353,39 @@ impl PageCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn indexes(w: &[(u64, DirtyPage)]) -> Vec<u64> {
+        w.iter().map(|(i, _)| *i).collect()
+    }
+
+    #[test]
+    fn cyclic_windows_go_on_from_where_the_last_stopped_and_wrap() {
+        let c = PageCache::default();
+        for i in [2, 5, 9, 12] {
+            c.put(4, i, vec![0; 4096], LogType::WarmData);
+        }
+        assert_eq!(indexes(&c.cyclic_window(4, 2)), vec![2, 5]);
+        assert_eq!(
+            indexes(&c.cyclic_window(4, 1)),
+            vec![9],
+            "left in place, the next starts after 5"
+        );
+        // Pages dirtied behind the cursor wait for the wrap.
+        c.put(4, 0, vec![0; 4096], LogType::WarmData);
+        assert_eq!(indexes(&c.cyclic_window(4, 3)), vec![12, 0, 2]);
+        assert_eq!(
+            indexes(&c.cyclic_window(4, 10)),
+            vec![5, 9, 12, 0, 2],
+            "one lap at most"
+        );
+        assert_eq!(c.inode_len(4), 5);
+        // A freed inode starts again from its first page.
+        c.remove_inode(4);
+        c.put(4, 7, vec![0; 4096], LogType::WarmData);
+        c.put(4, 1, vec![0; 4096], LogType::WarmData);
+        assert_eq!(indexes(&c.cyclic_window(4, 1)), vec![1]);
+        assert!(c.cyclic_window(8, 4).is_empty(), "an inode with nothing dirty");
+    }
 
     #[test]
     fn keeps_blocks_by_inode_and_index() {

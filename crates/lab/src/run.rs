@@ -173,6 +173,10 @@ pub fn run_on(
     started: Instant,
 ) -> Result<RunResult, String> {
     vol.fs.set_gc_policy(policy).map_err(|e| e.to_string())?;
+    // Linux's writer and flusher, as in the kernel comparisons (docs/waf-lab.md).
+    vol.fs
+        .set_writer_model(uf2fs_core::WriterModel::Kernel)
+        .map_err(|e| e.to_string())?;
     vol.fs
         .set_simulated_clock(Some(CLOCK_BLOCKS_PER_SEC))
         .map_err(|e| e.to_string())?;

@@ -27,6 +27,7 @@ mod copy;
 mod fallocate;
 mod fsync;
 pub mod inline;
+pub(crate) mod kernel_writeback;
 mod move_range;
 mod pin;
 pub mod synced;
@@ -122,7 +123,7 @@ impl Fs {
                     rw.count_user_blocks(blocks);
                     done += len;
                     reclaims = 0;
-                    self.background_writeback()?;
+                    self.background_writeback(blocks)?;
                 }
                 Err(Error::NoSpace(_)) if reclaims < crate::gc::RECLAIM_TRIES && self.reclaim_space()? => {
                     reclaims += 1;
@@ -161,10 +162,18 @@ impl Fs {
     /// [`WRITEBACK_BALANCE_PAGES`] pages, as F2FS balances while it writes data back,
     /// so that foreground GC runs between the invalidations of one writeback and not
     /// only before the next operation. With flusher threads they do this
-    /// ([`Op::write_back_if_over`] wakes them).
-    fn background_writeback(&self) -> Result<()> {
+    /// ([`Op::write_back_if_over`] wakes them). Under the kernel's writer model
+    /// ([`crate::WriterModel::Kernel`]), the paced share of [`kernel_writeback`]
+    /// after the `dirtied` pages this write dirtied.
+    fn background_writeback(&self, dirtied: u64) -> Result<()> {
         let rw = self.rw()?;
-        if rw.flusher().running() || rw.pages().len() <= DIRTY_PAGES_BACKGROUND {
+        if rw.flusher().running() {
+            return Ok(());
+        }
+        if rw.gc().kernel_writers() {
+            return self.kernel_background_writeback(rw, dirtied);
+        }
+        if rw.pages().len() <= DIRTY_PAGES_BACKGROUND {
             return Ok(());
         }
         let step = if rw.gc().enabled {
@@ -309,12 +318,14 @@ impl Op<'_> {
 
     /// Starts writing `ino`'s dirty pages back once it holds more than
     /// [`DIRTY_PAGES_PER_INODE_MAX`]: with flusher threads, the inode's context writes
-    /// them (the writer goes on); without, the writer does, here.
+    /// them (the writer goes on); without, the writer does, here, except under the
+    /// kernel's writer model, whose writer is held at the dirty limit instead
+    /// ([`crate::writeback::pace::DIRTY_LIMIT_PAGES`], after the write).
     pub(super) fn write_back_if_over(&self, ino: Ino) -> Result<()> {
         if self.t.pages.inode_len(ino) > DIRTY_PAGES_PER_INODE_MAX {
             if self.rw.flusher().running() {
                 self.rw.flusher().kick_all();
-            } else {
+            } else if !self.rw.gc().kernel_writers() {
                 crate::writeback::write_inode_pages(&self.t, ino)?;
             }
         }

@@ -51,7 +51,7 @@ pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub use range::{GcRangeReport, GcRangeStop};
 pub(crate) use state::GcState;
-pub use state::GcStats;
+pub use state::{GcStats, WriterModel};
 
 use policies::{PassLoop, VictimPolicy};
 use snapshot::{SpaceView, VictimInputs};
@@ -211,6 +211,13 @@ impl Fs {
     /// sections answers writes with ENOSPC).
     pub fn set_gc_enabled(&self, enabled: bool) -> Result<()> {
         self.gc_state_mut(|g| g.enabled = enabled)
+    }
+
+    /// Chooses how writers without flusher threads meet GC ([`WriterModel`]; the
+    /// default is [`WriterModel::Eager`], the lab's bench runs choose
+    /// [`WriterModel::Kernel`]).
+    pub fn set_writer_model(&self, model: WriterModel) -> Result<()> {
+        self.gc_state_mut(|g| g.writers = model)
     }
 
     /// What was written since open: user blocks, device blocks by kind, GC counters,
@@ -495,14 +502,19 @@ impl Fs {
 
     fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
         let Call { floor, balance } = call;
-        let policy = {
+        let (policy, kernel_writers) = {
             let mut g = rw.gc();
             match kind {
                 GcKind::Foreground => g.stats.fg_calls += 1,
                 GcKind::Background => g.stats.bg_calls += 1,
             }
-            g.policy
+            (g.policy, g.kernel_writers())
         };
+        // Under the kernel's writer model, a pass `f2fs_balance_fs` started ends when
+        // it finds no victim (`ENODATA`), dirty pages or not: the flusher's writes
+        // invalidate the old blocks, and its balance after each page finds them. An
+        // operation that finds no room ([`Fs::reclaim_space`]) still writes them.
+        let flush_without_victim = !(balance && kernel_writers);
         // The seed patches moved the kernel's checkpoint step to the top of the loop
         // (a checkpoint only when free sections run down to the pending need + 3, so
         // that several victims share one) and made it set need_node_clean, but kept a
@@ -567,7 +579,7 @@ impl Fs {
                 // Overwrites still in the page cache have not invalidated their old
                 // blocks yet: write everything (a checkpoint) and look again, once.
                 let dirty = rw.pages().len() + self.nodes().dirty_node_count();
-                if kind == GcKind::Foreground && !flushed && dirty > 0 {
+                if kind == GcKind::Foreground && flush_without_victim && !flushed && dirty > 0 {
                     self.gc_checkpoint_all(rw, writer)?;
                     view = SpaceView::take(self, rw);
                     flushed = true;

@@ -78,6 +78,52 @@ impl GcStats {
 /// preset's max from 0.55 ms to 3.3 ms).
 pub(crate) const SCHEDULE_OPS: usize = 4;
 
+/// How writers of a file system without flusher threads meet F2FS's GC near full:
+/// who writes their dirty pages back, when, in what order, and what admits their
+/// blocks. Flusher threads (the mount's `-o flushers`) keep their own rules under
+/// both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum WriterModel {
+    /// uf2fs's own (the default): past 512 dirty pages a write writes every dirty page
+    /// back (a look at the free sections every 16), an inode past 1024 dirty pages is
+    /// written whole, each inode from its first dirty page; a foreground GC pass that
+    /// finds no victim writes every dirty page with a checkpoint and looks again; an
+    /// operation's blocks must leave the reserved sections free.
+    #[default]
+    Eager,
+    /// Linux's (the lab's): the writer and the kernel's background flusher share the
+    /// work as on Linux with `vm.dirty_background_bytes` 2 MiB and `vm.dirty_bytes`
+    /// 4 MiB (`scripts/kernel/waf-compare.sh`): past 512 dirty pages a writeback round
+    /// takes every page dirty then, one page at a time with `f2fs_balance_fs` after
+    /// each (as F2FS's data writeback does), each inode's pages from where its last
+    /// round stopped (`writeback_index`, `range_cyclic`), paced at 25
+    /// device blocks per page the writer dirties (fitted to Linux), and the writer writes pages itself while more than 1024 are dirty
+    /// (`balance_dirty_pages`); a pass `f2fs_balance_fs` starts ends when it finds no
+    /// victim (`ENODATA`); operations are admitted into the reserved sections, since
+    /// Linux admits blocks by count and its writers take any free section. Under a
+    /// pacer ([`GcState::paced`]) or with GC off, [`WriterModel::Eager`] applies.
+    Kernel,
+}
+
+impl WriterModel {
+    /// From its name (`eager`, `kernel`).
+    pub fn from_name(name: &str) -> Option<WriterModel> {
+        match name {
+            "eager" => Some(WriterModel::Eager),
+            "kernel" => Some(WriterModel::Kernel),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriterModel::Eager => "eager",
+            WriterModel::Kernel => "kernel",
+        }
+    }
+}
+
 /// GC settings and state of a read-write file system.
 #[derive(Debug, Clone)]
 pub(crate) struct GcState {
@@ -87,6 +133,8 @@ pub(crate) struct GcState {
     pub(crate) pass_loop: PassLoop,
     /// Whether foreground GC may run (off: a full volume gives ENOSPC, as before GC).
     pub(crate) enabled: bool,
+    /// How writers meet GC when no flusher threads run ([`WriterModel`]).
+    pub(crate) writers: WriterModel,
     /// The prefer-data policies' `need_node_clean`.
     pub(crate) node_clean: bool,
     pub(crate) stats: GcStats,
@@ -111,6 +159,7 @@ impl Default for GcState {
             policy: GcPolicy::Greedy,
             pass_loop: PassLoop::Kernel,
             enabled: true,
+            writers: WriterModel::Eager,
             node_clean: false,
             stats: GcStats::default(),
             last_op: None,
@@ -136,6 +185,13 @@ impl GcState {
     /// one switch both read, so that they cannot part.
     pub(crate) fn paced(&self) -> bool {
         self.pacer.settings.pacing != super::pacer::GcPacing::Off
+    }
+
+    /// Whether writers follow Linux's write path ([`WriterModel::Kernel`]): chosen, no
+    /// pacer ([`GcState::paced`]: a pacer's margin counts on uf2fs's own model) and GC
+    /// on.
+    pub(crate) fn kernel_writers(&self) -> bool {
+        self.writers == WriterModel::Kernel && self.enabled && !self.paced()
     }
 
     /// An operation starts now: the background cleaner's idle clock, and the front

@@ -20,6 +20,7 @@
 
 pub(crate) mod context;
 pub mod flusher;
+pub(crate) mod pace;
 
 pub use context::{
     policy_by_name, InoHash, LeastLoaded, SingleContext, Writeback, WritebackContext, WritebackPolicy, WritebackStats,
@@ -81,14 +82,30 @@ impl<'a> Run<'a> {
 /// the inode's lock and `cp_lock`; an error leaves memory ahead of the device, so the
 /// caller must fail the file system. Returns the pages written.
 pub(crate) fn write_inode_pages(t: &Tree, ino: Ino) -> Result<usize> {
-    write_inode_pages_upto(t, ino, usize::MAX)
+    write_inode_pages_in(t, ino, usize::MAX, PageOrder::FromStart)
 }
 
-/// [`write_inode_pages`] for the first `max` dirty pages of `ino` (by block index).
-pub(crate) fn write_inode_pages_upto(t: &Tree, ino: Ino, max: usize) -> Result<usize> {
+/// Which of an inode's dirty pages a writeback of some of them takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageOrder {
+    /// The lowest block indexes.
+    FromStart,
+    /// From where the inode's last cyclic writeback stopped, wrapping to the start
+    /// ([`crate::pagecache::PageCache::cyclic_window`]).
+    Cyclic,
+}
+
+/// [`write_inode_pages`] for `max` dirty pages of `ino` in `order`.
+pub(crate) fn write_inode_pages_in(t: &Tree, ino: Ino, max: usize, order: PageOrder) -> Result<usize> {
     crate::lockrank::assert_held(crate::lockrank::Rank::Checkpoint, "writing an inode's pages");
-    let mut pages = t.pages.inode_snapshot(ino);
-    pages.truncate(max);
+    let pages = match order {
+        PageOrder::FromStart => {
+            let mut pages = t.pages.inode_snapshot(ino);
+            pages.truncate(max);
+            pages
+        }
+        PageOrder::Cyclic => t.pages.cyclic_window(ino, max),
+    };
     if pages.is_empty() {
         return Ok(0);
     }
@@ -281,13 +298,18 @@ impl Fs {
 
     /// [`Fs::writeback_inode`] for the first `max` dirty pages of `ino`.
     pub(crate) fn writeback_inode_upto(&self, ino: Ino, max: usize) -> Result<usize> {
+        self.writeback_inode_in(ino, max, PageOrder::FromStart)
+    }
+
+    /// [`Fs::writeback_inode`] for `max` dirty pages of `ino` in `order`.
+    pub(crate) fn writeback_inode_in(&self, ino: Ino, max: usize, order: PageOrder) -> Result<usize> {
         let rw = self.rw()?;
         let cp = rw.cp_shared();
         rw.check_failed()?;
         let node_ver = cp.last().node_version();
         let _g = rw.lock_inodes(&[ino]);
         let t = self.tree(rw);
-        let r = write_inode_pages_upto(&t, ino, max).and_then(|n| {
+        let r = write_inode_pages_in(&t, ino, max, order).and_then(|n| {
             if self.nodes().dirty_node_count() > DIRTY_NODES_MAX {
                 self.nodes()
                     .write_dirty_nodes(self.device(), self.superblock(), rw.seg_lock(), node_ver)?;

@@ -1,0 +1,118 @@
+//! The pace of Linux's background flusher under the kernel's writer model
+//! ([`crate::WriterModel::Kernel`]): how many pages a writeback round takes and when
+//! the flusher's next page is due, against what the writer dirties. The writer runs
+//! it ([`crate::file`]'s `kernel_writeback`); this module keeps its state.
+
+use crate::pagecache::DIRTY_PAGES_BACKGROUND;
+
+/// Device blocks Linux's flusher writes while the writer dirties one page, in the
+/// kernel comparisons (QEMU, null_blk; `scripts/kernel/waf-compare.sh`): fitted on
+/// the 64-zone geometry, where 25 to 50 give WAFs within 10% of each other from 80%
+/// to 99.8% of df and 25 the closest to Linux 6.1 (docs/waf-lab.md).
+pub const FLUSHER_BLOCKS_PER_PAGE: i64 = 25;
+
+/// Dirty pages past which the writer writes pages back itself whatever the flusher's
+/// budget (4 MiB of 4 KiB pages): Linux's dirty limit with `vm.dirty_bytes` 4 MiB,
+/// which the kernel comparisons set, where `balance_dirty_pages` holds the writer.
+pub const DIRTY_LIMIT_PAGES: usize = 2 * DIRTY_PAGES_BACKGROUND;
+
+/// The flusher's state between writes (owned by the file system's read-write state,
+/// locked alone, never across a page write).
+#[derive(Debug, Default)]
+pub(crate) struct FlusherPace {
+    /// Device blocks the flusher may still write before the writer dirties more
+    /// pages; below zero, the flusher wrote ahead and the debt is carried.
+    budget: i64,
+    /// Pages left in the writeback round under way (0: none is).
+    round_left: usize,
+}
+
+impl FlusherPace {
+    /// The writer dirtied `pages` pages and `dirty` are dirty: the budget refills (at
+    /// most to one write's worth, a debt carried), and a round starts past the
+    /// background threshold if none runs.
+    pub(crate) fn dirtied(&mut self, pages: u64, dirty: usize) {
+        let grant = FLUSHER_BLOCKS_PER_PAGE.saturating_mul(pages.max(1) as i64);
+        self.budget = self.budget.saturating_add(grant).min(grant);
+        if self.round_left == 0 && dirty > DIRTY_PAGES_BACKGROUND {
+            self.round_left = dirty;
+        }
+    }
+
+    /// Whether the flusher writes another page now, with `dirty` pages dirty.
+    pub(crate) fn writes_now(&mut self, dirty: usize) -> bool {
+        if dirty == 0 {
+            self.round_left = 0;
+        }
+        self.round_left > 0 && (self.budget > 0 || dirty > DIRTY_LIMIT_PAGES)
+    }
+
+    /// One page was written with `dirty` pages dirty before, costing `blocks` device
+    /// blocks; past the dirty limit the writer waited and its time was the flusher's,
+    /// so no debt is kept.
+    pub(crate) fn wrote(&mut self, dirty: usize, blocks: u64) {
+        self.round_left = self.round_left.saturating_sub(1);
+        if dirty > DIRTY_LIMIT_PAGES {
+            self.budget = self.budget.max(0);
+        } else {
+            self.budget = self.budget.saturating_sub(blocks.max(1) as i64);
+        }
+    }
+
+    /// The round under way ends (nothing left to write).
+    pub(crate) fn end_round(&mut self) {
+        self.round_left = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_starts_past_the_background_threshold_and_takes_the_pages_dirty_then() {
+        let mut p = FlusherPace::default();
+        p.dirtied(1, DIRTY_PAGES_BACKGROUND);
+        assert!(!p.writes_now(DIRTY_PAGES_BACKGROUND), "no round at the threshold");
+        p.dirtied(1, DIRTY_PAGES_BACKGROUND + 1);
+        assert_eq!(p.round_left, DIRTY_PAGES_BACKGROUND + 1);
+        assert!(p.writes_now(DIRTY_PAGES_BACKGROUND + 1));
+    }
+
+    #[test]
+    fn the_budget_refills_per_page_dirtied_and_carries_a_debt() {
+        let mut p = FlusherPace::default();
+        p.dirtied(2, DIRTY_PAGES_BACKGROUND + 1);
+        assert_eq!(p.budget, 2 * FLUSHER_BLOCKS_PER_PAGE);
+        // A page whose balance ran a victim: far more than the grant.
+        p.wrote(DIRTY_PAGES_BACKGROUND, 2000);
+        assert!(!p.writes_now(DIRTY_PAGES_BACKGROUND), "in debt below the limit");
+        p.dirtied(1, DIRTY_PAGES_BACKGROUND);
+        assert_eq!(p.budget, 2 * FLUSHER_BLOCKS_PER_PAGE - 2000 + FLUSHER_BLOCKS_PER_PAGE);
+        // Unused budget does not pile up beyond one write's grant.
+        let mut q = FlusherPace::default();
+        for _ in 0..10 {
+            q.dirtied(1, 0);
+        }
+        assert_eq!(q.budget, FLUSHER_BLOCKS_PER_PAGE);
+    }
+
+    #[test]
+    fn past_the_dirty_limit_the_writer_writes_whatever_the_budget_and_keeps_no_debt() {
+        let mut p = FlusherPace::default();
+        p.dirtied(1, DIRTY_LIMIT_PAGES + 1);
+        p.budget = -5000;
+        assert!(p.writes_now(DIRTY_LIMIT_PAGES + 1));
+        p.wrote(DIRTY_LIMIT_PAGES + 1, 3000);
+        assert_eq!(p.budget, 0);
+        assert!(!p.writes_now(DIRTY_LIMIT_PAGES), "at the limit the budget rules again");
+    }
+
+    #[test]
+    fn a_round_ends_when_nothing_is_dirty() {
+        let mut p = FlusherPace::default();
+        p.dirtied(1, DIRTY_PAGES_BACKGROUND + 10);
+        assert!(!p.writes_now(0));
+        assert_eq!(p.round_left, 0);
+    }
+}
