@@ -101,7 +101,7 @@ pub enum WriterModel {
     /// (`balance_dirty_pages`); a pass `f2fs_balance_fs` starts ends when it finds no
     /// victim (`ENODATA`); operations are admitted into the reserved sections, since
     /// Linux admits blocks by count and its writers take any free section. Under a
-    /// pacer ([`GcState::paced`]) or with GC off, [`WriterModel::Eager`] applies.
+    /// pacer (`seed`, `adaptive`) or with GC off, [`WriterModel::Eager`] applies.
     Kernel,
 }
 
