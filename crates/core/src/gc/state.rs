@@ -80,8 +80,8 @@ pub(crate) const SCHEDULE_OPS: usize = 4;
 
 /// How writers of a file system without flusher threads meet F2FS's GC near full:
 /// who writes their dirty pages back, when, in what order, and what admits their
-/// blocks. Flusher threads (the mount's `-o flushers`) keep their own rules under
-/// both.
+/// blocks. Flusher threads (the mount's background work, `writeback_threads`) keep
+/// their own rules under both.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum WriterModel {
     /// uf2fs's own (the default): past 512 dirty pages a write writes every dirty page
@@ -96,32 +96,14 @@ pub enum WriterModel {
     /// 4 MiB (`scripts/kernel/waf-compare.sh`): past 512 dirty pages a writeback round
     /// takes every page dirty then, one page at a time with `f2fs_balance_fs` after
     /// each (as F2FS's data writeback does), each inode's pages from where its last
-    /// round stopped (`writeback_index`, `range_cyclic`), paced at 25
-    /// device blocks per page the writer dirties (fitted to Linux), and the writer writes pages itself while more than 1024 are dirty
-    /// (`balance_dirty_pages`); a pass `f2fs_balance_fs` starts ends when it finds no
-    /// victim (`ENODATA`); operations are admitted into the reserved sections, since
-    /// Linux admits blocks by count and its writers take any free section. Under a
-    /// pacer (`seed`, `adaptive`) or with GC off, [`WriterModel::Eager`] applies.
+    /// round stopped (`writeback_index`, `range_cyclic`), paced at 25 device blocks
+    /// per page the writer dirties (fitted to Linux), and the writer writes pages
+    /// itself while more than 1024 are dirty (`balance_dirty_pages`); a pass
+    /// `f2fs_balance_fs` starts ends when it finds no victim (`ENODATA`); operations
+    /// are admitted into the reserved sections, since Linux admits blocks by count and
+    /// its writers take any free section. Under a pacer (`seed`, `adaptive`) or with
+    /// GC off, [`WriterModel::Eager`] applies.
     Kernel,
-}
-
-impl WriterModel {
-    /// From its name (`eager`, `kernel`).
-    pub fn from_name(name: &str) -> Option<WriterModel> {
-        match name {
-            "eager" => Some(WriterModel::Eager),
-            "kernel" => Some(WriterModel::Kernel),
-            _ => None,
-        }
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            WriterModel::Eager => "eager",
-            WriterModel::Kernel => "kernel",
-        }
-    }
 }
 
 /// GC settings and state of a read-write file system.
