@@ -51,9 +51,10 @@
 #   --keep                 keep the run directory (console.log, result, initrd)
 #   --trace                record F2FS's GC trace events over the job (f2fs_gc_begin,
 #                          f2fs_gc_end, f2fs_get_victim, f2fs_write_checkpoint,
-#                          f2fs_background_gc) with the dirty page counts of debugfs
-#                          sampled every --sample seconds, as "trace" and "dirty" lines
-#                          of the result block (keep it with --result-out); prints the
+#                          f2fs_background_gc) with the dirty page counts and the data
+#                          logs' lines of debugfs sampled every --sample seconds, as
+#                          "trace", "dirty" and "logs" lines of the result block (keep
+#                          it with --result-out); prints the
 #                          dirty data pages' p10, median, p90 and max over the job
 #
 # Environment:
