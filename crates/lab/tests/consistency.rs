@@ -202,6 +202,23 @@ fn multifile_with_default_leaves_a_clean_volume() {
     check_on(setup, "default", Workload::Multifile);
 }
 
+/// At Linux's largest file on the kernel comparisons' smaller volume (99.9% of df),
+/// where the kernel's writer model admits writes into the reserved sections and GC
+/// runs on what is left: the image is still one fsck.f2fs accepts, holding the file.
+#[test]
+fn linux_s_largest_file_with_greedy_leaves_a_clean_volume() {
+    let setup = Setup {
+        conv_bytes: 40 << 20,
+        zone_bytes: 8 << 20,
+        zones: 64,
+        file_bytes: 114060 * 4096,
+        io_bytes: 64 << 20,
+        seed: 1,
+        ..Preset::Small.setup()
+    };
+    check_on(setup, "greedy", Workload::Uniform);
+}
+
 #[test]
 fn hotcold_with_cost_benefit_leaves_a_clean_volume() {
     check("cost-benefit", Workload::HotCold);
