@@ -54,8 +54,8 @@
 #                          f2fs_background_gc) with the dirty page counts and the data
 #                          logs' lines of debugfs sampled every --sample seconds, as
 #                          "trace", "dirty" and "logs" lines of the result block (keep
-#                          it with --result-out); prints the
-#                          dirty data pages' p10, median, p90 and max over the job
+#                          it with --result-out); prints the dirty data pages' p10,
+#                          median, p90 and max over the job
 #
 # Environment:
 #   UF2FS_KC_WORK          work directory (default /var/tmp/uf2fs-kernel)

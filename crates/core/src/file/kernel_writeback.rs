@@ -35,7 +35,7 @@ impl Fs {
                 return Ok(());
             }
             let before = self.write_counts().total();
-            if !self.write_back_one_page()? {
+            if !self.write_back_one_page(rw)? {
                 rw.flusher_pace().end_round();
                 return Ok(());
             }
@@ -53,8 +53,8 @@ impl Fs {
 
     /// Writes one dirty page back: of the first context's inode dirtied first, from
     /// where its last writeback stopped. Whether there was one.
-    fn write_back_one_page(&self) -> Result<bool> {
-        let pages = self.rw()?.pages();
+    fn write_back_one_page(&self, rw: &ReadWrite) -> Result<bool> {
+        let pages = rw.pages();
         for c in 0..pages.writeback().contexts() {
             for ino in pages.dirty_inodes(c) {
                 if self.writeback_inode_in(ino, 1, PageOrder::Cyclic)? > 0 {
