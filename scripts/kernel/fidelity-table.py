@@ -9,8 +9,10 @@ X.res > X.out` left in DIR (the setup line and the kernel's result line; the res
 block beside it, `X.res`, tells whether the fill put part of the file in the hot data
 log, which Linux 6.1 does in some runs), groups the runs by setup and kernel, runs
 `uf2fs bench waf` with the same setup for seeds 1..N, and prints one Markdown row per
-setup: the kernels' runs (a split fill marked *), the median of the runs without a
-split, the lab's median and range over the seeds, and the lab against each kernel.
+setup: for each kernel its runs (a split fill marked *) and the median of the runs
+without a split, then the lab run with that kernel's GC loop (`--kernel 6.1` or
+`--kernel 6.12`; other releases get no lab column): its median and range over the
+seeds and its distance to the kernel's median.
 """
 
 import argparse
@@ -72,14 +74,18 @@ def kernel_runs(dirs):
     return runs
 
 
-def lab(binary, setup, seed, policy):
+# Kernel series the lab has a GC loop for (`uf2fs bench waf --kernel`).
+LOOPS = ("6.1", "6.12")
+
+
+def lab(binary, setup, seed, policy, loop):
     conv, zones, zone, ovp, rsvd, file_mib, io_mib = setup
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         cmd = [binary, "bench", "waf", "--conv-size", f"{conv}M", "--zone-size", f"{zone}M",
                "--zones", zones, "--overprovision", ovp, "--reserved-sections", rsvd,
                "--file-size", f"{file_mib}M", "--io-size", f"{io_mib}M", "--policy", policy,
-               "--jobs", "1", "--seed", str(seed), "--json", out]
+               "--jobs", "1", "--seed", str(seed), "--kernel", loop, "--json", out]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 or not os.path.exists(out):
             sys.exit(f"fidelity-table: {' '.join(cmd)} failed: {r.stderr.strip()}")
@@ -101,26 +107,26 @@ def main():
     runs = kernel_runs(a.dirs)
     if not runs:
         sys.exit("fidelity-table: no waf-compare.sh outputs (*.out) in " + ", ".join(a.dirs))
-    series = sorted({s for v in runs.values() for s in v})
+    series = sorted({s for v in runs.values() for s in v}, key=lambda s: tuple(map(int, s.split("."))))
     head = ["zones", "file", "IO"]
     for s in series:
         head += [f"Linux {s} runs (* split fill)", f"{s} median (unsplit)"]
-    head += [f"lab, median of {a.seeds} seeds (range)"] + [f"vs {s}" for s in series]
+        if s in LOOPS:
+            head += [f"lab, {s} loop, median of {a.seeds} seeds (range)", f"vs {s}"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for setup in sorted(runs, key=lambda s: (int(s[1]), int(s[5]))):
-        wafs = [lab(a.uf2fs, setup, seed, a.policy) for seed in range(1, a.seeds + 1)]
-        lm = statistics.median(wafs)
         row = [setup[1], f"{setup[5]}M", f"{setup[6]}M"]
-        meds = []
         for s in series:
             rs = runs[setup].get(s, [])
             unsplit = [w for w, split in rs if not split]
             med = statistics.median(unsplit) if unsplit else None
-            meds.append(med)
             row += [", ".join(f"{w:.2f}{'*' if split else ''}" for w, split in rs) or "-",
                     f"{med:.2f}" if med else "-"]
-        row += [f"{lm:.2f} ({min(wafs):.2f}-{max(wafs):.2f})"] + [pct(lm, m) if m else "-" for m in meds]
+            if s in LOOPS:
+                wafs = [lab(a.uf2fs, setup, seed, a.policy, s) for seed in range(1, a.seeds + 1)]
+                lm = statistics.median(wafs)
+                row += [f"{lm:.2f} ({min(wafs):.2f}-{max(wafs):.2f})", pct(lm, med) if med else "-"]
         print("| " + " | ".join(row) + " |", flush=True)
 
 

@@ -42,6 +42,8 @@
 #                          background limit this sets), as Linux's flusher does]
 #   --policy LIST          lab policies [greedy,cost-benefit]
 #   --seed N               lab seed [1]
+#   --gc-loop REL          the lab's kernel GC loop, uf2fs bench waf --kernel (6.1 or
+#                          6.12) [the guest kernel's: 6.1 on a 6.1 kernel, else 6.12]
 #   --no-kernel            lab only          --no-lab       kernel only
 #   --kernel-result FILE   use a result block saved by --result-out instead of booting
 #   --result-out FILE      save the guest's raw result block
@@ -449,7 +451,7 @@ kernel_failed() {
 # --- main ---------------------------------------------------------------------------
 
 conv=$((32 << 20)) zone=$((8 << 20)) zones=128 ovp=3.89 rsvd=8 file=$((870 << 20)) io=$((2 << 30))
-opts='' policy=greedy,cost-benefit seed=1 do_kernel=1 do_lab=1 kernel_result='' result_out=''
+opts='' policy=greedy,cost-benefit seed=1 gc_loop='' do_kernel=1 do_lab=1 kernel_result='' result_out=''
 json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0 trace=0
 cmd=run
 case ${1:-} in
@@ -470,6 +472,7 @@ while [ $# -gt 0 ]; do
         --dirty-bytes) need "$@"; if [ "$2" = kernel ]; then dirty=0; else dirty=$(to_bytes "$2"); fi; shift ;;
         --policy) need "$@"; policy=$2; shift ;;
         --seed) need "$@"; seed=$2; shift ;;
+        --gc-loop) need "$@"; gc_loop=$2; shift ;;
         --no-kernel) do_kernel=0 ;;
         --no-lab) do_lab=0 ;;
         --kernel-result) need "$@"; kernel_result=$2; shift ;;
@@ -578,11 +581,19 @@ lab_json=''
 if [ "$do_lab" = 1 ]; then
     [ -x "$UF2FS" ] || die "no $UF2FS: cargo build --release -p uf2fs (or set UF2FS_BIN)"
     lab_json=$(mktemp /tmp/waf-compare-lab.XXXXXX.json)
-    log "lab: $UF2FS bench waf ($policy)"
+    if [ -z "$gc_loop" ]; then
+        # The GC loop of the kernel the guest ran (or would run): Linux 6.1's, or the
+        # later form every newer release has.
+        case "$( { [ "$kernel_ok" = 1 ] && field kernel | head -1; } || echo "$KVER")" in
+            6.1.*) gc_loop=6.1 ;;
+            *) gc_loop=6.12 ;;
+        esac
+    fi
+    log "lab: $UF2FS bench waf ($policy, Linux $gc_loop's GC loop)"
     lab_start=$SECONDS
     if ! nice -n 10 "$UF2FS" bench waf --conv-size "$conv" --zone-size "$zone" --zones "$zones" \
         --overprovision "$ovp" --reserved-sections "$rsvd" --file-size "$file" --io-size "$io" \
-        --seed "$seed" --policy "$policy" --jobs 1 --json "$lab_json" >"$lab_json.out" 2>&1; then
+        --seed "$seed" --policy "$policy" --kernel "$gc_loop" --jobs 1 --json "$lab_json" >"$lab_json.out" 2>&1; then
         cat "$lab_json.out" >&2
         failed=1
     else

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use uf2fs_core::GcPolicy;
+use uf2fs_core::{GcPolicy, KernelGcLoop};
 use uf2fs_lab::size::parse_size;
 use uf2fs_lab::{report, Event, Preset, RunResult, Setup, Workload};
 
@@ -111,6 +111,12 @@ pub struct WafArgs {
     /// Length of each pause of --idle-every, in simulated seconds.
     #[arg(long, value_name = "S", value_parser = parse_pause, requires = "idle_every")]
     pub idle_secs: Option<f64>,
+    /// The Linux release whose f2fs_gc loop greedy, cost-benefit, ATGC and the weights
+    /// run: 6.12 (a checkpoint at the top of every round that finds too little room)
+    /// or 6.1 (of the first round only); the writer follows Linux 6.1's flusher either
+    /// way.
+    #[arg(long, value_name = "RELEASE", default_value = "6.12", value_parser = |s: &str| s.parse::<KernelGcLoop>())]
+    pub kernel: KernelGcLoop,
     /// Run only shard I of N of the (workload, policy) runs (I from 1; run r is shard
     /// r mod N + 1's) and write them to --json as a shard file for `bench merge`.
     #[arg(long, value_name = "I/N", requires = "json", value_parser = |s: &str| s.parse::<Shard>())]
@@ -180,17 +186,19 @@ impl WafArgs {
         s.file_bytes = self.file_size.unwrap_or(s.file_bytes);
         s.io_bytes = self.io_size.unwrap_or(s.io_bytes);
         s.seed = self.seed.unwrap_or(s.seed);
+        s.kernel = self.kernel;
         if let (Some(every_bytes), Some(pause_secs)) = (self.idle_every, self.idle_secs) {
             s.idle = Some(uf2fs_lab::Idle {
                 every_bytes: every_bytes.max(1),
                 pause_secs,
             });
         }
-        // Still "the preset" only if nothing but the seed and the pauses changed (the
-        // volume and the workload are the preset's).
+        // Still "the preset" only if nothing but the seed, the pauses and the GC loop
+        // changed (the volume and the workload are the preset's).
         let same_but_seed = Setup {
             seed: base.seed,
             idle: base.idle,
+            kernel: base.kernel,
             ..s.clone()
         };
         if same_but_seed != base {
@@ -413,6 +421,18 @@ mod tests {
         let names: Vec<String> = a.policy.0.iter().map(|p| p.to_string()).collect();
         assert_eq!(names, ["greedy", "prefer-data-v2", "default"]);
         assert!(a.jobs.is_none() && a.json.is_none() && a.plot.is_none());
+    }
+
+    #[test]
+    fn the_kernel_gc_loop_is_6_12_unless_chosen_and_keeps_the_preset() {
+        assert_eq!(waf_args(&[]).unwrap().setup().kernel, KernelGcLoop::Linux612);
+        let s = waf_args(&["--kernel", "6.1"]).unwrap().setup();
+        assert_eq!(s.kernel, KernelGcLoop::Linux61);
+        assert_eq!(s.preset, Some(Preset::Small));
+        for bad in ["6", "6.2", "linux", ""] {
+            let e = waf_args(&["--kernel", bad]).unwrap_err();
+            assert!(e.to_string().contains("not a kernel GC loop"), "{bad}: {e}");
+        }
     }
 
     #[test]

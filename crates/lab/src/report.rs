@@ -37,11 +37,13 @@ pub fn describe(setup: &Setup, g: &Geometry) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "setup: {preset}: {} conventional + {} zones of {} (one section each), overprovision {}%, {reserve}",
+        "setup: {preset}: {} conventional + {} zones of {} (one section each), overprovision {}%, {reserve}; \
+         Linux {}'s GC loop",
         format_size(setup.conv_bytes),
         setup.zones,
         format_size(setup.zone_bytes),
         setup.overprovision_pct,
+        setup.kernel,
     );
     let _ = writeln!(
         s,

@@ -177,6 +177,7 @@ pub fn run_on(
     vol.fs
         .set_writer_model(uf2fs_core::WriterModel::Kernel)
         .map_err(|e| e.to_string())?;
+    vol.fs.set_kernel_gc_loop(setup.kernel).map_err(|e| e.to_string())?;
     vol.fs
         .set_simulated_clock(Some(CLOCK_BLOCKS_PER_SEC))
         .map_err(|e| e.to_string())?;

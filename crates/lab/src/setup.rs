@@ -5,6 +5,7 @@ use crate::size::format_size;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use uf2fs_core::KernelGcLoop;
 
 /// Bytes of an F2FS segment.
 pub const SEGMENT_BYTES: u64 = 2 << 20;
@@ -41,6 +42,7 @@ impl Preset {
                 io_bytes: 128 << 30,
                 seed: 1,
                 idle: None,
+                kernel: KernelGcLoop::Linux612,
             },
             // The seed's format and shape on 2 MiB zones (the smallest section, so that
             // the file's nodes fill a section while a run stays under a minute), the
@@ -57,6 +59,7 @@ impl Preset {
                 io_bytes: 2560 << 20,
                 seed: 1,
                 idle: None,
+                kernel: KernelGcLoop::Linux612,
             },
         }
     }
@@ -109,6 +112,25 @@ pub struct Setup {
     /// writer never pauses and no background work runs, the seed's setup).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<Idle>,
+    /// The Linux release whose `f2fs_gc` loop greedy, cost-benefit, ATGC and the
+    /// weights run ([`KernelGcLoop`]: 6.1 or 6.12); the seed patches' policies and
+    /// `default` keep their own loops.
+    #[serde(default, with = "kernel_gc_loop")]
+    pub kernel: KernelGcLoop,
+}
+
+/// [`Setup::kernel`] in JSON: the release as a string (`"6.1"`, `"6.12"`).
+mod kernel_gc_loop {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use uf2fs_core::KernelGcLoop;
+
+    pub fn serialize<S: Serializer>(k: &KernelGcLoop, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(k)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<KernelGcLoop, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// The front writer's pauses during the overwrite phase, in which F2FS's background

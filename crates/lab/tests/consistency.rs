@@ -26,6 +26,7 @@ fn tiny() -> Setup {
         io_bytes: 600 << 20,
         seed: 11,
         idle: None,
+        kernel: uf2fs_core::KernelGcLoop::Linux612,
     }
 }
 

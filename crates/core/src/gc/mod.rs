@@ -51,7 +51,7 @@ pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub use range::{GcRangeReport, GcRangeStop};
 pub(crate) use state::GcState;
-pub use state::{GcStats, WriterModel};
+pub use state::{GcStats, KernelGcLoop, WriterModel};
 
 use policies::{PassLoop, VictimPolicy};
 use snapshot::{SpaceView, VictimInputs};
@@ -218,6 +218,12 @@ impl Fs {
     /// [`WriterModel::Kernel`]).
     pub fn set_writer_model(&self, model: WriterModel) -> Result<()> {
         self.gc_state_mut(|g| g.writers = model)
+    }
+
+    /// Chooses the Linux release whose `f2fs_gc` loop the kernel-loop policies run
+    /// ([`KernelGcLoop`]; the default is [`KernelGcLoop::Linux612`]).
+    pub fn set_kernel_gc_loop(&self, kernel: KernelGcLoop) -> Result<()> {
+        self.gc_state_mut(|g| g.kernel_loop = kernel)
     }
 
     /// What was written since open: user blocks, device blocks by kind, GC counters,
@@ -502,13 +508,13 @@ impl Fs {
 
     fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
         let Call { floor, balance } = call;
-        let (policy, kernel_writers) = {
+        let (policy, kernel_writers, kernel_loop) = {
             let mut g = rw.gc();
             match kind {
                 GcKind::Foreground => g.stats.fg_calls += 1,
                 GcKind::Background => g.stats.bg_calls += 1,
             }
-            (g.policy, g.kernel_writers())
+            (g.policy, g.kernel_writers(), g.kernel_loop)
         };
         // Under the kernel's writer model, a pass `f2fs_balance_fs` started ends when
         // it finds no victim (`ENODATA`), dirty pages or not: the flusher's writes
@@ -522,12 +528,15 @@ impl Fs {
         // a pass rarely shares its checkpoint with the next. uf2fs's default drops that
         // one: emptied sections wait for the next checkpoint across passes and count as
         // room meanwhile ([`Fs::room_without_gc`]), and a pass ends as soon as there is
-        // room. The other policies run the kernel's loop (a checkpoint after about
-        // every victim).
+        // room. The other policies run the kernel's loop, as the release `kernel_loop`
+        // names has it ([`KernelGcLoop`]): Linux 6.12 checkpoints the prefree sections
+        // at the top of every round that finds too little room, Linux 6.1 on the first
+        // round only; both also checkpoint when free sections run down to the need + 3.
         let victims = policies::for_policy(policy);
         let node_rules = victims.pass_loop() == PassLoop::NodeClean;
         let batch = victims.pass_loop() == PassLoop::Batched;
         let seed_loop = node_rules || batch;
+        let linux_6_12 = !seed_loop && kernel_loop == KernelGcLoop::Linux612;
         let mut freed_since_cp = 0u32;
         let mut freed_total = 0u64;
         let mut flushed = false;
@@ -553,14 +562,18 @@ impl Fs {
                 }
             }
             // The kernel's "not enough free sections: foreground, and checkpoint the
-            // prefree ones first" (the patched loop does it on its first round only).
-            if (!seed_loop || (first && !batch)) && !view.enough(0, 1) && view.prefree > 0 {
+            // prefree ones first": Linux 6.1 does it while the pass is still background
+            // GC, on its first round (so does the patched loop), Linux 6.12 on every
+            // round.
+            if (linux_6_12 || (first && !batch)) && !view.enough(0, 1) && view.prefree > 0 {
                 view = self.gc_checkpoint_view(rw, writer)?;
                 freed_since_cp = 0;
-                // Called from balance_fs, the kernel's f2fs_gc starts as background GC
+                // Called from balance_fs, Linux 6.1's f2fs_gc starts as background GC
                 // (`init_gc_type` BG_GC with `no_bg_gc`): it turns to foreground only if
                 // that checkpoint left too few free sections, and else ends there.
-                if first && balance && !batch && view.enough(0, 1) {
+                // Linux 6.12 turns to foreground before the checkpoint and takes a
+                // victim whatever it left.
+                if first && balance && !batch && !linux_6_12 && view.enough(0, 1) {
                     break;
                 }
             }
@@ -652,7 +665,16 @@ impl Fs {
                 continue;
             }
             let node_clean = rw.gc().node_clean;
-            if view.enough(freed_since_cp, 1) && !(seed_loop && node_clean) {
+            // Linux 6.1 counts the sections the pass emptied (`sec_freed`) over the
+            // whole pass, also after a checkpoint has made them free, so that a pass
+            // ends right after the victim that follows its checkpoint; Linux 6.12 and
+            // the seed loops count those emptied since the last checkpoint.
+            let freed = if seed_loop || linux_6_12 {
+                freed_since_cp
+            } else {
+                u32::try_from(freed_total).unwrap_or(u32::MAX)
+            };
+            if view.enough(freed, 1) && !(seed_loop && node_clean) {
                 break;
             }
             if !seed_loop && view.low(false) && view.prefree > 0 {

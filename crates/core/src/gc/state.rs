@@ -106,6 +106,55 @@ pub enum WriterModel {
     Kernel,
 }
 
+/// Which Linux release's `f2fs_gc` loop the kernel-loop policies (greedy,
+/// cost-benefit, ATGC, the weights) run in the foreground. The two releases share the
+/// free-section rule (`has_not_enough_free_secs`) and the checkpoint when free
+/// sections run down to the need + 3 (`NR_GC_CHECKPOINT_SECS`), and part on the rest
+/// (read in Debian's 6.1.192 and 6.12.117 sources, `fs/f2fs/gc.c`); the lab's figures
+/// against each kernel differ by up to 88% (docs/waf-lab.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KernelGcLoop {
+    /// Linux 6.1: a pass `f2fs_balance_fs` starts is background GC until its first
+    /// round finds too few free sections; that round checkpoints the prefree sections
+    /// and ends if the checkpoint made room (no victim). Later rounds never checkpoint
+    /// at the top, and the sections the pass emptied count as room (`sec_freed`) for
+    /// the whole pass, also after a checkpoint has made them free.
+    Linux61,
+    /// Linux 6.12 (the default; the loop the seed patches change, of late 2023, has
+    /// the same form): every round that finds too few free sections turns
+    /// foreground, checkpoints the prefree sections and starts counting emptied
+    /// sections again; a round takes a victim even when its checkpoint made room.
+    #[default]
+    Linux612,
+}
+
+impl KernelGcLoop {
+    /// Every loop, for listings and errors.
+    pub const ALL: [KernelGcLoop; 2] = [KernelGcLoop::Linux61, KernelGcLoop::Linux612];
+}
+
+impl std::fmt::Display for KernelGcLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KernelGcLoop::Linux61 => "6.1",
+            KernelGcLoop::Linux612 => "6.12",
+        })
+    }
+}
+
+impl std::str::FromStr for KernelGcLoop {
+    type Err = String;
+
+    /// A release as `6.1` or `6.12` (`linux-` in front is allowed).
+    fn from_str(s: &str) -> std::result::Result<KernelGcLoop, String> {
+        let release = s.strip_prefix("linux-").unwrap_or(s);
+        KernelGcLoop::ALL
+            .into_iter()
+            .find(|k| k.to_string() == release)
+            .ok_or_else(|| format!("'{s}' is not a kernel GC loop (6.1 or 6.12)"))
+    }
+}
+
 /// GC settings and state of a read-write file system.
 #[derive(Debug, Clone)]
 pub(crate) struct GcState {
@@ -117,6 +166,8 @@ pub(crate) struct GcState {
     pub(crate) enabled: bool,
     /// How writers meet GC when no flusher threads run ([`WriterModel`]).
     pub(crate) writers: WriterModel,
+    /// The Linux release whose `f2fs_gc` loop [`PassLoop::Kernel`] follows.
+    pub(crate) kernel_loop: KernelGcLoop,
     /// The prefer-data policies' `need_node_clean`.
     pub(crate) node_clean: bool,
     pub(crate) stats: GcStats,
@@ -142,6 +193,7 @@ impl Default for GcState {
             pass_loop: PassLoop::Kernel,
             enabled: true,
             writers: WriterModel::Eager,
+            kernel_loop: KernelGcLoop::Linux612,
             node_clean: false,
             stats: GcStats::default(),
             last_op: None,
@@ -217,7 +269,7 @@ mod tests {
     // Named from the crate root: `super` would read, to modcycles.py, as the GC
     // engine (`gc/mod.rs`), which this file must not import.
     use crate::clock::{Clock, ManualClock};
-    use crate::gc::state::GcState;
+    use crate::gc::state::{GcState, KernelGcLoop};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -266,5 +318,15 @@ mod tests {
         };
         fresh.note_op();
         assert_eq!(fresh.op_on_schedule(), Some(clock.now()));
+    }
+
+    #[test]
+    fn kernel_gc_loops_parse_as_they_print() {
+        for k in KernelGcLoop::ALL {
+            assert_eq!(k.to_string().parse::<KernelGcLoop>(), Ok(k));
+            assert_eq!(format!("linux-{k}").parse::<KernelGcLoop>(), Ok(k));
+        }
+        assert_eq!(KernelGcLoop::default(), KernelGcLoop::Linux612);
+        assert!("6.6".parse::<KernelGcLoop>().unwrap_err().contains("6.1 or 6.12"));
     }
 }

@@ -3,8 +3,8 @@
 //! GC engine ([`super`]) asks of it and nothing else:
 //! - which candidate section to clean ([`VictimPolicy::cost`], lower wins, or a whole
 //!   [`VictimPolicy::pick`] of its own, as ATGC's background choice);
-//! - which loop the foreground pass runs ([`PassLoop`]): the kernel's (a checkpoint
-//!   after about every victim), the 2023 seed patches' with `need_node_clean`, or
+//! - which loop the foreground pass runs ([`PassLoop`]): the kernel's (Linux 6.1's or
+//!   6.12's, [`crate::KernelGcLoop`]), the 2023 seed patches' with `need_node_clean`, or
 //!   uf2fs's batched checkpoints;
 //! - the seed patches' node-cleaning rules ([`NodeCleanRules`]), where they apply.
 //!
@@ -69,7 +69,10 @@ pub struct Selection {
 /// The loop a foreground pass runs (see the GC engine's notes in [`super`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PassLoop {
-    /// The kernel's: a checkpoint whenever free sections run down, about one per victim.
+    /// The kernel's `f2fs_gc`, as the release [`crate::KernelGcLoop`] names has it: a
+    /// checkpoint of the prefree sections when a round finds too little room (Linux
+    /// 6.12: every round; 6.1: the first) and when free sections run down to the need
+    /// + 3.
     Kernel,
     /// The seed patches': the checkpoint step at the top of the loop, which also turns
     /// node cleaning on ([`NodeCleanRules`]).
