@@ -115,7 +115,7 @@ pub struct WafArgs {
     /// run: 6.12 (a checkpoint at the top of every round that finds too little room)
     /// or 6.1 (of the first round only); the writer follows Linux 6.1's flusher either
     /// way.
-    #[arg(long, value_name = "RELEASE", default_value = "6.12", value_parser = |s: &str| s.parse::<KernelGcLoop>())]
+    #[arg(long, value_name = "RELEASE", default_value_t = KernelGcLoop::default(), value_parser = |s: &str| s.parse::<KernelGcLoop>())]
     pub kernel: KernelGcLoop,
     /// Run only shard I of N of the (workload, policy) runs (I from 1; run r is shard
     /// r mod N + 1's) and write them to --json as a shard file for `bench merge`.

@@ -42,7 +42,7 @@ impl Preset {
                 io_bytes: 128 << 30,
                 seed: 1,
                 idle: None,
-                kernel: KernelGcLoop::Linux612,
+                kernel: KernelGcLoop::default(),
             },
             // The seed's format and shape on 2 MiB zones (the smallest section, so that
             // the file's nodes fill a section while a run stays under a minute), the
@@ -59,7 +59,7 @@ impl Preset {
                 io_bytes: 2560 << 20,
                 seed: 1,
                 idle: None,
-                kernel: KernelGcLoop::Linux612,
+                kernel: KernelGcLoop::default(),
             },
         }
     }

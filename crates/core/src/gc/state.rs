@@ -193,7 +193,7 @@ impl Default for GcState {
             pass_loop: PassLoop::Kernel,
             enabled: true,
             writers: WriterModel::Eager,
-            kernel_loop: KernelGcLoop::Linux612,
+            kernel_loop: KernelGcLoop::default(),
             node_clean: false,
             stats: GcStats::default(),
             last_op: None,
