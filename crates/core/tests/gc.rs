@@ -342,6 +342,10 @@ fn balance_after_a_checkpoint_that_makes_room(kernel: KernelGcLoop, victims: u64
         before.data_victims + victims,
         "Linux {kernel}: victims after the balance's checkpoint made room"
     );
+    // One pass, counted by its work: the checkpoint and the victims.
+    let pass = after.passes.since(&before.passes);
+    assert_eq!(pass.total(), 1, "Linux {kernel}: {pass:?}");
+    assert_eq!(pass.by_work[victims as usize][1], 1, "Linux {kernel}: {pass:?}");
     check_file(&fs, ino, &versions, "after the balance");
     fs.unmount().unwrap();
     fsck_clean(&img, "a balance ended by its checkpoint");

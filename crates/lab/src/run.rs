@@ -87,6 +87,57 @@ impl Sample {
     }
 }
 
+/// Foreground GC passes that took `victims` victims and wrote `checkpoints`
+/// checkpoints; the highest count of either stands for that many or more
+/// ([`uf2fs_core::PASS_WORK_BINS`] - 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PassBin {
+    /// Victims of each pass.
+    pub victims: u32,
+    /// Checkpoints of each pass.
+    pub checkpoints: u32,
+    /// Passes.
+    pub passes: u64,
+}
+
+/// Foreground GC passes begun with `free` free sections beyond the reserved ones (the
+/// highest, [`uf2fs_core::PASS_FREE_BINS`] - 1, stands for that many or more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreeBin {
+    /// Free sections beyond the reserved ones.
+    pub free: u32,
+    /// Passes.
+    pub passes: u64,
+}
+
+/// The non-empty bins of `passes`, in order of victims, then checkpoints.
+fn pass_bins(passes: &uf2fs_core::PassCounts) -> Vec<PassBin> {
+    let mut bins = Vec::new();
+    for (victims, row) in passes.by_work.iter().enumerate() {
+        for (checkpoints, &n) in row.iter().enumerate() {
+            if n > 0 {
+                bins.push(PassBin {
+                    victims: victims as u32,
+                    checkpoints: checkpoints as u32,
+                    passes: n,
+                });
+            }
+        }
+    }
+    bins
+}
+
+/// The non-empty bins of `passes` by free sections.
+fn free_bins(passes: &uf2fs_core::PassCounts) -> Vec<FreeBin> {
+    (passes.by_free.iter().enumerate())
+        .filter(|(_, &n)| n > 0)
+        .map(|(free, &n)| FreeBin {
+            free: free as u32,
+            passes: n,
+        })
+        .collect()
+}
+
 /// What one (policy, workload) run measured. Counts are of the overwrite phase
 /// unless named `fill_*`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +171,15 @@ pub struct RunResult {
     pub sections_freed: u64,
     /// Checkpoints GC wrote.
     pub gc_checkpoints: u64,
+    /// Foreground GC passes by victims taken and checkpoints written, the bins that
+    /// have passes (see [`PassBin`]): what Linux's trace of `f2fs_gc` shows of its
+    /// passes (`scripts/kernel/gc-passes.py` reads both).
+    #[serde(default)]
+    pub gc_passes: Vec<PassBin>,
+    /// Foreground GC passes by the free sections beyond the reserved ones at their
+    /// start, the bins that have passes (see [`FreeBin`]).
+    #[serde(default)]
+    pub gc_pass_free: Vec<FreeBin>,
     /// Live blocks over main-area blocks at the end.
     pub utilization: f64,
     /// Greedy's analytical WAF at that utilisation (uniform overwrites, data moves
@@ -264,6 +324,7 @@ pub fn run_on(
     }
     curve.push(last);
     let gc = |f: fn(&uf2fs_core::GcStats) -> u64| f(&end.gc) - f(&a0.gc);
+    let passes = end.gc.passes.since(&a0.gc.passes);
     Ok(RunResult {
         policy: policy.to_string(),
         workload: workload.to_string(),
@@ -279,6 +340,8 @@ pub fn run_on(
         node_victims: gc(|g| g.node_victims),
         sections_freed: gc(|g| g.sections_freed),
         gc_checkpoints: gc(|g| g.checkpoints),
+        gc_passes: pass_bins(&passes),
+        gc_pass_free: free_bins(&passes),
         utilization: end.utilization(),
         greedy_limit: uf2fs_core::gc::greedy_model::greedy_limit(end.utilization()),
         greedy_limit_usable: vol

@@ -115,6 +115,19 @@ fn check_on(setup: Setup, policy: &str, workload: Workload) -> uf2fs_lab::RunRes
     assert_eq!(r.data_blocks_moved, d.gc_data, "{what}");
     assert_eq!(r.node_blocks_moved, d.gc_node, "{what}");
     assert!(r.data_victims + r.node_victims > 0, "{what}: GC never ran");
+    // The passes by their work and by their start add up to the foreground passes,
+    // and (no pass beyond the last bin) to the victims and checkpoints.
+    let passes: u64 = r.gc_passes.iter().map(|b| b.passes).sum();
+    assert_eq!(passes, r.fg_gc_calls, "{what}: {:?}", r.gc_passes);
+    let by_free: u64 = r.gc_pass_free.iter().map(|b| b.passes).sum();
+    assert_eq!(by_free, r.fg_gc_calls, "{what}: {:?}", r.gc_pass_free);
+    let last = (uf2fs_core::PASS_WORK_BINS - 1) as u32;
+    if r.gc_passes.iter().all(|b| b.victims < last && b.checkpoints < last) && r.bg_gc_calls == 0 {
+        let victims: u64 = r.gc_passes.iter().map(|b| b.victims as u64 * b.passes).sum();
+        let cps: u64 = r.gc_passes.iter().map(|b| b.checkpoints as u64 * b.passes).sum();
+        assert_eq!(victims, r.data_victims + r.node_victims, "{what}: {:?}", r.gc_passes);
+        assert_eq!(cps, r.gc_checkpoints, "{what}: {:?}", r.gc_passes);
+    }
     assert!(r.utilization > 0.5 && r.utilization < 1.0, "{what}: {}", r.utilization);
     let curve_users: Vec<u64> = r.curve.iter().map(|s| s.user_blocks).collect();
     assert!(

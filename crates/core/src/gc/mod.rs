@@ -51,7 +51,7 @@ pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub use range::{GcRangeReport, GcRangeStop};
 pub(crate) use state::GcState;
-pub use state::{GcStats, KernelGcLoop, WriterModel};
+pub use state::{GcStats, KernelGcLoop, PassCounts, WriterModel, PASS_FREE_BINS, PASS_WORK_BINS};
 
 use policies::{PassLoop, VictimPolicy};
 use snapshot::{SpaceView, VictimInputs};
@@ -507,6 +507,32 @@ impl Fs {
     }
 
     fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
+        let view = SpaceView::take(self, rw);
+        let (victims, checkpoints) = {
+            let g = rw.gc();
+            (g.stats.data_victims + g.stats.node_victims, g.stats.checkpoints)
+        };
+        let r = self.gc_rounds(rw, writer, kind, call, view);
+        if kind == GcKind::Foreground {
+            let mut g = rw.gc();
+            let s = &mut g.stats;
+            let took = s.data_victims + s.node_victims - victims;
+            let wrote = s.checkpoints - checkpoints;
+            s.passes.count(took, wrote, view.free_above_reserved());
+        }
+        r
+    }
+
+    /// The rounds of one pass, from `view` of the free space at its start (see
+    /// [`Fs::gc_pass`]).
+    fn gc_rounds(
+        &self,
+        rw: &ReadWrite,
+        writer: &mut CheckpointWriter,
+        kind: GcKind,
+        call: Call,
+        mut view: SpaceView,
+    ) -> Result<u64> {
         let Call { floor, balance } = call;
         let (policy, kernel_writers, kernel_loop) = {
             let mut g = rw.gc();
@@ -548,7 +574,6 @@ impl Fs {
         let mut victims_left = rw.segs().section_count();
         // Each round decides from one view of the free space, taken again after
         // anything that changes the segments (a checkpoint, a migrated victim).
-        let mut view = SpaceView::take(self, rw);
         let mut pinned_secs: Vec<u32> = Vec::new();
         loop {
             if seed_loop && view.low(batch) {

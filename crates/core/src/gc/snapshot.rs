@@ -109,6 +109,11 @@ impl SpaceView {
         }
     }
 
+    /// Free sections beyond the reserved ones (0 at or below them).
+    pub(crate) fn free_above_reserved(&self) -> u32 {
+        self.free.saturating_sub(self.reserved)
+    }
+
     /// Sections the pending writes take: with `all`, every pending write (the
     /// batching default policy, which lets writes use the reserved sections), else
     /// what GC keeps room for.

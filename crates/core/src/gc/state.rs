@@ -36,6 +36,69 @@ pub struct GcStats {
     pub data_owner_nodes: u64,
     /// Checkpoints GC wrote to turn prefree sections free.
     pub checkpoints: u64,
+    /// Foreground passes by what each did and the room each started with.
+    pub passes: PassCounts,
+}
+
+/// Victims or checkpoints of one pass counted apart in [`PassCounts::by_work`]; a
+/// pass with more counts in the last bin.
+pub const PASS_WORK_BINS: usize = 9;
+
+/// Free sections above the reserved ones counted apart in [`PassCounts::by_free`]; more
+/// count in the last bin.
+pub const PASS_FREE_BINS: usize = 17;
+
+/// Foreground GC passes by what each did (victims taken, checkpoints written) and by
+/// the free sections above the reserved ones when each began: what Linux's
+/// `f2fs_gc_begin` and `f2fs_gc_end` trace events show of its passes
+/// (`scripts/kernel/gc-passes.py` reads both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassCounts {
+    /// Passes by victims (first index) and checkpoints (second), each capped at
+    /// [`PASS_WORK_BINS`] - 1.
+    pub by_work: [[u64; PASS_WORK_BINS]; PASS_WORK_BINS],
+    /// Passes by free sections above the reserved ones at their start (none when free
+    /// sections were down to the reserved ones or below), capped at
+    /// [`PASS_FREE_BINS`] - 1.
+    pub by_free: [u64; PASS_FREE_BINS],
+}
+
+impl Default for PassCounts {
+    fn default() -> Self {
+        PassCounts {
+            by_work: [[0; PASS_WORK_BINS]; PASS_WORK_BINS],
+            by_free: [0; PASS_FREE_BINS],
+        }
+    }
+}
+
+impl PassCounts {
+    /// Counts a pass that took `victims` and wrote `checkpoints`, begun with
+    /// `free_above_reserved` free sections beyond the reserved ones.
+    pub(crate) fn count(&mut self, victims: u64, checkpoints: u64, free_above_reserved: u32) {
+        let bin = |n: u64, bins: usize| (n as usize).min(bins - 1);
+        self.by_work[bin(victims, PASS_WORK_BINS)][bin(checkpoints, PASS_WORK_BINS)] += 1;
+        self.by_free[bin(free_above_reserved as u64, PASS_FREE_BINS)] += 1;
+    }
+
+    /// The passes counted since `earlier` (a copy taken before).
+    pub fn since(&self, earlier: &PassCounts) -> PassCounts {
+        let mut d = *self;
+        for (row, old) in d.by_work.iter_mut().zip(&earlier.by_work) {
+            for (n, o) in row.iter_mut().zip(old) {
+                *n = n.saturating_sub(*o);
+            }
+        }
+        for (n, o) in d.by_free.iter_mut().zip(&earlier.by_free) {
+            *n = n.saturating_sub(*o);
+        }
+        d
+    }
+
+    /// Passes counted.
+    pub fn total(&self) -> u64 {
+        self.by_free.iter().sum()
+    }
 }
 
 impl GcStats {

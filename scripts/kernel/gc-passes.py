@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Linux's foreground GC passes and the lab's, side by side (docs/waf-lab.md, "Near
+full: Linux 6.12's passes at 96.6% of df").
+
+usage: gc-passes.py [--top N] FILE...
+
+Each FILE is either the result block of a `scripts/kernel/waf-compare.sh --trace
+--result-out X.res` run (the `trace` lines of the kernel's `f2fs_gc_begin`,
+`f2fs_get_victim`, `f2fs_write_checkpoint` and `f2fs_gc_end` events) or the `--json`
+of `uf2fs bench waf` (its `gc_passes` and `gc_pass_free`, one block per run). For
+each it prints:
+
+- the passes (calls of `f2fs_gc` but the GC thread's; the lab's foreground passes) by
+  victims taken and checkpoints written, the N most frequent (the lab's and this
+  script's highest bin, 8, stands for 8 or more);
+- the passes by free sections beyond the reserved ones when they began;
+- for the kernel also who ran them (the job's writer, the flusher `kworker`, the GC
+  thread), the valid blocks of its victims, and the dirty data pages F2FS counted
+  at each `--sample` (debugfs `datas`).
+"""
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections import Counter
+
+# The highest bin of victims or checkpoints per pass (uf2fs_core::PASS_WORK_BINS - 1)
+# and of free sections (PASS_FREE_BINS - 1).
+WORK_MAX = 8
+FREE_MAX = 16
+
+BEGIN = re.compile(r"f2fs_gc_begin: .*free_sec:(\d+), free_seg:\d+, rsv_seg:(\d+), prefree_seg:(\d+)")
+VICTIM = re.compile(r"f2fs_get_victim: .*cost = (\d+)")
+SEGS_PER_SEC = re.compile(r"Segments per section = (\d+)")
+
+
+def who(task):
+    """The writer, the flusher or the GC thread, from the trace's task name."""
+    if task.startswith("kworker"):
+        return "flusher"
+    if task.startswith("f2fs_gc-"):
+        return "gc thread"
+    return "writer"
+
+
+def kernel(path):
+    """Passes of a traced kernel run: Counter((victims, checkpoints)), Counter(free
+    beyond reserved), Counter(context), victim costs, dirty samples."""
+    segs_per_sec = 1
+    work, free, ctx = Counter(), Counter(), Counter()
+    costs, dirty = [], []
+    open_passes = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = SEGS_PER_SEC.search(line)
+            if m:
+                segs_per_sec = int(m.group(1))
+            if line.startswith("dirty "):
+                m = re.search(r"- datas: (\d+)", line)
+                if m:
+                    dirty.append(int(m.group(1)))
+                continue
+            if not line.startswith("trace "):
+                continue
+            fields = line.split()
+            task = fields[1]
+            if "f2fs_gc_begin:" in line:
+                m = BEGIN.search(line)
+                if m:
+                    reserved = int(m.group(2)) // segs_per_sec
+                    open_passes[task] = [0, 0, max(0, int(m.group(1)) - reserved)]
+            elif "f2fs_get_victim:" in line and task in open_passes:
+                open_passes[task][0] += 1
+                m = VICTIM.search(line)
+                if m:
+                    costs.append(int(m.group(1)))
+            elif "state = finish checkpoint" in line and task in open_passes:
+                open_passes[task][1] += 1
+            elif "f2fs_gc_end:" in line and task in open_passes:
+                victims, cps, start_free = open_passes.pop(task)
+                ctx[who(task)] += 1
+                if who(task) == "gc thread":
+                    continue
+                work[(min(victims, WORK_MAX), min(cps, WORK_MAX))] += 1
+                free[min(start_free, FREE_MAX)] += 1
+    return work, free, ctx, costs, dirty
+
+
+def lab(path):
+    """[(label, Counter((victims, checkpoints)), Counter(free), valid per victim)]"""
+    with open(path) as f:
+        runs = json.load(f)
+    out = []
+    for r in runs:
+        if "gc_passes" not in r:
+            sys.exit(f"gc-passes: {path}: no gc_passes (a uf2fs older than the pass counts?)")
+        work = Counter({(b["victims"], b["checkpoints"]): b["passes"] for b in r["gc_passes"]})
+        free = Counter({b["free"]: b["passes"] for b in r.get("gc_pass_free", [])})
+        victims = r["data_victims"] + r["node_victims"]
+        moved = r["data_blocks_moved"] + r["node_blocks_moved"]
+        label = f"lab {r['policy']} {r['workload']} (seed {r.get('setup', {}).get('seed', '?')})"
+        out.append((label, work, free, moved / victims if victims else 0.0))
+    return out
+
+
+def show_work(work, top):
+    total = sum(work.values())
+    victims = sum(v * n for (v, _), n in work.items())
+    cps = sum(c * n for (_, c), n in work.items())
+    print(f"  passes {total}, victims {victims}, checkpoints {cps}")
+    print("  by (victims, checkpoints): " + ", ".join(
+        f"{n} ({v}{'+' if v == WORK_MAX else ''}, {c}{'+' if c == WORK_MAX else ''})"
+        for (v, c), n in work.most_common(top)))
+
+
+def show_free(free):
+    total = sum(free.values()) or 1
+    print("  by free sections beyond the reserved ones at the start: " + ", ".join(
+        f"{k}{'+' if k == FREE_MAX else ''}: {n} ({100 * n / total:.0f}%)" for k, n in sorted(free.items())))
+
+
+def pct(v, q):
+    return v[min(len(v) - 1, int(len(v) * q))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--top", type=int, default=10, help="bins of (victims, checkpoints) shown [10]")
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    for path in a.files:
+        if path.endswith(".json"):
+            for label, work, free, valid in lab(path):
+                print(f"{path}: {label}")
+                show_work(work, a.top)
+                show_free(free)
+                print(f"  valid blocks per victim: mean {valid:.0f}")
+            continue
+        work, free, ctx, costs, dirty = kernel(path)
+        if not ctx:
+            sys.exit(f"gc-passes: {path}: no f2fs_gc trace events (run waf-compare.sh with --trace)")
+        print(f"{path}: Linux")
+        show_work(work, a.top)
+        show_free(free)
+        print("  calls by who ran them: " + ", ".join(f"{k} {n}" for k, n in ctx.most_common()))
+        if costs:
+            print(f"  valid blocks per victim: mean {statistics.mean(costs):.0f}, median "
+                  f"{statistics.median(costs):.0f}")
+        if dirty:
+            d = sorted(dirty)
+            print(f"  dirty data pages ({len(d)} samples): p10 {pct(d, 0.1)}, median {pct(d, 0.5)}, "
+                  f"p90 {pct(d, 0.9)}")
+
+
+if __name__ == "__main__":
+    main()
