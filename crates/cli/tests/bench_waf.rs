@@ -218,3 +218,64 @@ fn bad_options_are_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--device is not accepted"));
 }
+
+/// `scripts/kernel/gc-passes.py`, which sets Linux's traced GC passes beside the lab's
+/// (docs/waf-lab.md), reads the lab's `gc_passes` as `--json` writes them and a kernel
+/// trace as `scripts/kernel/waf-compare.sh --trace` leaves it.
+#[test]
+fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel/gc-passes.py");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("waf.json");
+    run_ok(&tiny(&["--json", json.to_str().unwrap()]));
+    let r = &records(&json)[0];
+    let bins = r["gc_passes"].as_array().expect("gc_passes");
+    assert!(!bins.is_empty(), "{r}");
+    let passes: f64 = bins.iter().map(|b| num(b, "passes")).sum();
+    assert_eq!(passes, num(r, "fg_gc_calls"), "{r}");
+    let free: f64 = r["gc_pass_free"]
+        .as_array()
+        .expect("gc_pass_free")
+        .iter()
+        .map(|b| num(b, "passes"))
+        .sum();
+    assert_eq!(free, passes, "{r}");
+    let victims: f64 = bins.iter().map(|b| num(b, "victims") * num(b, "passes")).sum();
+    let checkpoints: f64 = bins.iter().map(|b| num(b, "checkpoints") * num(b, "passes")).sum();
+
+    let res = dir.path().join("k.res");
+    std::fs::write(
+        &res,
+        "mkfs Info: Segments per section = 4\n\
+         trace fio-1 [000] ..... 1.0: f2fs_gc_begin: dev = (253,0), gc_type = Background GC, no_background_GC = 1, nr_free_secs = 1, nodes = 3, dents = 0, imeta = 0, free_sec:10, free_seg:52, rsv_seg:32, prefree_seg:4\n\
+         trace fio-1 [000] ..... 1.1: f2fs_write_checkpoint: dev = (253,0), checkpoint for Sync, state = finish checkpoint\n\
+         trace kworker/u4:3-48 [000] ..... 1.15: f2fs_gc_begin: dev = (253,0), gc_type = Background GC, no_background_GC = 1, nr_free_secs = 1, nodes = 3, dents = 0, imeta = 0, free_sec:9, free_seg:50, rsv_seg:32, prefree_seg:0\n\
+         trace fio-1 [000] ..... 1.2: f2fs_get_victim: dev = (253,0), type = No TYPE, policy = (Foreground GC, LFS-mode, Greedy), victim = 52, cost = 2011, ofs_unit = 4, pre_victim_secno = 13, prefree = 0, free = 55\n\
+         trace fio-1 [000] ..... 1.3: f2fs_gc_end: dev = (253,0), ret = 0, seg_freed = 4, sec_freed = 1, nodes = 3, dents = 0, imeta = 0, free_sec:10, free_seg:52, rsv_seg:32, prefree_seg:4\n\
+         trace kworker/u4:3-48 [000] ..... 1.35: f2fs_gc_end: dev = (253,0), ret = -61, seg_freed = 0, sec_freed = 0, nodes = 3, dents = 0, imeta = 0, free_sec:9, free_seg:50, rsv_seg:32, prefree_seg:0\n\
+         trace f2fs_gc-253:0-90 [000] ..... 2.0: f2fs_gc_begin: dev = (253,0), gc_type = Background GC, no_background_GC = 0, nr_free_secs = 0, nodes = 3, dents = 0, imeta = 0, free_sec:20, free_seg:90, rsv_seg:32, prefree_seg:0\n\
+         trace f2fs_gc-253:0-90 [000] ..... 2.1: f2fs_gc_end: dev = (253,0), ret = -61, seg_freed = 0, sec_freed = 0, nodes = 3, dents = 0, imeta = 0, free_sec:20, free_seg:90, rsv_seg:32, prefree_seg:0\n\
+         dirty 1.5  - datas: 160 in files: 0\n",
+    )
+    .unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&json)
+        .arg(&res)
+        .output()
+        .expect("run python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let lab = format!("passes {passes}, victims {victims}, checkpoints {checkpoints}");
+    assert!(text.contains(&lab), "want {lab:?}:\n{text}");
+    for want in [
+        "passes 2, victims 1, checkpoints 1",
+        "by (victims, checkpoints): 1 (1, 1), 1 (0, 0)",
+        "at the start: 1: 1 (50%), 2: 1 (50%)",
+        "calls by who ran them: writer 1, flusher 1, gc thread 1",
+        "valid blocks per victim: mean 2011",
+        "dirty data pages (1 samples): p10 160, median 160, p90 160",
+    ] {
+        assert!(text.contains(want), "want {want:?}:\n{text}");
+    }
+}
