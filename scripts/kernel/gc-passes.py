@@ -16,7 +16,12 @@ each it prints:
 - the passes by free sections beyond the reserved ones when they began;
 - for the kernel also who ran them (the job's writer, the flusher `kworker`, the GC
   thread), the valid blocks of its victims, and the dirty data pages F2FS counted
-  at each `--sample` (debugfs `datas`).
+  at each `--sample` (debugfs `datas`);
+- with the kprobe of `waf-compare.sh --kprobe` at `f2fs_gc` (fields `dirty_data`,
+  `warm_seg`, `warm_off`, `cold_seg`, `cold_off`; docs/waf-lab.md has the
+  definition for Debian's 6.12): the dirty data pages at the passes' starts and how
+  many began with the warm or the cold data log's current section (blocks past its
+  write position) short of them.
 """
 
 import argparse
@@ -34,6 +39,10 @@ FREE_MAX = 16
 BEGIN = re.compile(r"f2fs_gc_begin: .*free_sec:(\d+), free_seg:\d+, rsv_seg:(\d+), prefree_seg:(\d+)")
 VICTIM = re.compile(r"f2fs_get_victim: .*cost = (\d+)")
 SEGS_PER_SEC = re.compile(r"Segments per section = (\d+)")
+# A kprobe event at f2fs_gc's entry (the probe sits past the entry's endbr64: +0x4).
+KPROBE_AT_GC = re.compile(r"\(f2fs_gc\+0x[0-9a-f]+/0x[0-9a-f]+ \[f2fs\]\)")
+KPROBE_FIELD = re.compile(r"(\w+)=(-?\d+)")
+BLOCKS_PER_SEG = 512
 
 
 def who(task):
@@ -51,6 +60,7 @@ def kernel(path):
     segs_per_sec = 1
     work, free, ctx = Counter(), Counter(), Counter()
     costs, dirty = [], []
+    starts = []
     open_passes = {}
     with open(path, errors="replace") as f:
         for line in f:
@@ -66,6 +76,12 @@ def kernel(path):
                 continue
             fields = line.split()
             task = fields[1]
+            m = KPROBE_AT_GC.search(line)
+            if m:
+                f = dict((k, int(v)) for k, v in KPROBE_FIELD.findall(line[m.end():]))
+                if "dirty_data" in f:
+                    starts.append((task, f, segs_per_sec))
+                continue
             if "f2fs_gc_begin:" in line:
                 m = BEGIN.search(line)
                 if m:
@@ -85,7 +101,31 @@ def kernel(path):
                     continue
                 work[(min(victims, WORK_MAX), min(cps, WORK_MAX))] += 1
                 free[min(start_free, FREE_MAX)] += 1
-    return work, free, ctx, costs, dirty
+    return work, free, ctx, costs, dirty, starts
+
+
+def room(f, log, segs_per_sec):
+    """Blocks past the write position of a log's current section, from the kprobe's
+    segment and offset fields (None without them)."""
+    seg, off = f.get(f"{log}_seg"), f.get(f"{log}_off")
+    if seg is None or off is None:
+        return None
+    return segs_per_sec * BLOCKS_PER_SEG - ((seg % segs_per_sec) * BLOCKS_PER_SEG + off)
+
+
+def show_starts(starts):
+    """The kprobe's view of the passes' starts (all but the GC thread's)."""
+    rows = [(f, sps) for task, f, sps in starts if who(task) != "gc thread"]
+    if not rows:
+        return
+    d = sorted(f["dirty_data"] for f, _ in rows)
+    print(f"  dirty data pages at the passes' starts ({len(d)}): p10 {pct(d, 0.1)}, median "
+          f"{pct(d, 0.5)}, p90 {pct(d, 0.9)}")
+    for log in ("warm", "cold"):
+        short = [f for f, sps in rows if (room(f, log, sps) is not None and room(f, log, sps) < f["dirty_data"])]
+        if any(room(f, log, sps) is not None for f, sps in rows):
+            print(f"  begun with the {log} data log's section short of them: {len(short)} "
+                  f"({100 * len(short) / len(rows):.0f}%)")
 
 
 def lab(path):
@@ -138,7 +178,7 @@ def main():
                 show_free(free)
                 print(f"  valid blocks per victim: mean {valid:.0f}")
             continue
-        work, free, ctx, costs, dirty = kernel(path)
+        work, free, ctx, costs, dirty, starts = kernel(path)
         if not ctx:
             sys.exit(f"gc-passes: {path}: no f2fs_gc trace events (run waf-compare.sh with --trace)")
         print(f"{path}: Linux")
@@ -152,6 +192,7 @@ def main():
             d = sorted(dirty)
             print(f"  dirty data pages ({len(d)} samples): p10 {pct(d, 0.1)}, median {pct(d, 0.5)}, "
                   f"p90 {pct(d, 0.9)}")
+        show_starts(starts)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,12 @@
 #                          "trace", "dirty" and "logs" lines of the result block (keep
 #                          it with --result-out); prints the dirty data pages' p10,
 #                          median, p90 and max over the job
+#   --kprobe DEFS          with --trace, kprobe events added to the trace (DEFS:
+#                          kprobe_events definitions separated by ';', e.g. at each
+#                          f2fs_gc F2FS_DIRTY_DATA and the data logs' current segment
+#                          and offset, read at offsets of the guest kernel's build:
+#                          pahole --btf_base vmlinux -C f2fs_sb_info f2fs.ko;
+#                          docs/waf-lab.md has the 6.12 one)
 #
 # Environment:
 #   UF2FS_KC_WORK          work directory (default /var/tmp/uf2fs-kernel)
@@ -267,6 +273,7 @@ boot() {
         echo "DIRTY_BYTES=$dirty"
         echo "PROBE=$probe"
         echo "TRACE=$trace"
+        echo "KPROBE='$kprobe'"
     } >"$run_dir/job/job/conf"
     (cd "$run_dir/job" && find . | cpio -o -H newc -R 0:0 --quiet) >"$run_dir/job.cpio"
     # The kernel takes an uncompressed archive after a compressed one only at a 4-byte
@@ -452,7 +459,7 @@ kernel_failed() {
 
 conv=$((32 << 20)) zone=$((8 << 20)) zones=128 ovp=3.89 rsvd=8 file=$((870 << 20)) io=$((2 << 30))
 opts='' policy=greedy,cost-benefit seed=1 gc_loop='' do_kernel=1 do_lab=1 kernel_result='' result_out=''
-json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0 trace=0
+json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0 trace=0 kprobe=''
 cmd=run
 case ${1:-} in
     setup | run | probe) cmd=$1; shift ;;
@@ -482,6 +489,7 @@ while [ $# -gt 0 ]; do
         --timeout) need "$@"; timeout=$2; shift ;;
         --keep) keep=1 ;;
         --trace) trace=1 ;;
+        --kprobe) need "$@"; kprobe=$2; shift ;;
         -h | --help) usage ;;
         *) echo "$prog: unknown argument $1" >&2; usage ;;
     esac
@@ -498,6 +506,8 @@ is_uint "$timeout" || die "--timeout must be an integer"
 [ $((file % 4096)) = 0 ] && [ "$file" -gt 0 ] || die "--file-size must be a multiple of 4 KiB"
 [ $((io % 4096)) = 0 ] && [ "$io" -gt 0 ] || die "--io-size must be a multiple of 4 KiB"
 [ "$do_kernel" = 1 ] || [ "$do_lab" = 1 ] || die "--no-kernel and --no-lab leave nothing to run"
+[ -z "$kprobe" ] || [ "$trace" = 1 ] || die "--kprobe needs --trace"
+case $kprobe in *\'*) die "--kprobe: no single quotes" ;; esac
 [ -z "$kernel_result" ] || [ -f "$kernel_result" ] || die "no result file $kernel_result"
 [ "$(id -u)" = 0 ] || [ "$cmd" != setup ] || log "not root: apt-get may fail"
 

@@ -221,7 +221,7 @@ fn bad_options_are_one_line_and_exit_2() {
 
 /// `scripts/kernel/gc-passes.py`, which sets Linux's traced GC passes beside the lab's
 /// (docs/waf-lab.md), reads the lab's `gc_passes` as `--json` writes them and a kernel
-/// trace as `scripts/kernel/waf-compare.sh --trace` leaves it.
+/// trace as `scripts/kernel/waf-compare.sh --trace --kprobe` leaves it.
 #[test]
 fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel/gc-passes.py");
@@ -247,6 +247,7 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
     std::fs::write(
         &res,
         "mkfs Info: Segments per section = 4\n\
+         trace fio-1 [000] ..... 0.9: gcin: (f2fs_gc+0x4/0x7b0 [f2fs]) dirty_data=160 warm_seg=391 warm_off=400 cold_seg=20 cold_off=0\n\
          trace fio-1 [000] ..... 1.0: f2fs_gc_begin: dev = (253,0), gc_type = Background GC, no_background_GC = 1, nr_free_secs = 1, nodes = 3, dents = 0, imeta = 0, free_sec:10, free_seg:52, rsv_seg:32, prefree_seg:4\n\
          trace fio-1 [000] ..... 1.1: f2fs_write_checkpoint: dev = (253,0), checkpoint for Sync, state = finish checkpoint\n\
          trace kworker/u4:3-48 [000] ..... 1.15: f2fs_gc_begin: dev = (253,0), gc_type = Background GC, no_background_GC = 1, nr_free_secs = 1, nodes = 3, dents = 0, imeta = 0, free_sec:9, free_seg:50, rsv_seg:32, prefree_seg:0\n\
@@ -275,6 +276,11 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
         "calls by who ran them: writer 1, flusher 1, gc thread 1",
         "valid blocks per victim: mean 2011",
         "dirty data pages (1 samples): p10 160, median 160, p90 160",
+        // The kprobe at f2fs_gc: 112 blocks left in the warm log's section, 2048 in the
+        // cold log's, against 160 dirty pages.
+        "dirty data pages at the passes' starts (1): p10 160, median 160, p90 160",
+        "begun with the warm data log's section short of them: 1 (100%)",
+        "begun with the cold data log's section short of them: 0 (0%)",
     ] {
         assert!(text.contains(want), "want {want:?}:\n{text}");
     }
