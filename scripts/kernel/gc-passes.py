@@ -7,8 +7,8 @@ usage: gc-passes.py [--top N] FILE...
 Each FILE is either the result block of a `scripts/kernel/waf-compare.sh --trace
 --result-out X.res` run (the `trace` lines of the kernel's `f2fs_gc_begin`,
 `f2fs_get_victim`, `f2fs_write_checkpoint` and `f2fs_gc_end` events) or the `--json`
-of `uf2fs bench waf` (its `gc_passes` and `gc_pass_free`, one block per run). For
-each it prints:
+of `uf2fs bench waf` (its `gc_passes`, `gc_pass_free`, `gc_pass_dirty` and
+`gc_pass_warm_short`/`gc_pass_cold_short`, one block per run). For each it prints:
 
 - the passes (calls of `f2fs_gc` but the GC thread's; the lab's foreground passes) by
   victims taken and checkpoints written, the N most frequent (the lab's and this
@@ -21,7 +21,9 @@ each it prints:
   `warm_seg`, `warm_off`, `cold_seg`, `cold_off`; docs/waf-lab.md has the
   definition for Debian's 6.12): the dirty data pages at the passes' starts and how
   many began with the warm or the cold data log's current section (blocks past its
-  write position) short of them.
+  write position) short of them; the lab's JSON has the same, its dirty pages in
+  bins of 64 and its logs' room as the free-section rule counts it (blocks neither
+  valid at the last checkpoint nor written since).
 """
 
 import argparse
@@ -141,8 +143,32 @@ def lab(path):
         victims = r["data_victims"] + r["node_victims"]
         moved = r["data_blocks_moved"] + r["node_blocks_moved"]
         label = f"lab {r['policy']} {r['workload']} (seed {r.get('setup', {}).get('seed', '?')})"
-        out.append((label, work, free, moved / victims if victims else 0.0))
+        dirty = Counter({b["pages"]: b["passes"] for b in r.get("gc_pass_dirty", [])})
+        short = (r.get("gc_pass_warm_short"), r.get("gc_pass_cold_short"))
+        out.append((label, work, free, moved / victims if victims else 0.0, dirty, short))
     return out
+
+
+def show_lab_starts(dirty, short, passes):
+    """The lab's passes by dirty data pages at their start (bins of 64) and by the
+    data log short of them."""
+    n = sum(dirty.values())
+    if n:
+        bins = sorted(dirty.items())
+
+        def at(q):
+            seen = 0
+            for start, k in bins:
+                seen += k
+                if seen > q * n:
+                    return f"{start}-{start + 63}"
+            return f"{bins[-1][0]}-"
+
+        print(f"  dirty data pages at the passes' starts ({n}, bins of 64): p10 {at(0.1)}, median "
+              f"{at(0.5)}, p90 {at(0.9)}")
+    for log, k in zip(("warm", "cold"), short):
+        if k is not None and passes:
+            print(f"  begun with the {log} data log's section short of them: {k} ({100 * k / passes:.0f}%)")
 
 
 def show_work(work, top):
@@ -172,11 +198,12 @@ def main():
     a = ap.parse_args()
     for path in a.files:
         if path.endswith(".json"):
-            for label, work, free, valid in lab(path):
+            for label, work, free, valid, dirty, short in lab(path):
                 print(f"{path}: {label}")
                 show_work(work, a.top)
                 show_free(free)
                 print(f"  valid blocks per victim: mean {valid:.0f}")
+                show_lab_starts(dirty, short, sum(work.values()))
             continue
         work, free, ctx, costs, dirty, starts = kernel(path)
         if not ctx:

@@ -269,6 +269,18 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     let lab = format!("passes {passes}, victims {victims}, checkpoints {checkpoints}");
     assert!(text.contains(&lab), "want {lab:?}:\n{text}");
+    let dirty: f64 = r["gc_pass_dirty"]
+        .as_array()
+        .expect("gc_pass_dirty")
+        .iter()
+        .map(|b| num(b, "passes"))
+        .sum();
+    assert_eq!(dirty, passes, "{r}");
+    let lab = format!("dirty data pages at the passes' starts ({passes}, bins of 64)");
+    assert!(text.contains(&lab), "want {lab:?}:\n{text}");
+    let warm = num(r, "gc_pass_warm_short");
+    let lab = format!("begun with the warm data log's section short of them: {warm} (");
+    assert!(text.contains(&lab), "want {lab:?}:\n{text}");
     for want in [
         "passes 2, victims 1, checkpoints 1",
         "by (victims, checkpoints): 1 (1, 1), 1 (0, 0)",

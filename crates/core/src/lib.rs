@@ -51,8 +51,8 @@ pub use file::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE};
 pub use fs::Fs;
 pub use gc::{
     Accounting, BgCleaner, BgOutcome, BgTimes, CompressionSaved, GcKind, GcPacing, GcPolicy, GcRangeReport,
-    GcRangeStop, GcStats, KernelGcLoop, PacingSettings, PacingStats, PassCounts, Status, WriterModel, PASS_FREE_BINS,
-    PASS_WORK_BINS,
+    GcRangeStop, GcStats, KernelGcLoop, PacingSettings, PacingStats, PassCounts, Status, WriterModel, PASS_DIRTY_BINS,
+    PASS_DIRTY_BIN_PAGES, PASS_FREE_BINS, PASS_WORK_BINS,
 };
 pub use info::FsInfo;
 pub use inode::pin_now;

@@ -24,6 +24,6 @@ pub mod writeback;
 pub mod zipf;
 
 pub use batch::{pairs, run_all, Event, Pair};
-pub use run::{FreeBin, PassBin, RunResult, Sample};
+pub use run::{DirtyBin, FreeBin, PassBin, RunResult, Sample};
 pub use setup::{Idle, Preset, Setup};
 pub use workload::Workload;

@@ -110,6 +110,28 @@ pub struct FreeBin {
     pub passes: u64,
 }
 
+/// Foreground GC passes begun with at least `pages` dirty file data pages and fewer
+/// than `pages` + [`uf2fs_core::PASS_DIRTY_BIN_PAGES`] (the highest bin: at least
+/// `pages`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirtyBin {
+    /// The bin's fewest dirty pages.
+    pub pages: u64,
+    /// Passes.
+    pub passes: u64,
+}
+
+/// The non-empty bins of `passes` by dirty pages.
+fn dirty_bins(passes: &uf2fs_core::PassCounts) -> Vec<DirtyBin> {
+    (passes.by_dirty.iter().enumerate())
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, &n)| DirtyBin {
+            pages: i as u64 * uf2fs_core::PASS_DIRTY_BIN_PAGES,
+            passes: n,
+        })
+        .collect()
+}
+
 /// The non-empty bins of `passes`, in order of victims, then checkpoints.
 fn pass_bins(passes: &uf2fs_core::PassCounts) -> Vec<PassBin> {
     let mut bins = Vec::new();
@@ -180,6 +202,17 @@ pub struct RunResult {
     /// start, the bins that have passes (see [`FreeBin`]).
     #[serde(default)]
     pub gc_pass_free: Vec<FreeBin>,
+    /// Foreground GC passes by the dirty file data pages at their start, the bins
+    /// that have passes (see [`DirtyBin`]).
+    #[serde(default)]
+    pub gc_pass_dirty: Vec<DirtyBin>,
+    /// Foreground GC passes begun with the warm data log's current section short of
+    /// the dirty data's remainder (by the free-section rule's room).
+    #[serde(default)]
+    pub gc_pass_warm_short: u64,
+    /// The same of the cold data log.
+    #[serde(default)]
+    pub gc_pass_cold_short: u64,
     /// Live blocks over main-area blocks at the end.
     pub utilization: f64,
     /// Greedy's analytical WAF at that utilisation (uniform overwrites, data moves
@@ -342,6 +375,9 @@ pub fn run_on(
         gc_checkpoints: gc(|g| g.checkpoints),
         gc_passes: pass_bins(&passes),
         gc_pass_free: free_bins(&passes),
+        gc_pass_dirty: dirty_bins(&passes),
+        gc_pass_warm_short: passes.warm_short,
+        gc_pass_cold_short: passes.cold_short,
         utilization: end.utilization(),
         greedy_limit: uf2fs_core::gc::greedy_model::greedy_limit(end.utilization()),
         greedy_limit_usable: vol

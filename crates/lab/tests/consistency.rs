@@ -121,6 +121,14 @@ fn check_on(setup: Setup, policy: &str, workload: Workload) -> uf2fs_lab::RunRes
     assert_eq!(passes, r.fg_gc_calls, "{what}: {:?}", r.gc_passes);
     let by_free: u64 = r.gc_pass_free.iter().map(|b| b.passes).sum();
     assert_eq!(by_free, r.fg_gc_calls, "{what}: {:?}", r.gc_pass_free);
+    let by_dirty: u64 = r.gc_pass_dirty.iter().map(|b| b.passes).sum();
+    assert_eq!(by_dirty, r.fg_gc_calls, "{what}: {:?}", r.gc_pass_dirty);
+    assert!(
+        r.gc_pass_warm_short.max(r.gc_pass_cold_short) <= r.fg_gc_calls,
+        "{what}: {} {}",
+        r.gc_pass_warm_short,
+        r.gc_pass_cold_short
+    );
     let last = (uf2fs_core::PASS_WORK_BINS - 1) as u32;
     if r.gc_passes.iter().all(|b| b.victims < last && b.checkpoints < last) && r.bg_gc_calls == 0 {
         let victims: u64 = r.gc_passes.iter().map(|b| b.victims as u64 * b.passes).sum();

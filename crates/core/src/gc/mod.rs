@@ -51,7 +51,11 @@ pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub use range::{GcRangeReport, GcRangeStop};
 pub(crate) use state::GcState;
-pub use state::{GcStats, KernelGcLoop, PassCounts, WriterModel, PASS_FREE_BINS, PASS_WORK_BINS};
+use state::PassStart;
+pub use state::{
+    GcStats, KernelGcLoop, PassCounts, WriterModel, PASS_DIRTY_BINS, PASS_DIRTY_BIN_PAGES, PASS_FREE_BINS,
+    PASS_WORK_BINS,
+};
 
 use policies::{PassLoop, VictimPolicy};
 use snapshot::{SpaceView, VictimInputs};
@@ -518,7 +522,14 @@ impl Fs {
             let s = &mut g.stats;
             let took = s.data_victims + s.node_victims - victims;
             let wrote = s.checkpoints - checkpoints;
-            s.passes.count(took, wrote, view.free_above_reserved());
+            let (warm_short, cold_short) = view.data_logs_short();
+            let start = PassStart {
+                free_above_reserved: view.free_above_reserved(),
+                dirty_data: view.dirty_data(),
+                warm_short,
+                cold_short,
+            };
+            s.passes.count(took, wrote, start);
         }
         r
     }

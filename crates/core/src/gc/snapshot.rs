@@ -52,6 +52,8 @@ pub(crate) struct Secs {
     node_rem: u64,
     dent_rem: u64,
     data_rem: u64,
+    /// Dirty file data pages in all.
+    data: u64,
     /// Room in each log's current section (see
     /// [`SegmentManager::log_sections_ckpt_room`]).
     room: [u64; NR_LOGS],
@@ -72,6 +74,7 @@ impl Secs {
             node_rem,
             dent_rem,
             data_rem,
+            data,
             room: segs.log_sections_ckpt_room(),
         }
     }
@@ -107,6 +110,19 @@ impl SpaceView {
             pending_secs: sections_of(segs, &needs.pending),
             secs: Secs::of(&needs.nodes, &needs.pages, segs),
         }
+    }
+
+    /// Dirty file data pages.
+    pub(crate) fn dirty_data(&self) -> u64 {
+        self.secs.data
+    }
+
+    /// Whether the warm and the cold data log's current sections are short of the
+    /// dirty data's remainder (the room of the free-section rule's
+    /// `has_curseg_enough_space`).
+    pub(crate) fn data_logs_short(&self) -> (bool, bool) {
+        let short = |log: LogType| self.secs.data_rem > self.secs.room[log as usize];
+        (short(LogType::WarmData), short(LogType::ColdData))
     }
 
     /// Free sections beyond the reserved ones (0 at or below them).
@@ -297,6 +313,7 @@ mod tests {
             node_rem: 100,
             dent_rem: 0,
             data_rem: 500,
+            data: 500,
             room: [2048; NR_LOGS],
         };
         assert!(lfs_view(11, s).enough(0, 1));
@@ -309,6 +326,9 @@ mod tests {
             !lfs_view(10, short).enough(0, 1),
             "the cold data log's section is short"
         );
+        assert_eq!(lfs_view(10, short).data_logs_short(), (false, true));
+        assert_eq!(lfs_view(10, s).data_logs_short(), (false, false));
+        assert_eq!(lfs_view(10, s).dirty_data(), 500);
         assert!(lfs_view(11, short).enough(0, 1));
         assert!(
             lfs_view(8, s).enough(0, 0) && !lfs_view(7, s).enough(0, 0),
@@ -329,6 +349,7 @@ mod tests {
             node_rem: 0,
             dent_rem: 0,
             data_rem: 100,
+            data: 2048 + 100,
             room: [0; NR_LOGS],
         };
         let v = |free| SpaceView {

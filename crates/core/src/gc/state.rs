@@ -48,6 +48,13 @@ pub const PASS_WORK_BINS: usize = 9;
 /// count in the last bin.
 pub const PASS_FREE_BINS: usize = 17;
 
+/// Bins of [`PassCounts::by_dirty`], each [`PASS_DIRTY_BIN_PAGES`] dirty pages wide; the
+/// last counts that many bins' worth or more.
+pub const PASS_DIRTY_BINS: usize = 17;
+
+/// Dirty pages per bin of [`PassCounts::by_dirty`].
+pub const PASS_DIRTY_BIN_PAGES: u64 = 64;
+
 /// Foreground GC passes by what each did (victims taken, checkpoints written) and by
 /// the free sections above the reserved ones when each began: what Linux's
 /// `f2fs_gc_begin` and `f2fs_gc_end` trace events show of its passes
@@ -61,6 +68,15 @@ pub struct PassCounts {
     /// sections were down to the reserved ones or below), capped at
     /// [`PASS_FREE_BINS`] - 1.
     pub by_free: [u64; PASS_FREE_BINS],
+    /// Passes by the dirty file data pages at their start, in bins of
+    /// [`PASS_DIRTY_BIN_PAGES`] (the last: that many bins' worth or more).
+    pub by_dirty: [u64; PASS_DIRTY_BINS],
+    /// Passes begun with the warm data log's current section short of the dirty
+    /// data's remainder (the free-section rule's room: blocks not valid at the last
+    /// checkpoint and not written since).
+    pub warm_short: u64,
+    /// The same of the cold data log.
+    pub cold_short: u64,
 }
 
 impl Default for PassCounts {
@@ -68,17 +84,36 @@ impl Default for PassCounts {
         PassCounts {
             by_work: [[0; PASS_WORK_BINS]; PASS_WORK_BINS],
             by_free: [0; PASS_FREE_BINS],
+            by_dirty: [0; PASS_DIRTY_BINS],
+            warm_short: 0,
+            cold_short: 0,
         }
     }
 }
 
+/// What a pass began with, as [`PassCounts::count`] bins it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PassStart {
+    /// Free sections beyond the reserved ones.
+    pub(crate) free_above_reserved: u32,
+    /// Dirty file data pages.
+    pub(crate) dirty_data: u64,
+    /// Whether the warm data log's current section was short of the dirty data's
+    /// remainder.
+    pub(crate) warm_short: bool,
+    /// The same of the cold data log.
+    pub(crate) cold_short: bool,
+}
+
 impl PassCounts {
-    /// Counts a pass that took `victims` and wrote `checkpoints`, begun with
-    /// `free_above_reserved` free sections beyond the reserved ones.
-    pub(crate) fn count(&mut self, victims: u64, checkpoints: u64, free_above_reserved: u32) {
+    /// Counts a pass that took `victims` and wrote `checkpoints`, begun as `start` says.
+    pub(crate) fn count(&mut self, victims: u64, checkpoints: u64, start: PassStart) {
         let bin = |n: u64, bins: usize| (n as usize).min(bins - 1);
         self.by_work[bin(victims, PASS_WORK_BINS)][bin(checkpoints, PASS_WORK_BINS)] += 1;
-        self.by_free[bin(free_above_reserved as u64, PASS_FREE_BINS)] += 1;
+        self.by_free[bin(start.free_above_reserved as u64, PASS_FREE_BINS)] += 1;
+        self.by_dirty[bin(start.dirty_data / PASS_DIRTY_BIN_PAGES, PASS_DIRTY_BINS)] += 1;
+        self.warm_short += start.warm_short as u64;
+        self.cold_short += start.cold_short as u64;
     }
 
     /// The passes counted since `earlier` (a copy taken before).
@@ -92,6 +127,11 @@ impl PassCounts {
         for (n, o) in d.by_free.iter_mut().zip(&earlier.by_free) {
             *n = n.saturating_sub(*o);
         }
+        for (n, o) in d.by_dirty.iter_mut().zip(&earlier.by_dirty) {
+            *n = n.saturating_sub(*o);
+        }
+        d.warm_short = d.warm_short.saturating_sub(earlier.warm_short);
+        d.cold_short = d.cold_short.saturating_sub(earlier.cold_short);
         d
     }
 
@@ -332,9 +372,37 @@ mod tests {
     // Named from the crate root: `super` would read, to modcycles.py, as the GC
     // engine (`gc/mod.rs`), which this file must not import.
     use crate::clock::{Clock, ManualClock};
-    use crate::gc::state::{GcState, KernelGcLoop};
+    use crate::gc::state::{GcState, KernelGcLoop, PassCounts, PassStart, PASS_DIRTY_BINS, PASS_WORK_BINS};
     use std::sync::Arc;
     use std::time::Duration;
+
+    /// A pass is binned by its work and its start, counts past the last bin in the
+    /// last, and `since` leaves the passes counted after a copy.
+    #[test]
+    fn passes_are_binned_by_work_and_start_and_subtracted() {
+        let mut p = PassCounts::default();
+        let start = |free, dirty, warm| PassStart {
+            free_above_reserved: free,
+            dirty_data: dirty,
+            warm_short: warm,
+            cold_short: false,
+        };
+        p.count(1, 1, start(2, 400, true));
+        let before = p;
+        p.count(20, 0, start(40, 5000, false));
+        p.count(0, 1, start(1, 63, true));
+        assert_eq!(p.total(), 3);
+        let d = p.since(&before);
+        assert_eq!(d.total(), 2);
+        assert_eq!(d.by_work[PASS_WORK_BINS - 1][0], 1, "20 victims: the last bin");
+        assert_eq!(d.by_work[0][1], 1);
+        assert_eq!(d.by_work[1][1], 0, "counted before the copy");
+        assert_eq!(d.by_dirty[0], 1, "63 pages: the first bin of 64");
+        assert_eq!(d.by_dirty[PASS_DIRTY_BINS - 1], 1);
+        assert_eq!(d.by_free[1], 1);
+        assert_eq!((d.warm_short, d.cold_short), (1, 0));
+        assert_eq!((p.warm_short, p.by_dirty[400 / 64]), (2, 1));
+    }
 
     /// A front operation that started late is taken to have been due one interval
     /// after the ones before it, also when the one before it was late too; one on
