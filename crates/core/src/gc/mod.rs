@@ -51,7 +51,6 @@ pub use policies::GcKind;
 pub use policy::GcPolicy;
 pub use range::{GcRangeReport, GcRangeStop};
 pub(crate) use state::GcState;
-use state::PassStart;
 pub use state::{
     GcStats, KernelGcLoop, PassCounts, WriterModel, PASS_DIRTY_BINS, PASS_DIRTY_BIN_PAGES, PASS_FREE_BINS,
     PASS_WORK_BINS,
@@ -522,14 +521,7 @@ impl Fs {
             let s = &mut g.stats;
             let took = s.data_victims + s.node_victims - victims;
             let wrote = s.checkpoints - checkpoints;
-            let (warm_short, cold_short) = view.data_logs_short();
-            let start = PassStart {
-                free_above_reserved: view.free_above_reserved(),
-                dirty_data: view.dirty_data(),
-                warm_short,
-                cold_short,
-            };
-            s.passes.count(took, wrote, start);
+            s.passes.count(took, wrote, view.pass_start());
         }
         r
     }

@@ -8,6 +8,7 @@
 //! checkpoint, a migrated victim) and decides everything in between from the same
 //! one, so a decision never mixes two moments.
 
+use super::state::PassStart;
 use super::{gc_need, pending_need, sections_of, GC_CHECKPOINT_SECS};
 use crate::fs::ReadWrite;
 use crate::segment::{LogType, SectionInfo, SegmentManager, SpaceNeed, NR_LOGS, PREFREE_ROOM_FLOOR_SECS};
@@ -112,22 +113,18 @@ impl SpaceView {
         }
     }
 
-    /// Dirty file data pages.
-    pub(crate) fn dirty_data(&self) -> u64 {
-        self.secs.data
-    }
-
-    /// Whether the warm and the cold data log's current sections are short of the
-    /// dirty data's remainder (the room of the free-section rule's
-    /// `has_curseg_enough_space`).
-    pub(crate) fn data_logs_short(&self) -> (bool, bool) {
+    /// What a pass beginning with this view began with, as the pass counts bin it:
+    /// free sections beyond the reserved ones (0 at or below them), the dirty file
+    /// data, and whether the warm and the cold data log's current sections are short
+    /// of its remainder (the room of the free-section rule's `has_curseg_enough_space`).
+    pub(crate) fn pass_start(&self) -> PassStart {
         let short = |log: LogType| self.secs.data_rem > self.secs.room[log as usize];
-        (short(LogType::WarmData), short(LogType::ColdData))
-    }
-
-    /// Free sections beyond the reserved ones (0 at or below them).
-    pub(crate) fn free_above_reserved(&self) -> u32 {
-        self.free.saturating_sub(self.reserved)
+        PassStart {
+            free_above_reserved: self.free.saturating_sub(self.reserved),
+            dirty_data: self.secs.data,
+            warm_short: short(LogType::WarmData),
+            cold_short: short(LogType::ColdData),
+        }
     }
 
     /// Sections the pending writes take: with `all`, every pending write (the
@@ -326,9 +323,15 @@ mod tests {
             !lfs_view(10, short).enough(0, 1),
             "the cold data log's section is short"
         );
-        assert_eq!(lfs_view(10, short).data_logs_short(), (false, true));
-        assert_eq!(lfs_view(10, s).data_logs_short(), (false, false));
-        assert_eq!(lfs_view(10, s).dirty_data(), 500);
+        let start = |v: SpaceView| {
+            let p = v.pass_start();
+            (p.warm_short, p.cold_short)
+        };
+        assert_eq!(start(lfs_view(10, short)), (false, true));
+        assert_eq!(start(lfs_view(10, s)), (false, false));
+        assert_eq!(lfs_view(10, s).pass_start().dirty_data, 500);
+        assert_eq!(lfs_view(10, s).pass_start().free_above_reserved, 2);
+        assert_eq!(lfs_view(7, s).pass_start().free_above_reserved, 0);
         assert!(lfs_view(11, short).enough(0, 1));
         assert!(
             lfs_view(8, s).enough(0, 0) && !lfs_view(7, s).enough(0, 0),

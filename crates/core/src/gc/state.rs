@@ -118,18 +118,17 @@ impl PassCounts {
 
     /// The passes counted since `earlier` (a copy taken before).
     pub fn since(&self, earlier: &PassCounts) -> PassCounts {
-        let mut d = *self;
-        for (row, old) in d.by_work.iter_mut().zip(&earlier.by_work) {
-            for (n, o) in row.iter_mut().zip(old) {
+        fn sub(now: &mut [u64], then: &[u64]) {
+            for (n, o) in now.iter_mut().zip(then) {
                 *n = n.saturating_sub(*o);
             }
         }
-        for (n, o) in d.by_free.iter_mut().zip(&earlier.by_free) {
-            *n = n.saturating_sub(*o);
+        let mut d = *self;
+        for (row, old) in d.by_work.iter_mut().zip(&earlier.by_work) {
+            sub(row, old);
         }
-        for (n, o) in d.by_dirty.iter_mut().zip(&earlier.by_dirty) {
-            *n = n.saturating_sub(*o);
-        }
+        sub(&mut d.by_free, &earlier.by_free);
+        sub(&mut d.by_dirty, &earlier.by_dirty);
         d.warm_short = d.warm_short.saturating_sub(earlier.warm_short);
         d.cold_short = d.cold_short.saturating_sub(earlier.cold_short);
         d
