@@ -77,14 +77,30 @@ struct Inner {
     /// clean again so that a file keeps its context (and its context's log) for its
     /// life; forgotten when the inode is freed, all at once past [`AFFINITY_MAX`].
     affinity: std::collections::HashMap<Ino, usize>,
-    /// Where each inode's next cyclic writeback starts ([`PageCache::cyclic_window`]):
-    /// Linux's `mapping->writeback_index`. Forgotten as `affinity` is.
-    writeback_index: std::collections::HashMap<Ino, u64>,
+    /// Where each inode's cyclic writeback stands ([`PageCache::cyclic_window`]).
+    /// Forgotten as `affinity` is.
+    cyclic: std::collections::HashMap<Ino, CyclicCursor>,
     next_seq: u64,
 }
 
 /// Inodes whose writeback context is remembered at most (about 32 MiB).
 const AFFINITY_MAX: usize = 1 << 20;
+
+/// Dirty pages one lookup of a cyclic writeback gathers before it writes any of them:
+/// F2FS's `F2FS_ONSTACK_PAGES`, the batch `f2fs_write_cache_pages` takes from the page
+/// cache's dirty tag (Linux 6.1 and 6.12). Pages dirtied behind the lookup wait for
+/// the next lap; pages of the batch written meanwhile (by GC's moves) are skipped.
+pub const WRITEBACK_LOOKUP_PAGES: usize = 16;
+
+/// Where an inode's cyclic writeback stands: Linux's `mapping->writeback_index` and
+/// the batch F2FS's writeback looked up from it and has not written yet.
+#[derive(Debug, Default)]
+struct CyclicCursor {
+    /// Where the next lookup starts.
+    next: u64,
+    /// Indexes looked up and not given yet, in order.
+    batch: std::collections::VecDeque<u64>,
+}
 
 impl Default for Inner {
     fn default() -> Inner {
@@ -94,7 +110,7 @@ impl Default for Inner {
             per_log: [0; NR_LOGS],
             per_context: vec![0],
             affinity: Default::default(),
-            writeback_index: Default::default(),
+            cyclic: Default::default(),
             next_seq: 0,
         }
     }
@@ -279,7 +295,7 @@ impl PageCache {
         let gone = self.remove_range(ino, 0..u64::MAX);
         let mut inner = self.lock();
         inner.affinity.remove(&ino);
-        inner.writeback_index.remove(&ino);
+        inner.cyclic.remove(&ino);
         gone
     }
 
@@ -310,27 +326,51 @@ impl PageCache {
     }
 
     /// At most `max` dirty blocks of `ino` for a cyclic writeback (Linux's
-    /// `range_cyclic`): from where the last one stopped to the end, then from the
-    /// start, in index order; the next starts after the last block given. Left in
+    /// `range_cyclic`), in index order from where the last one stopped, then from the
+    /// start, one lap at most: looked up [`WRITEBACK_LOOKUP_PAGES`] at a time as F2FS's
+    /// writeback does, so a page dirtied behind a lookup waits for the next lap, and a
+    /// page looked up but no longer dirty when its turn comes is skipped. Left in
     /// place, as [`PageCache::inode_snapshot`]'s.
     pub fn cyclic_window(&self, ino: Ino, max: usize) -> Vec<(u64, DirtyPage)> {
         let mut inner = self.lock();
-        let start = inner.writeback_index.get(&ino).copied().unwrap_or(0);
-        let Some(p) = inner.inodes.get(&ino) else {
+        let Inner { inodes, cyclic, .. } = &mut *inner;
+        let Some(p) = inodes.get(&ino) else {
             return Vec::new();
         };
-        let window: Vec<(u64, DirtyPage)> = p
-            .pages
-            .range(start..)
-            .chain(p.pages.range(..start))
-            .take(max)
-            .map(|(k, v)| (*k, v.clone()))
-            .collect();
-        if let Some((last, _)) = window.last() {
-            if inner.writeback_index.len() >= AFFINITY_MAX {
-                inner.writeback_index.clear();
+        if cyclic.len() >= AFFINITY_MAX && !cyclic.contains_key(&ino) {
+            cyclic.clear();
+        }
+        let cur = cyclic.entry(ino).or_default();
+        let mut window = Vec::new();
+        let mut given = std::collections::BTreeSet::new();
+        while window.len() < max {
+            if cur.batch.is_empty() {
+                let lookup = |r: &mut dyn Iterator<Item = (&u64, &DirtyPage)>| {
+                    r.take(WRITEBACK_LOOKUP_PAGES)
+                        .map(|(k, _)| *k)
+                        .collect::<std::collections::VecDeque<u64>>()
+                };
+                let mut batch = lookup(&mut p.pages.range(cur.next..));
+                if batch.is_empty() {
+                    batch = lookup(&mut p.pages.range(..cur.next));
+                }
+                let Some(&last) = batch.back() else {
+                    break;
+                };
+                cur.next = last + 1;
+                cur.batch = batch;
             }
-            inner.writeback_index.insert(ino, last + 1);
+            let Some(index) = cur.batch.pop_front() else {
+                break;
+            };
+            if !given.insert(index) {
+                // A lap is done: the page waits for the next call.
+                cur.batch.push_front(index);
+                break;
+            }
+            if let Some(page) = p.pages.get(&index) {
+                window.push((index, page.clone()));
+            }
         }
         window
     }
@@ -385,6 +425,28 @@ mod tests {
         c.put(4, 1, vec![0; 4096], LogType::WarmData);
         assert_eq!(indexes(&c.cyclic_window(4, 1)), vec![1]);
         assert!(c.cyclic_window(8, 4).is_empty(), "an inode with nothing dirty");
+    }
+
+    #[test]
+    fn cyclic_windows_write_what_a_lookup_found_and_skip_what_was_written_meanwhile() {
+        let c = PageCache::default();
+        let n = WRITEBACK_LOOKUP_PAGES as u64;
+        for i in 0..2 * n {
+            c.put(4, 10 * i, vec![0; 4096], LogType::WarmData);
+        }
+        // The first lookup takes pages 0, 10, ..., 10 * (n - 1).
+        assert_eq!(indexes(&c.cyclic_window(4, 1)), vec![0]);
+        // Dirtied behind the lookup's last page but after the first: not in it.
+        c.put(4, 5, vec![0; 4096], LogType::WarmData);
+        // Written meanwhile (GC moved it): skipped.
+        c.remove_range(4, 10..11);
+        assert_eq!(indexes(&c.cyclic_window(4, 2)), vec![20, 30]);
+        let rest = c.cyclic_window(4, 2 * n as usize);
+        // On to the end, then from the start: page 5 in its turn, and the lap ends
+        // where this window began.
+        let lap: Vec<u64> = (4..2 * n).map(|i| 10 * i).chain([0, 5, 20, 30]).collect();
+        assert_eq!(indexes(&rest), lap);
+        assert_eq!(indexes(&c.cyclic_window(4, 1)), vec![40], "the next window goes on");
     }
 
     #[test]
