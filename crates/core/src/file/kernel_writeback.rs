@@ -16,8 +16,9 @@
 //! pages as were dirty then; it writes one page at a time (the first dirty inode,
 //! cyclically), runs `f2fs_balance_fs` after each and charges what the device wrote
 //! for it (the page, its nodes, GC's moves and checkpoints) to a budget that each page
-//! the writer dirties refills, a debt carried over; past the dirty limit the writer
-//! writes regardless of the budget.
+//! the writer dirties refills, a debt carried over; past the level where Linux's
+//! dirty limit holds the writer ([`crate::writeback::pace::WRITER_HOLD_PAGES`]) the
+//! writer writes regardless of the budget.
 
 use crate::fs::ReadWrite;
 use crate::writeback::PageOrder;

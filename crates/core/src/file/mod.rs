@@ -319,8 +319,8 @@ impl Op<'_> {
     /// Starts writing `ino`'s dirty pages back once it holds more than
     /// [`DIRTY_PAGES_PER_INODE_MAX`]: with flusher threads, the inode's context writes
     /// them (the writer goes on); without, the writer does, here, except under the
-    /// kernel's writer model, whose writer is held at the dirty limit instead
-    /// ([`crate::writeback::pace::DIRTY_LIMIT_PAGES`], after the write).
+    /// kernel's writer model, whose writer is held where Linux's dirty limit holds it
+    /// instead ([`crate::writeback::pace::WRITER_HOLD_PAGES`], after the write).
     pub(super) fn write_back_if_over(&self, ino: Ino) -> Result<()> {
         if self.t.pages.inode_len(ino) > DIRTY_PAGES_PER_INODE_MAX {
             if self.rw.flusher().running() {
