@@ -28,8 +28,24 @@ fn block_of(w: u64, f: u64, off: u64) -> Vec<u8> {
 
 /// Writers `writers` write `files` files of `size` bytes each (64 KiB writes) through
 /// `contexts` contexts under `policy`, a thread checkpointing meanwhile; returns the
-/// extents of every file after an unmount, fsck and reopen, having checked every byte.
-fn run(tag: &str, contexts: usize, policy: &str, writers: u64, files: u64, size: u64, checkpoints: bool) -> Vec<usize> {
+/// extents of every file after an unmount, fsck and reopen, having checked every byte,
+/// and the contexts' counters.
+///
+/// The files are created and their first 64 KiB written before the writers start,
+/// one after another: a policy that looks at the contexts' loads then gives each file
+/// its context by the same loads in every run, not by how the writer threads happen
+/// to interleave with the flusher threads (under least-loaded, two writers' first
+/// pages arriving while both contexts were momentarily clean once put both big files
+/// in one context).
+fn run(
+    tag: &str,
+    contexts: usize,
+    policy: &str,
+    writers: u64,
+    files: u64,
+    size: u64,
+    checkpoints: bool,
+) -> (Vec<usize>, Vec<uf2fs_core::writeback::WritebackStats>) {
     let tmp = tempfile::tempdir().unwrap();
     let img = image(tmp.path(), tag, Variant::Uf2fs(""), 512 * MIB);
     let fs = Arc::new(Fs::open_rw(&img, &[]).unwrap());
@@ -44,6 +60,18 @@ fn run(tag: &str, contexts: usize, policy: &str, writers: u64, files: u64, size:
         },
     )
     .unwrap();
+    let first = block_of(0, 0, 0).len() as u64;
+    let mut inos = Vec::new();
+    for w in 0..writers {
+        for f in 0..files {
+            let name = format!("w{w}f{f}");
+            let ino = fs.create(fs.root(), name.as_bytes(), 0o100644, 0, 0).unwrap().ino;
+            let b = block_of(w, f, 0);
+            assert_eq!(fs.write(ino, 0, &b).unwrap(), b.len());
+            inos.push(ino);
+        }
+    }
+    let inos = Arc::new(inos);
     let done = Arc::new(AtomicBool::new(false));
     let cp = {
         let (fs, done) = (Arc::clone(&fs), Arc::clone(&done));
@@ -59,12 +87,11 @@ fn run(tag: &str, contexts: usize, policy: &str, writers: u64, files: u64, size:
     };
     let handles: Vec<_> = (0..writers)
         .map(|w| {
-            let fs = Arc::clone(&fs);
+            let (fs, inos) = (Arc::clone(&fs), Arc::clone(&inos));
             std::thread::spawn(move || {
                 for f in 0..files {
-                    let name = format!("w{w}f{f}");
-                    let ino = fs.create(fs.root(), name.as_bytes(), 0o100644, 0, 0).unwrap().ino;
-                    let mut off = 0;
+                    let ino = inos[(w * files + f) as usize];
+                    let mut off = first;
                     while off < size {
                         let b = block_of(w, f, off);
                         assert_eq!(fs.write(ino, off, &b).unwrap(), b.len());
@@ -108,13 +135,13 @@ fn run(tag: &str, contexts: usize, policy: &str, writers: u64, files: u64, size:
             extents.push(fs.extents(ino).unwrap().len());
         }
     }
-    extents
+    (extents, stats)
 }
 
 #[test]
 fn contexts_write_back_in_parallel_beside_checkpoints_and_images_stay_clean() {
     for (contexts, policy) in [(1, "single"), (2, "ino-hash"), (3, "least-loaded")] {
-        let ext = run(&format!("wb{contexts}"), contexts, policy, 3, 2, 12 * MIB, true);
+        let (ext, _) = run(&format!("wb{contexts}"), contexts, policy, 3, 2, 12 * MIB, true);
         assert_eq!(ext.len(), 6);
     }
 }
@@ -125,8 +152,17 @@ fn a_context_per_writer_keeps_each_file_in_few_extents() {
     // the two files interleave in the warm data log at every writeback round; with a
     // context (and a log) each they do not. (Checkpoints beside them are the other
     // test's business: their timing moves extents either way.)
-    let one = run("one", 1, "single", 2, 1, 48 * MIB, false);
-    let two = run("two", 2, "least-loaded", 2, 1, 48 * MIB, false);
+    let (one, _) = run("one", 1, "single", 2, 1, 48 * MIB, false);
+    let (two, stats) = run("two", 2, "least-loaded", 2, 1, 48 * MIB, false);
+    // Each context wrote most of a file (the rest goes out with the unmount's
+    // checkpoint): the writers' files went to two contexts.
+    for (c, s) in stats.iter().enumerate() {
+        assert!(
+            s.pages > 48 * MIB / 4096 / 2,
+            "context {c} wrote {} pages: {stats:?}",
+            s.pages
+        );
+    }
     let sum = |v: &[usize]| v.iter().sum::<usize>();
     assert!(sum(&two) < sum(&one), "one context: {one:?} extents, two: {two:?}");
 }
