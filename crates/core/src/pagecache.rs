@@ -357,7 +357,7 @@ impl PageCache {
                 let Some(&last) = batch.back() else {
                     break;
                 };
-                cur.next = last + 1;
+                cur.next = last.saturating_add(1);
                 cur.batch = batch;
             }
             let Some(index) = cur.batch.pop_front() else {
