@@ -14,6 +14,9 @@ of `uf2fs bench waf` (its `gc_passes`, `gc_pass_free`, `gc_pass_dirty` and
   victims taken and checkpoints written, the N most frequent (the lab's and this
   script's highest bin, 8, stands for 8 or more);
 - the passes by free sections beyond the reserved ones when they began;
+- for the lab the user pages GC's moves wrote (not writeback) per data victim, and
+  for the kernel, with the kprobe below, the drop of the dirty data count from a
+  pass that took one victim to the next pass's start: what a victim cleaned;
 - for the kernel also who ran them (the job's writer, the flusher `kworker`, the GC
   thread), the valid blocks of its victims, and the dirty data pages F2FS counted
   at each `--sample` (debugfs `datas`);
@@ -82,7 +85,8 @@ def kernel(path):
             if m:
                 f = dict((k, int(v)) for k, v in KPROBE_FIELD.findall(line[m.end():]))
                 if "dirty_data" in f:
-                    starts.append((task, f, segs_per_sec))
+                    # Victims are counted to the latest start (the guest has one CPU).
+                    starts.append([task, f, segs_per_sec, 0])
                 continue
             if "f2fs_gc_begin:" in line:
                 m = BEGIN.search(line)
@@ -91,6 +95,8 @@ def kernel(path):
                     open_passes[task] = [0, 0, max(0, int(m.group(1)) - reserved)]
             elif "f2fs_get_victim:" in line and task in open_passes:
                 open_passes[task][0] += 1
+                if starts:
+                    starts[-1][3] += 1
                 m = VICTIM.search(line)
                 if m:
                     costs.append(int(m.group(1)))
@@ -117,12 +123,21 @@ def room(f, log, segs_per_sec):
 
 def show_starts(starts):
     """The kprobe's view of the passes' starts (all but the GC thread's)."""
-    rows = [(f, sps) for task, f, sps in starts if who(task) != "gc thread"]
+    rows = [(f, sps) for task, f, sps, _ in starts if who(task) != "gc thread"]
     if not rows:
         return
     d = sorted(f["dirty_data"] for f, _ in rows)
     print(f"  dirty data pages at the passes' starts ({len(d)}): p10 {pct(d, 0.1)}, median "
           f"{pct(d, 0.5)}, p90 {pct(d, 0.9)}")
+    # What a victim cleaned: the dirty count's drop from a pass that took one victim
+    # to the next pass's start (pages the writer dirtied meanwhile count against it).
+    one = [(s[1]["dirty_data"], s[1]["dirty_data"] - n[1]["dirty_data"])
+           for s, n in zip(starts, starts[1:]) if s[3] == 1 and who(s[0]) != "gc thread"]
+    if one:
+        at = sorted(a for a, _ in one)
+        print(f"  passes that took one victim ({len(one)}): dirty data pages at their start mean "
+              f"{sum(at) / len(at):.0f} (median {pct(at, 0.5)}), down by {sum(c for _, c in one) / len(one):.1f} "
+              f"at the next pass's start")
     for log in ("warm", "cold"):
         short = [f for f, sps in rows if (room(f, log, sps) is not None and room(f, log, sps) < f["dirty_data"])]
         if any(room(f, log, sps) is not None for f, sps in rows):
@@ -145,7 +160,10 @@ def lab(path):
         label = f"lab {r['policy']} {r['workload']} (seed {r.get('setup', {}).get('seed', '?')})"
         dirty = Counter({b["pages"]: b["passes"] for b in r.get("gc_pass_dirty", [])})
         short = (r.get("gc_pass_warm_short"), r.get("gc_pass_cold_short"))
-        out.append((label, work, free, moved / victims if victims else 0.0, dirty, short))
+        # User pages that reached the device by GC's moves, not by writeback.
+        by_gc = r["user_blocks"] - r.get("device", {}).get("user_data", r["user_blocks"])
+        cleaned = by_gc / r["data_victims"] if r["data_victims"] else 0.0
+        out.append((label, work, free, moved / victims if victims else 0.0, dirty, short, cleaned))
     return out
 
 
@@ -198,11 +216,12 @@ def main():
     a = ap.parse_args()
     for path in a.files:
         if path.endswith(".json"):
-            for label, work, free, valid, dirty, short in lab(path):
+            for label, work, free, valid, dirty, short, cleaned in lab(path):
                 print(f"{path}: {label}")
                 show_work(work, a.top)
                 show_free(free)
                 print(f"  valid blocks per victim: mean {valid:.0f}")
+                print(f"  user pages GC's moves wrote per data victim: {cleaned:.1f}")
                 show_lab_starts(dirty, short, sum(work.values()))
             continue
         work, free, ctx, costs, dirty, starts = kernel(path)

@@ -271,6 +271,11 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
     assert!(text.contains(&lab), "want {lab:?}:\n{text}");
     let lab = format!("dirty data pages at the passes' starts ({passes}, bins of 64)");
     assert!(text.contains(&lab), "want {lab:?}:\n{text}");
+    if num(r, "data_victims") > 0.0 {
+        let cleaned = (num(r, "user_blocks") - num(&r["device"], "user_data")) / num(r, "data_victims");
+        let lab = format!("user pages GC's moves wrote per data victim: {cleaned:.1}");
+        assert!(text.contains(&lab), "want {lab:?}:\n{text}");
+    }
     let warm = num(r, "gc_pass_warm_short");
     let lab = format!("begun with the warm data log's section short of them: {warm} (");
     assert!(text.contains(&lab), "want {lab:?}:\n{text}");
@@ -289,4 +294,33 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
     ] {
         assert!(text.contains(want), "want {want:?}:\n{text}");
     }
+
+    // What a victim cleaned: the dirty count fell from 300 at the start of the pass
+    // that took one victim to 270 at the next pass's start.
+    let res = dir.path().join("k2.res");
+    let gcin = |t: &str, dirty: u32| {
+        format!("trace fio-1 [000] ..... {t}: gcin: (f2fs_gc+0x4/0x7b0 [f2fs]) dirty_data={dirty} warm_seg=0 warm_off=0 cold_seg=4 cold_off=0\n")
+    };
+    let pass = |t0: &str, t1: &str, victim: bool| {
+        let mut p = format!("trace fio-1 [000] ..... {t0}: f2fs_gc_begin: dev = (253,0), gc_type = Background GC, no_background_GC = 1, nr_free_secs = 1, nodes = 3, dents = 0, imeta = 0, free_sec:10, free_seg:52, rsv_seg:32, prefree_seg:0\n");
+        if victim {
+            p += &format!("trace fio-1 [000] ..... {t0}: f2fs_get_victim: dev = (253,0), type = No TYPE, policy = (Foreground GC, LFS-mode, Greedy), victim = 52, cost = 2000, ofs_unit = 4, pre_victim_secno = 13, prefree = 0, free = 55\n");
+        }
+        p + &format!("trace fio-1 [000] ..... {t1}: f2fs_gc_end: dev = (253,0), ret = 0, seg_freed = 4, sec_freed = 1, nodes = 3, dents = 0, imeta = 0, free_sec:10, free_seg:52, rsv_seg:32, prefree_seg:0\n")
+    };
+    let trace = String::from("mkfs Info: Segments per section = 4\n")
+        + &gcin("1.0", 300)
+        + &pass("1.1", "1.2", true)
+        + &gcin("2.0", 270)
+        + &pass("2.1", "2.2", false);
+    std::fs::write(&res, trace).unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&res)
+        .output()
+        .expect("run python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let want = "passes that took one victim (1): dirty data pages at their start mean 300 (median 300), down by 30.0 at the next pass's start";
+    assert!(text.contains(want), "want {want:?}:\n{text}");
 }

@@ -17,8 +17,8 @@ pub const FLUSHER_BLOCKS_PER_PAGE: i64 = 25;
 /// every dirty and writeback page, which `balance_dirty_pages` approaches by pausing
 /// the writer while the flusher (each of whose pages may run a victim that cleans
 /// dozens) writes on, so F2FS's dirty data stays below it: at 415 MiB on 64 zones
-/// Linux 6.12's F2FS dirty data count averaged 940 pages (median 969) when a pass took
-/// a victim (kprobe on `f2fs_gc`; Linux 6.1's, 991, but a hold of its own would take
+/// Linux 6.12's F2FS dirty data count averaged 937 pages (median 966) when a pass took
+/// a victim (kprobe on `f2fs_gc`; Linux 6.1's, 988, but a hold of its own would take
 /// the lab's 6.1 plateau further from Linux's), where a writer held at 1024 averages
 /// 1007 in the lab and one held at 960 averages 943 (docs/waf-lab.md, "Near full:
 /// what a victim cleans").
