@@ -123,9 +123,16 @@ impl Tree<'_> {
 
     /// Stores a changed inode as a dirty node block.
     pub fn store_inode(&self, inode: InodeMut) -> Result<()> {
+        self.store_inode_as(inode, false)
+    }
+
+    /// [`Tree::store_inode`], saying whether the inode's only change since it was
+    /// loaded is its timestamps (`times_only`: Linux's free-section rule does not
+    /// count such an inode as dirty metadata).
+    pub fn store_inode_as(&self, inode: InodeMut, times_only: bool) -> Result<()> {
         let (ino, log) = (inode.ino, inode.node_log());
         let block = inode.finish(self.sb)?;
-        self.nodes.store_dirty(ino, block, log);
+        self.nodes.store_dirty_as(ino, block, log, times_only);
         Ok(())
     }
 

@@ -21,7 +21,6 @@
 //! writer writes regardless of the budget.
 
 use crate::fs::ReadWrite;
-use crate::writeback::PageOrder;
 use crate::{Fs, Result};
 
 impl Fs {
@@ -36,11 +35,13 @@ impl Fs {
                 return Ok(());
             }
             let before = self.write_counts().total();
-            if !self.write_back_one_page(rw)? {
+            if !self.write_back_one_page(None)? {
                 rw.flusher_pace().end_round();
                 return Ok(());
             }
+            rw.flusher_pace().set_balancing(true);
             let balanced = self.balance_fs();
+            rw.flusher_pace().set_balancing(false);
             let blocks = self.write_counts().total().saturating_sub(before);
             rw.flusher_pace().wrote(dirty, blocks);
             match balanced {
@@ -50,19 +51,5 @@ impl Fs {
                 r => r?,
             }
         }
-    }
-
-    /// Writes one dirty page back: of the first context's inode dirtied first, from
-    /// where its last writeback stopped. Whether there was one.
-    fn write_back_one_page(&self, rw: &ReadWrite) -> Result<bool> {
-        let pages = rw.pages();
-        for c in 0..pages.writeback().contexts() {
-            for ino in pages.dirty_inodes(c) {
-                if self.writeback_inode_in(ino, 1, PageOrder::Cyclic)? > 0 {
-                    return Ok(true);
-                }
-            }
-        }
-        Ok(false)
     }
 }

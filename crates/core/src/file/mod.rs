@@ -42,7 +42,7 @@ use crate::segment::{LogType, SpaceNeed};
 use crate::{Error, FileKind, Fs, Ino, Result};
 use blocks::RangePlan;
 use uf2fs_format::consts::NULL_ADDR;
-use uf2fs_format::node::F2FS_COMPRESS_RELEASED;
+use uf2fs_format::node::{Inode, F2FS_COMPRESS_RELEASED};
 
 /// Blocks one write operation dirties at most (1 MiB).
 pub const WRITE_CHUNK_BLOCKS: u64 = 256;
@@ -78,6 +78,17 @@ fn touch(inode: &mut InodeMut) {
     let t = now();
     inode.inode.mtime = t;
     inode.inode.ctime = t;
+}
+
+/// Whether `now` differs from the inode as it was `loaded` (fields, raw block) in its
+/// mtime and ctime only: an overwrite inside the file, whose new blocks are chosen at
+/// writeback.
+fn only_times_changed(loaded: &(Inode, Vec<u8>), now: &InodeMut) -> bool {
+    let (fields, raw) = loaded;
+    let mut same = now.inode.clone();
+    same.mtime = fields.mtime;
+    same.ctime = fields.ctime;
+    same == *fields && now.block == *raw
 }
 
 /// Forgets the largest extent (`i_ext`) when it overlaps blocks `first..end`, whose
@@ -285,6 +296,7 @@ impl Op<'_> {
             touch(&mut i);
             return self.t.store_inode(i);
         }
+        let loaded = (i.inode.clone(), i.block.clone());
         let log = self.file_log(&i);
         let (first, last) = (pos / bsz, end.div_ceil(bsz));
         let view = inline::converted_view(&i);
@@ -312,7 +324,8 @@ impl Op<'_> {
         i.inode.size = i.inode.size.max(end);
         touch(&mut i);
         drop_extent(&mut i, first, last);
-        self.t.store_inode(i)?;
+        let times_only = only_times_changed(&loaded, &i);
+        self.t.store_inode_as(i, times_only)?;
         self.write_back_if_over(ino)
     }
 

@@ -178,3 +178,40 @@ fn move_range_to_the_end_of_file_and_within_one_file() {
     fs.set_pin_file(dst, true).unwrap();
     assert_eq!(errno(fs.move_range(f, 0, dst, 0, B)), 95, "pinned: EOPNOTSUPP");
 }
+
+/// Linux's free-section rule does not count an inode dirty for its timestamps only
+/// (F2FS mounts `lazytime`): an overwrite inside the file leaves the inode out of the
+/// counted dirty nodes once it has been written, a write that grows the file counts
+/// it, and both are written at the next checkpoint.
+#[test]
+fn an_inode_dirty_for_its_timestamps_only_is_not_counted_by_the_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = fresh(tmp.path());
+    let f = fs.create(fs.root(), b"f", 0o644, 0, 0).unwrap().ino;
+    let counted = |fs: &Fs| fs.nodes().counted_dirty_nodes_by_log().iter().sum::<u64>();
+    let all = |fs: &Fs| fs.nodes().dirty_nodes_by_log().iter().sum::<u64>();
+    fs.write(f, 0, &[1; 8 * B as usize]).unwrap();
+    fs.write_checkpoint().unwrap();
+    assert_eq!((all(&fs), counted(&fs)), (0, 0));
+    // An overwrite inside the file: the inode is dirty (mtime), not counted.
+    fs.write(f, 2 * B, &[2; B as usize]).unwrap();
+    assert_eq!((all(&fs), counted(&fs)), (1, 0));
+    // Growing the file changes i_size: counted, and stays counted on an overwrite.
+    fs.write(f, 8 * B, &[3; B as usize]).unwrap();
+    assert_eq!(counted(&fs), all(&fs));
+    assert!(counted(&fs) >= 1);
+    fs.write(f, 0, &[4; B as usize]).unwrap();
+    assert_eq!(counted(&fs), all(&fs));
+    fs.write_checkpoint().unwrap();
+    assert_eq!((all(&fs), counted(&fs)), (0, 0));
+    let before = fs.inode(f).unwrap().inode.mtime;
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    fs.write(f, B, &[5; B as usize]).unwrap();
+    assert_eq!((all(&fs), counted(&fs)), (1, 0));
+    // The time-only change is still written: the new mtime reaches the device.
+    fs.write_checkpoint().unwrap();
+    let img = tmp.path().join("unit.img");
+    fs.unmount().unwrap();
+    let again = Fs::open(&img, &[]).unwrap();
+    assert_ne!(again.inode(f).unwrap().inode.mtime, before);
+}

@@ -509,6 +509,28 @@ impl Fs {
         r
     }
 
+    /// Under the kernel's writer model, the pages of the flusher's round under way
+    /// that go out while a writer's pass moves a victim: Linux's flusher writes on
+    /// while the pass waits for the victim's I/O, and each of its pages' balance
+    /// returns at once while the free-section rule finds room (under Linux 6.12's
+    /// loop after the checkpoint at the top of the pass, which takes a victim
+    /// anyway; 6.1's takes one only when there is no room). Without them the lab's
+    /// round waited for the writer, and the writer for room in the data log the
+    /// round writes to (docs/waf-lab.md, "Near full: the flusher beside the
+    /// writer's pass"). Returns the pages written.
+    fn flusher_pages_beside_pass(&self, rw: &ReadWrite, writer: &CheckpointWriter) -> Result<u64> {
+        let node_ver = writer.last().node_version();
+        let mut written = 0;
+        while SpaceView::take(self, rw).enough(0, 1) && rw.flusher_pace().page_beside_pass() {
+            if !self.write_back_one_page(Some(node_ver))? {
+                rw.flusher_pace().end_round();
+                break;
+            }
+            written += 1;
+        }
+        Ok(written)
+    }
+
     fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
         let view = SpaceView::take(self, rw);
         let (victims, checkpoints) = {
@@ -644,6 +666,9 @@ impl Fs {
             } else {
                 inputs.cheapest().unwrap_or(victim)
             };
+            if balance && kernel_writers {
+                self.flusher_pages_beside_pass(rw, writer)?;
+            }
             let cp_ver = writer.last().node_version();
             let started = self.now();
             let moved = migrate::migrate_section(&self.tree(rw), victim.secno, cp_ver, kind == GcKind::Foreground)?;

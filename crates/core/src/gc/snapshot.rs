@@ -251,6 +251,8 @@ impl VictimInputs {
 struct Needs {
     gc: SpaceNeed,
     pending: SpaceNeed,
+    /// Dirty nodes by log as Linux's rule counts them (inodes dirty for their
+    /// timestamps only left out).
     nodes: [u64; NR_LOGS],
     pages: [u64; NR_LOGS],
 }
@@ -260,7 +262,7 @@ impl Needs {
         Needs {
             gc: gc_need(fs, rw),
             pending: pending_need(fs, rw),
-            nodes: fs.nodes().dirty_nodes_by_log(),
+            nodes: fs.nodes().counted_dirty_nodes_by_log(),
             pages: rw.pages().count_by_log(),
         }
     }

@@ -56,6 +56,23 @@ const GATHER_BLOCKS_MAX: usize = 256;
 pub(super) struct DirtyNode {
     block: NodeBlock,
     log: LogType,
+    /// An inode whose only change since it was last written is its timestamps: Linux
+    /// does not count it as dirty metadata (F2FS mounts `lazytime` by default, and a
+    /// timestamp alone does not reach `f2fs_dirty_inode`), so neither does the
+    /// free-section rule ([`NodeManager::counted_dirty_nodes_by_log`]). It is written
+    /// as every dirty node is.
+    times_only: bool,
+}
+
+impl DirtyNode {
+    /// A node changed in more than its timestamps.
+    fn changed(block: NodeBlock, log: LogType) -> DirtyNode {
+        DirtyNode {
+            block,
+            log,
+            times_only: false,
+        }
+    }
 }
 
 /// Dirty node blocks by node id, with a count per log and the ids by inode (so that
@@ -65,6 +82,8 @@ pub(super) struct DirtyNode {
 pub(super) struct DirtyNodes {
     map: BTreeMap<u32, DirtyNode>,
     per_log: [u64; NR_LOGS],
+    /// Of `per_log`, the nodes dirty for their timestamps only.
+    times_only_per_log: [u64; NR_LOGS],
     by_ino: HashMap<u32, BTreeSet<u32>>,
     /// Nodes a write-out published (NAT entry, clean cache) whose blocks may not be on
     /// the device yet, by node id: the address being written and the block (see the
@@ -82,14 +101,23 @@ fn ino_of(block: &[u8]) -> u32 {
 }
 
 impl DirtyNodes {
-    fn insert(&mut self, nid: u32, node: DirtyNode) {
+    fn insert(&mut self, nid: u32, mut node: DirtyNode) {
+        // A node already dirty for more than its timestamps stays so.
+        node.times_only &= self.map.get(&nid).is_none_or(|old| old.times_only);
         self.per_log[node.log as usize] += 1;
+        self.times_only_per_log[node.log as usize] += u64::from(node.times_only);
         let ino = ino_of(&node.block);
         if let Some(old) = self.map.insert(nid, node) {
-            self.per_log[old.log as usize] -= 1;
+            self.forget_counts(&old);
             self.unindex(ino_of(&old.block), nid);
         }
         self.by_ino.entry(ino).or_default().insert(nid);
+    }
+
+    /// Takes `node`, out of the map, off the counts.
+    fn forget_counts(&mut self, node: &DirtyNode) {
+        self.per_log[node.log as usize] -= 1;
+        self.times_only_per_log[node.log as usize] -= u64::from(node.times_only);
     }
 
     fn unindex(&mut self, ino: u32, nid: u32) {
@@ -132,7 +160,7 @@ impl DirtyNodes {
     /// Takes node `nid` out, if dirty.
     fn take(&mut self, nid: u32) -> Option<DirtyNode> {
         let old = self.map.remove(&nid)?;
-        self.per_log[old.log as usize] -= 1;
+        self.forget_counts(&old);
         self.unindex(ino_of(&old.block), nid);
         Some(old)
     }
@@ -217,12 +245,19 @@ impl NodeManager {
 
     /// Stores a changed node block (footer already set) to be written to `log`.
     pub(crate) fn store_dirty(&self, nid: u32, block: Vec<u8>, log: LogType) {
+        self.store_dirty_as(nid, block, log, false);
+    }
+
+    /// [`NodeManager::store_dirty`] for an inode whose only change is its timestamps
+    /// (`times_only`, kept by the dirty node until it is written).
+    pub(crate) fn store_dirty_as(&self, nid: u32, block: Vec<u8>, log: LogType, times_only: bool) {
         debug_assert_eq!(block.len(), self.geometry.block_size());
         self.lock_dirty().insert(
             nid,
             DirtyNode {
                 block: Arc::new(block),
                 log,
+                times_only,
             },
         );
         lock(&self.node_cache).pop(nid);
@@ -266,7 +301,7 @@ impl NodeManager {
                 block
             }
         };
-        let mut node = DirtyNode { block: node, log };
+        let mut node = DirtyNode::changed(node, log);
         edit(Arc::make_mut(&mut node.block).as_mut_slice());
         dirty.insert(nid, node);
     }
@@ -279,6 +314,14 @@ impl NodeManager {
     /// Dirty node blocks by the log they go to.
     pub fn dirty_nodes_by_log(&self) -> [u64; NR_LOGS] {
         self.lock_dirty().per_log
+    }
+
+    /// Dirty node blocks by log as Linux's free-section rule counts them
+    /// (`F2FS_DIRTY_NODES` + `F2FS_DIRTY_IMETA`): without the inodes dirty for their
+    /// timestamps only (a dirty node's `times_only`).
+    pub fn counted_dirty_nodes_by_log(&self) -> [u64; NR_LOGS] {
+        let d = self.lock_dirty();
+        std::array::from_fn(|li| d.per_log[li] - d.times_only_per_log[li])
     }
 
     /// Makes `nid` (taken with [`NodeManager::alloc_nid`]) a new node of inode `ino`
@@ -318,13 +361,7 @@ impl NodeManager {
                 c.valid_inode_count += 1;
             }
         }
-        dirty.insert(
-            nid,
-            DirtyNode {
-                block: Arc::new(block),
-                log,
-            },
-        );
+        dirty.insert(nid, DirtyNode::changed(Arc::new(block), log));
         lock(&self.node_cache).pop(nid);
         Ok(())
     }
@@ -397,6 +434,7 @@ impl NodeManager {
         let d = &mut *dirty;
         let map = std::mem::take(&mut d.map);
         d.per_log = [0; NR_LOGS];
+        d.times_only_per_log = [0; NR_LOGS];
         d.by_ino.clear();
         let pending: Vec<Pending> = (map.into_iter().zip(entries))
             .map(|((nid, node), entry)| Pending {
@@ -508,20 +546,16 @@ impl NodeManager {
                     block_addr: NULL_ADDR,
                     ..entry
                 },
-                node: DirtyNode {
-                    block: Arc::new(block),
-                    log: LogType::WarmNode,
-                },
+                node: DirtyNode::changed(Arc::new(block), LogType::WarmNode),
                 marks: 0,
             });
         }
         let records = pending.len();
         for (&nid, entry) in mine.iter().chain([&ino]).zip(entries) {
             let (node, marks) = if nid == ino {
-                let node = dirty.take(ino).unwrap_or(DirtyNode {
-                    block: clean_inode.clone(),
-                    log: LogType::WarmNode,
-                });
+                let node = dirty
+                    .take(ino)
+                    .unwrap_or(DirtyNode::changed(clean_inode.clone(), LogType::WarmNode));
                 (node, NODE_FSYNC_BIT | if dent { NODE_DENT_BIT } else { 0 })
             } else {
                 (dirty.take(nid).expect("listed as dirty above"), 0)
@@ -825,6 +859,6 @@ impl NodeManager {
                 ),
             ));
         }
-        Ok(DirtyNode { block, log: log_of(&f) })
+        Ok(DirtyNode::changed(block, log_of(&f)))
     }
 }

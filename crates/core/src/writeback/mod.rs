@@ -306,7 +306,13 @@ impl Fs {
         let rw = self.rw()?;
         let cp = rw.cp_shared();
         rw.check_failed()?;
-        let node_ver = cp.last().node_version();
+        self.writeback_inode_held(cp.last().node_version(), ino, max, order)
+    }
+
+    /// [`Fs::writeback_inode_in`] by a caller that holds `cp_lock` (shared or
+    /// exclusive) and read `node_ver` from the last checkpoint under it.
+    pub(crate) fn writeback_inode_held(&self, node_ver: u64, ino: Ino, max: usize, order: PageOrder) -> Result<usize> {
+        let rw = self.rw()?;
         let _g = rw.lock_inodes(&[ino]);
         let t = self.tree(rw);
         let r = write_inode_pages_in(&t, ino, max, order).and_then(|n| {
@@ -320,6 +326,27 @@ impl Fs {
             rw.fail(e);
         }
         r
+    }
+
+    /// Writes one dirty page back: of the first context's inode dirtied first, from
+    /// where its last cyclic writeback stopped (Linux's flusher, one page at a time
+    /// under the kernel's writer model). `held`: the node version of the last
+    /// checkpoint when the caller holds `cp_lock` (a GC pass), else `None` and it is
+    /// taken shared. Whether there was a page to write.
+    pub(crate) fn write_back_one_page(&self, held: Option<u64>) -> Result<bool> {
+        let pages = self.rw()?.pages();
+        for c in 0..pages.writeback().contexts() {
+            for ino in pages.dirty_inodes(c) {
+                let n = match held {
+                    Some(node_ver) => self.writeback_inode_held(node_ver, ino, 1, PageOrder::Cyclic)?,
+                    None => self.writeback_inode_in(ino, 1, PageOrder::Cyclic)?,
+                };
+                if n > 0 {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Runs every writeback context once: each writes the dirty pages of its inodes,

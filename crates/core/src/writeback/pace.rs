@@ -33,6 +33,9 @@ pub(crate) struct FlusherPace {
     budget: i64,
     /// Pages left in the writeback round under way (0: none is).
     round_left: usize,
+    /// The flusher is in the balance after one of its own pages: a pass it runs there
+    /// holds it, so no page of its round goes out beside that pass.
+    balancing: bool,
 }
 
 impl FlusherPace {
@@ -70,6 +73,25 @@ impl FlusherPace {
     /// The round under way ends (nothing left to write).
     pub(crate) fn end_round(&mut self) {
         self.round_left = 0;
+    }
+
+    /// The flusher enters (`true`) or leaves the balance after one of its pages.
+    pub(crate) fn set_balancing(&mut self, on: bool) {
+        self.balancing = on;
+    }
+
+    /// Whether the next page of the round under way goes out while another writer's
+    /// foreground pass moves a victim (and takes it from the round): Linux's flusher
+    /// is a thread of its own, which writes on while that pass waits for the victim's
+    /// I/O, each of its pages' balance returning at once while the free-section rule
+    /// finds room (the caller checks that). Its time is the pass's, so the budget is
+    /// not charged. Not while the flusher runs a pass itself.
+    pub(crate) fn page_beside_pass(&mut self) -> bool {
+        if self.balancing || self.round_left == 0 {
+            return false;
+        }
+        self.round_left -= 1;
+        true
     }
 }
 
@@ -114,6 +136,22 @@ mod tests {
         p.wrote(WRITER_HOLD_PAGES + 1, 3000);
         assert_eq!(p.budget, 0);
         assert!(!p.writes_now(WRITER_HOLD_PAGES), "at the hold the budget rules again");
+    }
+
+    #[test]
+    fn pages_beside_a_pass_come_from_the_round_free_of_charge_and_not_beside_the_flusher_s_own() {
+        let mut p = FlusherPace::default();
+        assert!(!p.page_beside_pass(), "no round under way");
+        p.dirtied(1, DIRTY_PAGES_BACKGROUND + 2);
+        p.budget = -500;
+        p.set_balancing(true);
+        assert!(!p.page_beside_pass(), "the flusher's own pass holds it");
+        p.set_balancing(false);
+        assert!(p.page_beside_pass());
+        assert_eq!((p.round_left, p.budget), (DIRTY_PAGES_BACKGROUND + 1, -500));
+        p.round_left = 1;
+        assert!(p.page_beside_pass());
+        assert!(!p.page_beside_pass(), "the round is written");
     }
 
     #[test]
