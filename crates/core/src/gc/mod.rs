@@ -516,19 +516,17 @@ impl Fs {
     /// loop after the checkpoint at the top of the pass, which takes a victim
     /// anyway; 6.1's takes one only when there is no room). Without them the lab's
     /// round waited for the writer, and the writer for room in the data log the
-    /// round writes to (docs/waf-lab.md, "Near full: the flusher beside the
-    /// writer's pass"). Returns the pages written.
-    fn flusher_pages_beside_pass(&self, rw: &ReadWrite, writer: &CheckpointWriter) -> Result<u64> {
+    /// round writes to (docs/waf-lab.md, "Near full: the flusher beside the writer's
+    /// pass, and lazytime").
+    fn flusher_pages_beside_pass(&self, rw: &ReadWrite, writer: &CheckpointWriter) -> Result<()> {
         let node_ver = writer.last().node_version();
-        let mut written = 0;
         while SpaceView::take(self, rw).enough(0, 1) && rw.flusher_pace().page_beside_pass() {
             if !self.write_back_one_page(Some(node_ver))? {
                 rw.flusher_pace().end_round();
                 break;
             }
-            written += 1;
         }
-        Ok(written)
+        Ok(())
     }
 
     fn gc_pass(&self, rw: &ReadWrite, writer: &mut CheckpointWriter, kind: GcKind, call: Call) -> Result<u64> {
