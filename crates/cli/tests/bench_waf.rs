@@ -50,6 +50,14 @@ fn run_ok(args: &[String]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Runs `python3 args...`, asserts that it succeeded and returns its standard output.
+fn python3_ok(args: &[&Path]) -> String {
+    let out = Command::new("python3").args(args).output().expect("run python3");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    text
+}
+
 fn records(path: &Path) -> Vec<Value> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v.as_array().expect("a JSON array").clone()
@@ -259,14 +267,7 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
          dirty 1.5  - datas: 160 in files: 0\n",
     )
     .unwrap();
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(&json)
-        .arg(&res)
-        .output()
-        .expect("run python3");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let text = python3_ok(&[&script, &json, &res]);
     let lab = format!("passes {passes}, victims {victims}, checkpoints {checkpoints}");
     assert!(text.contains(&lab), "want {lab:?}:\n{text}");
     let lab = format!("dirty data pages at the passes' starts ({passes}, bins of 64)");
@@ -314,13 +315,7 @@ fn gc_passes_script_reads_the_json_and_a_kernel_trace() {
         + &gcin("2.0", 270)
         + &pass("2.1", "2.2", false);
     std::fs::write(&res, trace).unwrap();
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(&res)
-        .output()
-        .expect("run python3");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let text = python3_ok(&[&script, &res]);
     let want = "passes that took one victim (1): dirty data pages at their start mean 300 (median 300), down by 30.0 at the next pass's start";
     assert!(text.contains(want), "want {want:?}:\n{text}");
 }
