@@ -30,9 +30,12 @@ SETUP = re.compile(
     r"file (\d+) MiB; (\d+) MiB of 4 KiB random writes"
 )
 RESULT = re.compile(r"^Linux (\S+)\s+([\d.]+)\s+1\.00\s")
-# Runs with --trace (their result block holds `trace` lines): the trace slows the
-# guest, so their WAF is not the kernel's own.
+# Runs with --trace (their result block holds the GC events' `trace` lines, one at
+# each of the writer's f2fs_gc calls): the trace slows the guest, so their WAF is not
+# the kernel's own. A --kprobe alone at do_garbage_collect records a line a victim and
+# leaves the run in.
 TRACED = "trace "
+TRACED_EVENT = "f2fs_gc_begin:"
 HOT = re.compile(r"^status_before\s+- HOT\s+data:.*\s(\d+)$")
 # A fill that left more of the file than this in the hot data log split it.
 SPLIT_BLOCKS = 1000
@@ -63,7 +66,7 @@ def kernel_runs(dirs):
             if os.path.exists(res):
                 with open(res, errors="replace") as f:
                     for line in f:
-                        traced = traced or line.startswith(TRACED)
+                        traced = traced or (line.startswith(TRACED) and TRACED_EVENT in line)
                         m = HOT.match(line.rstrip())
                         if m and int(m.group(1)) > SPLIT_BLOCKS:
                             split = True

@@ -5,7 +5,7 @@ full: Linux 6.12's passes at 96.6% of df").
 usage: gc-passes.py [--top N] FILE...
 
 Each FILE is either the result block of a `scripts/kernel/waf-compare.sh --trace
---result-out X.res` run (the `trace` lines of the kernel's `f2fs_gc_begin`,
+--result-out X.res` run (plain, or `X.res.xz`) (the `trace` lines of the kernel's `f2fs_gc_begin`,
 `f2fs_get_victim`, `f2fs_write_checkpoint` and `f2fs_gc_end` events) or the `--json`
 of `uf2fs bench waf` (its `gc_passes`, `gc_pass_free`, `gc_pass_dirty` and
 `gc_pass_warm_short`/`gc_pass_cold_short`, one block per run). For each it prints:
@@ -19,7 +19,7 @@ of `uf2fs bench waf` (its `gc_passes`, `gc_pass_free`, `gc_pass_dirty` and
   pass that took one victim to the next pass's start: what a victim cleaned;
 - for the kernel also who ran them (the job's writer, the flusher `kworker`, the GC
   thread), the valid blocks of its victims, and the dirty data pages F2FS counted
-  at each `--sample` (debugfs `datas`);
+  at each `--sample` or `--dirty-sample` (debugfs `datas`);
 - with the kprobe of `waf-compare.sh --kprobe` at `f2fs_gc` (fields `dirty_data`,
   `warm_seg`, `warm_off`, `cold_seg`, `cold_off`; docs/waf-lab.md has the
   definition for Debian's 6.12): the dirty data pages at the passes' starts and how
@@ -31,6 +31,7 @@ of `uf2fs bench waf` (its `gc_passes`, `gc_pass_free`, `gc_pass_dirty` and
 
 import argparse
 import json
+import lzma
 import re
 import statistics
 import sys
@@ -67,7 +68,7 @@ def kernel(path):
     costs, dirty = [], []
     starts = []
     open_passes = {}
-    with open(path, errors="replace") as f:
+    with open_text(path) as f:
         for line in f:
             m = SEGS_PER_SEC.search(line)
             if m:
@@ -76,6 +77,11 @@ def kernel(path):
                 m = re.search(r"- datas: (\d+)", line)
                 if m:
                     dirty.append(int(m.group(1)))
+                continue
+            if line.startswith("datas "):
+                parts = line.split()
+                if len(parts) == 3 and parts[2].isdigit():
+                    dirty.append(int(parts[2]))
                 continue
             if not line.startswith("trace "):
                 continue
@@ -110,6 +116,13 @@ def kernel(path):
                 work[(min(victims, WORK_MAX), min(cps, WORK_MAX))] += 1
                 free[min(start_free, FREE_MAX)] += 1
     return work, free, ctx, costs, dirty, starts
+
+
+def open_text(path):
+    """A result block, plain or compressed with xz (`X.res.xz`)."""
+    if path.endswith(".xz"):
+        return lzma.open(path, "rt", errors="replace")
+    return open(path, errors="replace")
 
 
 def room(f, log, segs_per_sec):
@@ -182,8 +195,9 @@ def show_lab_starts(dirty, short, passes):
                     return f"{start}-{start + 63}"
             return f"{bins[-1][0]}-"
 
+        mean = sum((start + 31.5) * k for start, k in bins) / n
         print(f"  dirty data pages at the passes' starts ({n}, bins of 64): p10 {at(0.1)}, median "
-              f"{at(0.5)}, p90 {at(0.9)}")
+              f"{at(0.5)}, p90 {at(0.9)}, mean {mean:.0f} (of the bins' middles)")
     for log, k in zip(("warm", "cold"), short):
         if k is not None and passes:
             print(f"  begun with the {log} data log's section short of them: {k} ({100 * k / passes:.0f}%)")

@@ -49,6 +49,9 @@
 #   --result-out FILE      save the guest's raw result block
 #   --json FILE            write everything as JSON
 #   --sample S             guest progress sample period in seconds [30]
+#   --dirty-sample S       seconds between samples of F2FS's dirty data pages (debugfs
+#                          "datas") over the job, as "datas" lines of the result
+#                          block; prints their p10, median, p90 and max [1; 0: none]
 #   --timeout S            kill the guest after S seconds [7200]
 #   --keep                 keep the run directory (console.log, result, initrd)
 #   --trace                record F2FS's GC trace events over the job (f2fs_gc_begin,
@@ -58,12 +61,16 @@
 #                          "trace", "dirty" and "logs" lines of the result block (keep
 #                          it with --result-out); prints the dirty data pages' p10,
 #                          median, p90 and max over the job
-#   --kprobe DEFS          with --trace, kprobe events added to the trace (DEFS:
+#   --kprobe DEFS          kprobe events recorded over the job, as "trace" lines (DEFS:
 #                          kprobe_events definitions separated by ';', e.g. at each
 #                          f2fs_gc F2FS_DIRTY_DATA and the data logs' current segment
 #                          and offset, read at offsets of the guest kernel's build:
 #                          pahole --btf_base vmlinux -C f2fs_sb_info f2fs.ko;
-#                          docs/waf-lab.md has the 6.12 one)
+#                          docs/waf-lab.md has them for Debian's 6.1 and 6.12); with
+#                          --trace beside its events, else alone: at a function GC
+#                          calls once a victim (do_garbage_collect) they leave the
+#                          guest's pace alone. A field dirty_data= of such an event
+#                          prints the dirty data pages when each victim was taken
 #
 # Environment:
 #   UF2FS_KC_WORK          work directory (default /var/tmp/uf2fs-kernel)
@@ -270,6 +277,7 @@ boot() {
         echo "IO_BYTES=$io"
         echo "OPTS='$opts'"
         echo "SAMPLE_S=$sample"
+        echo "DIRTY_SAMPLE_S=$dirty_sample"
         echo "DIRTY_BYTES=$dirty"
         echo "PROBE=$probe"
         echo "TRACE=$trace"
@@ -459,7 +467,7 @@ kernel_failed() {
 
 conv=$((32 << 20)) zone=$((8 << 20)) zones=128 ovp=3.89 rsvd=8 file=$((870 << 20)) io=$((2 << 30))
 opts='' policy=greedy,cost-benefit seed=1 gc_loop='' do_kernel=1 do_lab=1 kernel_result='' result_out=''
-json='' sample=30 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0 trace=0 kprobe=''
+json='' sample=30 dirty_sample=1 timeout=7200 keep=0 failed=0 dirty=$((4 << 20)) probe=0 trace=0 kprobe=''
 cmd=run
 case ${1:-} in
     setup | run | probe) cmd=$1; shift ;;
@@ -486,6 +494,7 @@ while [ $# -gt 0 ]; do
         --result-out) need "$@"; result_out=$2; shift ;;
         --json) need "$@"; json=$2; shift ;;
         --sample) need "$@"; sample=$2; shift ;;
+        --dirty-sample) need "$@"; dirty_sample=$2; shift ;;
         --timeout) need "$@"; timeout=$2; shift ;;
         --keep) keep=1 ;;
         --trace) trace=1 ;;
@@ -499,6 +508,7 @@ is_uint "$zones" && [ "$zones" -gt 0 ] || die "--zones must be a positive intege
 is_uint "$rsvd" || die "--reserved-sections must be an integer"
 is_uint "$seed" || die "--seed must be an integer"
 is_uint "$sample" && [ "$sample" -gt 0 ] || die "--sample must be a positive integer"
+is_uint "$dirty_sample" || die "--dirty-sample must be a whole number of seconds (0: none)"
 is_uint "$timeout" || die "--timeout must be an integer"
 [[ $ovp =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--overprovision must be a number"
 [ $((conv % (1 << 20))) = 0 ] && [ "$conv" -gt 0 ] || die "--conv-size must be whole MiB"
@@ -506,7 +516,6 @@ is_uint "$timeout" || die "--timeout must be an integer"
 [ $((file % 4096)) = 0 ] && [ "$file" -gt 0 ] || die "--file-size must be a multiple of 4 KiB"
 [ $((io % 4096)) = 0 ] && [ "$io" -gt 0 ] || die "--io-size must be a multiple of 4 KiB"
 [ "$do_kernel" = 1 ] || [ "$do_lab" = 1 ] || die "--no-kernel and --no-lab leave nothing to run"
-[ -z "$kprobe" ] || [ "$trace" = 1 ] || die "--kprobe needs --trace"
 case $kprobe in *\'*) die "--kprobe: no single quotes" ;; esac
 [ -z "$kernel_result" ] || [ -f "$kernel_result" ] || die "no result file $kernel_result"
 [ "$(id -u)" = 0 ] || [ "$cmd" != setup ] || log "not root: apt-get may fail"
@@ -711,12 +720,21 @@ if [ "$kernel_ok" = 1 ]; then
         "$(kv io_fs_gc_node) GC node, $(kv io_fs_node) node + $(kv io_fs_cp_node) checkpoint node," \
         "$(kv io_fs_meta) + $(kv io_fs_cp_meta) meta blocks"
     echo "kernel mount: $(field mounted | head -1)"
-    # With --trace: the dirty data pages F2FS counted (debugfs "datas", pages under
-    # writeback not included) at each sample over the job.
-    field dirty | sed -n 's/.*- datas: \([0-9]*\).*/\1/p' | sort -n | awk '
+    # The dirty data pages F2FS counted (debugfs "datas", pages under writeback not
+    # included) at each sample over the job: --dirty-sample's, else --trace's.
+    { field datas | awk '{ print $2 }'
+      [ -n "$(field datas | head -1)" ] || field dirty | sed -n 's/.*- datas: \([0-9]*\).*/\1/p'
+    } | sort -n | awk '
         { v[NR] = $1 }
         END { if (NR) printf "kernel: dirty data pages over the job (%d samples): p10 %d, median %d, p90 %d, max %d\n",
               NR, v[int(NR * 0.1) + 1], v[int(NR * 0.5) + 1], v[int(NR * 0.9) + 1], v[NR] }'
+    # With a --kprobe at do_garbage_collect with a dirty_data field: the dirty data
+    # pages when each victim was taken, the level near full WAF follows (docs/waf-lab.md,
+    # "Near full: the plateau follows the dirty level").
+    field trace | sed -n '/do_garbage_collect+/s/.* dirty_data=\(-\{0,1\}[0-9]*\).*/\1/p' | sort -n | awk '
+        { v[NR] = $1; s += $1 }
+        END { if (NR) printf "kernel: dirty data pages when a victim was taken (%d victims): mean %d, p10 %d, median %d, p90 %d\n",
+              NR, s / NR, v[int(NR * 0.1) + 1], v[int(NR * 0.5) + 1], v[int(NR * 0.9) + 1] }'
 fi
 
 if [ -n "$json" ]; then

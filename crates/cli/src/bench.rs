@@ -117,10 +117,30 @@ pub struct WafArgs {
     /// way.
     #[arg(long, value_name = "RELEASE", default_value_t = KernelGcLoop::default(), value_parser = |s: &str| s.parse::<KernelGcLoop>())]
     pub kernel: KernelGcLoop,
+    /// The dirty pages at which the lab's writer is held, as Linux's balance_dirty_pages
+    /// holds it in the kernel comparisons (513 to 1024; default 960, measured on the
+    /// host they were first run on). Near a full volume the WAF follows the dirty
+    /// level, which on Linux depends on how fast the guest's flusher runs against its
+    /// writer on the host: give a Linux run's dirty median (scripts/kernel/waf-compare.sh
+    /// prints it) to compare with that run.
+    #[arg(long, value_name = "PAGES", value_parser = parse_writer_hold)]
+    pub writer_hold: Option<usize>,
     /// Run only shard I of N of the (workload, policy) runs (I from 1; run r is shard
     /// r mod N + 1's) and write them to --json as a shard file for `bench merge`.
     #[arg(long, value_name = "I/N", requires = "json", value_parser = |s: &str| s.parse::<Shard>())]
     pub shard: Option<Shard>,
+}
+
+fn parse_writer_hold(s: &str) -> Result<usize, String> {
+    let range = uf2fs_core::WRITER_HOLD_MIN_PAGES..=uf2fs_core::WRITER_HOLD_MAX_PAGES;
+    match s.parse::<usize>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a writer hold in dirty pages ({} to {})",
+            range.start(),
+            range.end()
+        )),
+    }
 }
 
 fn parse_pause(s: &str) -> Result<f64, String> {
@@ -187,18 +207,20 @@ impl WafArgs {
         s.io_bytes = self.io_size.unwrap_or(s.io_bytes);
         s.seed = self.seed.unwrap_or(s.seed);
         s.kernel = self.kernel;
+        s.writer_hold = self.writer_hold;
         if let (Some(every_bytes), Some(pause_secs)) = (self.idle_every, self.idle_secs) {
             s.idle = Some(uf2fs_lab::Idle {
                 every_bytes: every_bytes.max(1),
                 pause_secs,
             });
         }
-        // Still "the preset" only if nothing but the seed, the pauses and the GC loop
-        // changed (the volume and the workload are the preset's).
+        // Still "the preset" only if nothing but the seed, the pauses, the GC loop and
+        // the writer's hold changed (the volume and the workload are the preset's).
         let same_but_seed = Setup {
             seed: base.seed,
             idle: base.idle,
             kernel: base.kernel,
+            writer_hold: base.writer_hold,
             ..s.clone()
         };
         if same_but_seed != base {
@@ -432,6 +454,21 @@ mod tests {
         for bad in ["6", "6.2", "linux", ""] {
             let e = waf_args(&["--kernel", bad]).unwrap_err();
             assert!(e.to_string().contains("not a kernel GC loop"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_writer_hold_is_the_default_unless_chosen_keeps_the_preset_and_is_bounded() {
+        assert_eq!(waf_args(&[]).unwrap().setup().writer_hold, None);
+        let s = waf_args(&["--writer-hold", "700"]).unwrap().setup();
+        assert_eq!(s.writer_hold, Some(700));
+        assert_eq!(s.preset, Some(Preset::Small));
+        for ok in ["513", "1024"] {
+            assert!(waf_args(&["--writer-hold", ok]).is_ok(), "{ok}");
+        }
+        for bad in ["512", "1025", "0", "x", ""] {
+            let e = waf_args(&["--writer-hold", bad]).unwrap_err();
+            assert!(e.to_string().contains("not a writer hold"), "{bad}: {e}");
         }
     }
 

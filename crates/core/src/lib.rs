@@ -62,4 +62,5 @@ pub use mount::OpenOptions;
 pub use namei::{flags, Creator, Stamp};
 pub use node::TreeShape;
 pub use settings::{ActiveLogs, AllocMode, BackgroundGc, FsyncMode, Settings};
+pub use writeback::pace::{WRITER_HOLD_MAX_PAGES, WRITER_HOLD_MIN_PAGES, WRITER_HOLD_PAGES};
 pub use xattr::{XATTR_ACL_KILL_SGID, XATTR_CREATE, XATTR_REPLACE};

@@ -38,12 +38,15 @@ pub fn describe(setup: &Setup, g: &Geometry) -> String {
     let _ = writeln!(
         s,
         "setup: {preset}: {} conventional + {} zones of {} (one section each), overprovision {}%, {reserve}; \
-         Linux {}'s GC loop",
+         Linux {}'s GC loop{}",
         format_size(setup.conv_bytes),
         setup.zones,
         format_size(setup.zone_bytes),
         setup.overprovision_pct,
         setup.kernel,
+        setup
+            .writer_hold
+            .map_or(String::new(), |h| format!(", the writer held at {h} dirty pages")),
     );
     let _ = writeln!(
         s,

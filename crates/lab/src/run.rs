@@ -271,6 +271,9 @@ pub fn run_on(
         .set_writer_model(uf2fs_core::WriterModel::Kernel)
         .map_err(|e| e.to_string())?;
     vol.fs.set_kernel_gc_loop(setup.kernel).map_err(|e| e.to_string())?;
+    if let Some(hold) = setup.writer_hold {
+        vol.fs.set_writer_hold(hold).map_err(|e| e.to_string())?;
+    }
     vol.fs
         .set_simulated_clock(Some(CLOCK_BLOCKS_PER_SEC))
         .map_err(|e| e.to_string())?;

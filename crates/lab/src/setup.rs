@@ -43,6 +43,7 @@ impl Preset {
                 seed: 1,
                 idle: None,
                 kernel: KernelGcLoop::default(),
+                writer_hold: None,
             },
             // The seed's format and shape on 2 MiB zones (the smallest section, so that
             // the file's nodes fill a section while a run stays under a minute), the
@@ -60,6 +61,7 @@ impl Preset {
                 seed: 1,
                 idle: None,
                 kernel: KernelGcLoop::default(),
+                writer_hold: None,
             },
         }
     }
@@ -117,6 +119,13 @@ pub struct Setup {
     /// `default` keep their own loops.
     #[serde(default, with = "kernel_gc_loop")]
     pub kernel: KernelGcLoop,
+    /// The dirty pages at which the kernel writer model holds the writer
+    /// ([`uf2fs_core::Fs::set_writer_hold`]; `None`: [`uf2fs_core::WRITER_HOLD_PAGES`]).
+    /// Near a full volume the WAF follows the dirty level, which on Linux depends on
+    /// how its flusher and writer run against each other on the host; a Linux run's
+    /// dirty level (`scripts/kernel/waf-compare.sh` prints it) compares that run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_hold: Option<usize>,
 }
 
 /// [`Setup::kernel`] in JSON: the release as a string (`"6.1"`, `"6.12"`).
@@ -214,6 +223,16 @@ impl Setup {
         if self.file_blocks() > u32::MAX as u64 {
             return Err(format!("file size {} is too large", format_size(self.file_bytes)));
         }
+        if let Some(hold) = self.writer_hold {
+            let range = uf2fs_core::WRITER_HOLD_MIN_PAGES..=uf2fs_core::WRITER_HOLD_MAX_PAGES;
+            if !range.contains(&hold) {
+                return Err(format!(
+                    "writer hold {hold} out of range ({} to {} dirty pages)",
+                    range.start(),
+                    range.end()
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -221,6 +240,17 @@ impl Setup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writer_hold_out_of_range_is_refused() {
+        for (hold, ok) in [(513, true), (1024, true), (512, false), (1025, false), (0, false)] {
+            let s = Setup {
+                writer_hold: Some(hold),
+                ..Preset::Small.setup()
+            };
+            assert_eq!(s.check().is_ok(), ok, "{hold}: {:?}", s.check());
+        }
+    }
 
     #[test]
     fn presets_are_valid_and_named() {

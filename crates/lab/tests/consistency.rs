@@ -27,6 +27,7 @@ fn tiny() -> Setup {
         seed: 11,
         idle: None,
         kernel: uf2fs_core::KernelGcLoop::Linux612,
+        writer_hold: None,
     }
 }
 

@@ -223,6 +223,25 @@ impl Fs {
         self.gc_state_mut(|g| g.writers = model)
     }
 
+    /// Under [`WriterModel::Kernel`], holds the writer at `pages` dirty pages (where it
+    /// writes pages back itself, as Linux's `balance_dirty_pages` holds a writer)
+    /// instead of [`crate::WRITER_HOLD_PAGES`]. Near a full volume the WAF follows the
+    /// dirty level GC's victims find, and Linux's depends on how fast its guest's
+    /// flusher and writer run against each other (docs/waf-lab.md, "Near full: the
+    /// plateau follows the dirty level"). From [`crate::WRITER_HOLD_MIN_PAGES`] to
+    /// [`crate::WRITER_HOLD_MAX_PAGES`]; else [`crate::Error::Invalid`].
+    pub fn set_writer_hold(&self, pages: usize) -> Result<()> {
+        use crate::writeback::pace::{WRITER_HOLD_MAX_PAGES, WRITER_HOLD_MIN_PAGES};
+        if !(WRITER_HOLD_MIN_PAGES..=WRITER_HOLD_MAX_PAGES).contains(&pages) {
+            return Err(crate::Error::Invalid(format!(
+                "a writer hold of {pages} dirty pages: from {WRITER_HOLD_MIN_PAGES} (past where the \
+                 flusher starts) to {WRITER_HOLD_MAX_PAGES} (4 MiB)"
+            )));
+        }
+        self.rw()?.flusher_pace().set_hold(pages);
+        Ok(())
+    }
+
     /// Chooses the Linux release whose `f2fs_gc` loop the kernel-loop policies run
     /// ([`KernelGcLoop`]; the default is [`KernelGcLoop::Linux612`]).
     pub fn set_kernel_gc_loop(&self, kernel: KernelGcLoop) -> Result<()> {

@@ -200,7 +200,8 @@ pub enum WriterModel {
     /// each (as F2FS's data writeback does), each inode's pages from where its last
     /// round stopped (`writeback_index`, `range_cyclic`), paced at 25 device blocks
     /// per page the writer dirties (fitted to Linux), and the writer writes pages
-    /// itself while more than 1024 are dirty (`balance_dirty_pages`); a pass
+    /// itself while more than [`crate::WRITER_HOLD_PAGES`] are dirty (or
+    /// [`crate::Fs::set_writer_hold`]'s level: `balance_dirty_pages`); a pass
     /// `f2fs_balance_fs` starts ends when it finds no victim (`ENODATA`); operations
     /// are admitted into the reserved sections, since Linux admits blocks by count and
     /// its writers take any free section. Under a pacer (`seed`, `adaptive`) or with

@@ -12,8 +12,9 @@ use crate::pagecache::DIRTY_PAGES_BACKGROUND;
 pub const FLUSHER_BLOCKS_PER_PAGE: i64 = 25;
 
 /// Dirty pages past which the writer writes pages back itself whatever the flusher's
-/// budget: where Linux's `balance_dirty_pages` holds the writer in the kernel
-/// comparisons, measured. Their `vm.dirty_bytes` of 4 MiB is a limit of 1024 pages on
+/// budget, unless [`crate::Fs::set_writer_hold`] chose another level: where Linux's
+/// `balance_dirty_pages` held the writer in the kernel comparisons on the host they
+/// were first run on, measured. Their `vm.dirty_bytes` of 4 MiB is a limit of 1024 pages on
 /// every dirty and writeback page, which `balance_dirty_pages` approaches by pausing
 /// the writer while the flusher (each of whose pages may run a victim that cleans
 /// dozens) writes on, so F2FS's dirty data stays below it: at 415 MiB on 64 zones
@@ -23,6 +24,14 @@ pub const FLUSHER_BLOCKS_PER_PAGE: i64 = 25;
 /// 1007 in the lab and one held at 960 averages 943 (docs/waf-lab.md, "Near full:
 /// what a victim cleans").
 pub const WRITER_HOLD_PAGES: usize = 960;
+
+/// The lowest hold [`crate::Fs::set_writer_hold`] takes: one past the background
+/// threshold, where the flusher's rounds start.
+pub const WRITER_HOLD_MIN_PAGES: usize = DIRTY_PAGES_BACKGROUND + 1;
+
+/// The highest hold [`crate::Fs::set_writer_hold`] takes: the kernel comparisons'
+/// `vm.dirty_bytes` of 4 MiB.
+pub const WRITER_HOLD_MAX_PAGES: usize = 1024;
 
 /// The flusher's state between writes (owned by the file system's read-write state,
 /// locked alone, never across a page write).
@@ -36,9 +45,21 @@ pub(crate) struct FlusherPace {
     /// The flusher is in the balance after one of its own pages: a pass it runs there
     /// holds it, so no page of its round goes out beside that pass.
     balancing: bool,
+    /// The writer's hold, if not [`WRITER_HOLD_PAGES`].
+    hold: Option<usize>,
 }
 
 impl FlusherPace {
+    /// Holds the writer at `pages` dirty pages instead of [`WRITER_HOLD_PAGES`].
+    pub(crate) fn set_hold(&mut self, pages: usize) {
+        self.hold = Some(pages);
+    }
+
+    /// The dirty pages past which the writer writes pages back itself.
+    pub(crate) fn hold(&self) -> usize {
+        self.hold.unwrap_or(WRITER_HOLD_PAGES)
+    }
+
     /// The writer dirtied `pages` pages and `dirty` are dirty: the budget refills (at
     /// most to one write's worth, a debt carried), and a round starts past the
     /// background threshold if none runs.
@@ -55,7 +76,7 @@ impl FlusherPace {
         if dirty == 0 {
             self.round_left = 0;
         }
-        self.round_left > 0 && (self.budget > 0 || dirty > WRITER_HOLD_PAGES)
+        self.round_left > 0 && (self.budget > 0 || dirty > self.hold())
     }
 
     /// One page was written with `dirty` pages dirty before, costing `blocks` device
@@ -63,7 +84,7 @@ impl FlusherPace {
     /// flusher's, so no debt is kept.
     pub(crate) fn wrote(&mut self, dirty: usize, blocks: u64) {
         self.round_left = self.round_left.saturating_sub(1);
-        if dirty > WRITER_HOLD_PAGES {
+        if dirty > self.hold() {
             self.budget = self.budget.max(0);
         } else {
             self.budget = self.budget.saturating_sub(blocks.max(1) as i64);
@@ -152,6 +173,20 @@ mod tests {
         p.round_left = 1;
         assert!(p.page_beside_pass());
         assert!(!p.page_beside_pass(), "the round is written");
+    }
+
+    #[test]
+    fn a_hold_of_its_own_moves_where_the_writer_writes_regardless_of_the_budget() {
+        let mut p = FlusherPace::default();
+        assert_eq!(p.hold(), WRITER_HOLD_PAGES);
+        p.set_hold(700);
+        p.dirtied(1, 701);
+        p.budget = -5000;
+        assert!(p.writes_now(701), "past its own hold");
+        p.wrote(701, 3000);
+        assert_eq!(p.budget, 0, "no debt kept past the hold");
+        p.budget = -5000;
+        assert!(!p.writes_now(700), "at the hold the budget rules");
     }
 
     #[test]
