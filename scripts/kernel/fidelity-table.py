@@ -6,8 +6,9 @@ usage: fidelity-table.py [--uf2fs BIN] [--seeds N] [--policy P] DIR...
 
 Reads every `*.out` (but those of `--trace` runs) that `scripts/kernel/waf-compare.sh ... --no-lab --result-out
 X.res > X.out` left in DIR (the setup line and the kernel's result line; the result
-block beside it, `X.res`, tells whether the fill put part of the file in the hot data
-log, which Linux 6.1 does in some runs), groups the runs by setup and kernel, runs
+block beside it, `X.res` or `X.res.xz`, tells whether the run was traced and whether
+the fill put part of the file in the hot data log, which Linux 6.1 does in some runs;
+docs/linux-runs holds such runs), groups the runs by setup and kernel, runs
 `uf2fs bench waf` with the same setup for seeds 1..N, and prints one Markdown row per
 setup: for each kernel its runs (a split fill marked *) and the median of the runs
 without a split, then the lab run with that kernel's GC loop (`--kernel 6.1` or
@@ -17,6 +18,7 @@ seeds and its distance to the kernel's median.
 
 import argparse
 import json
+import lzma
 import os
 import re
 import statistics
@@ -63,8 +65,11 @@ def kernel_runs(dirs):
                 continue
             split = traced = False
             res = os.path.join(d, name[: -len(".out")] + ".res")
+            if not os.path.exists(res) and os.path.exists(res + ".xz"):
+                res += ".xz"
             if os.path.exists(res):
-                with open(res, errors="replace") as f:
+                opener = lzma.open if res.endswith(".xz") else open
+                with opener(res, "rt", errors="replace") as f:
                     for line in f:
                         traced = traced or (line.startswith(TRACED) and TRACED_EVENT in line)
                         m = HOT.match(line.rstrip())
