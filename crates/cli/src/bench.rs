@@ -121,8 +121,9 @@ pub struct WafArgs {
     /// holds it in the kernel comparisons (513 to 1024; default 960, measured on the
     /// host they were first run on). Near a full volume the WAF follows the dirty
     /// level, which on Linux depends on how fast the guest's flusher runs against its
-    /// writer on the host: give a Linux run's dirty median (scripts/kernel/waf-compare.sh
-    /// prints it) to compare with that run.
+    /// writer on the host: give the mean dirty level at a Linux run's victims
+    /// (scripts/kernel/waf-compare.sh --kprobe at do_garbage_collect prints it) to
+    /// compare with that run.
     #[arg(long, value_name = "PAGES", value_parser = parse_writer_hold)]
     pub writer_hold: Option<usize>,
     /// Run only shard I of N of the (workload, policy) runs (I from 1; run r is shard
